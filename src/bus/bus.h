@@ -1,0 +1,58 @@
+// Bus: maps PIO or MMIO ranges to BusDevices and dispatches guest accesses.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "base/log.h"
+#include "base/result.h"
+#include "bus/bus_device.h"
+
+namespace tern {
+
+/// A set of non-overlapping [base, base+len) ranges, each claimed by one device.
+///
+/// Ranges are inserted while the VM is being built (single thread); after that the map is
+/// read-only and read()/write() may be called from any thread. Unclaimed reads return all-ones;
+/// unclaimed writes are dropped. Both are counted and logged at a limited rate.
+class Bus {
+ public:
+  /// `kind` is "pio" or "mmio", used in messages.
+  explicit Bus(std::string kind) : kind_(std::move(kind)) {}
+
+  /// Claims [base, base+len) for `dev`. Fails if len is 0, the range overflows or overlaps.
+  [[nodiscard]] Result<void> insert(std::shared_ptr<BusDevice> dev, uint64_t base, uint64_t len);
+
+  /// The range containing `addr` if any: the device and the range base.
+  struct Lookup {
+    BusDevice* device = nullptr;
+    uint64_t base = 0;
+  };
+  [[nodiscard]] Lookup find(uint64_t addr) const;
+
+  /// Dispatches a read of data.size() bytes at `addr`. Returns the device that claimed it, or
+  /// nullptr (data filled with 0xFF) when unclaimed.
+  BusDevice* read(uint64_t addr, std::span<uint8_t> data);
+  /// Dispatches a write. Returns the claiming device, or nullptr when unclaimed (data dropped).
+  BusDevice* write(uint64_t addr, std::span<const uint8_t> data);
+
+  [[nodiscard]] uint64_t unclaimed_reads() const { return unclaimed_reads_.load(); }
+  [[nodiscard]] uint64_t unclaimed_writes() const { return unclaimed_writes_.load(); }
+
+ private:
+  struct Range {
+    uint64_t len;
+    std::shared_ptr<BusDevice> dev;
+  };
+  std::string kind_;
+  std::map<uint64_t, Range> ranges_;  // keyed by base
+  std::atomic<uint64_t> unclaimed_reads_{0};
+  std::atomic<uint64_t> unclaimed_writes_{0};
+  RateLimit log_limit_{5};
+};
+
+}  // namespace tern

@@ -1,0 +1,69 @@
+#include "kvm/kvm_vm.h"
+
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+namespace tern {
+
+Result<void> KvmVm::set_user_memory_region(uint32_t slot, uint64_t gpa, uint64_t size, void* host,
+                                           uint32_t flags) {
+  kvm_userspace_memory_region r{};
+  r.slot = slot;
+  r.flags = flags;
+  r.guest_phys_addr = gpa;
+  r.memory_size = size;
+  r.userspace_addr = reinterpret_cast<uint64_t>(host);
+  if (::ioctl(fd_.get(), KVM_SET_USER_MEMORY_REGION, &r) < 0)
+    return fail_errno("KVM_SET_USER_MEMORY_REGION", "slot " + std::to_string(slot));
+  return {};
+}
+
+Result<void> KvmVm::set_tss_addr(uint64_t gpa) {
+  if (::ioctl(fd_.get(), KVM_SET_TSS_ADDR, static_cast<unsigned long>(gpa)) < 0)
+    return fail_errno("KVM_SET_TSS_ADDR");
+  return {};
+}
+
+Result<void> KvmVm::set_identity_map_addr(uint64_t gpa) {
+  uint64_t a = gpa;
+  if (::ioctl(fd_.get(), KVM_SET_IDENTITY_MAP_ADDR, &a) < 0)
+    return fail_errno("KVM_SET_IDENTITY_MAP_ADDR");
+  return {};
+}
+
+Result<void> KvmVm::create_irqchip() {
+  if (::ioctl(fd_.get(), KVM_CREATE_IRQCHIP, 0) < 0) return fail_errno("KVM_CREATE_IRQCHIP");
+  return {};
+}
+
+Result<void> KvmVm::create_pit2() {
+  kvm_pit_config cfg{};
+  cfg.flags = 0;
+  if (::ioctl(fd_.get(), KVM_CREATE_PIT2, &cfg) < 0) return fail_errno("KVM_CREATE_PIT2");
+  return {};
+}
+
+Result<void> KvmVm::irq_line(uint32_t irq, bool level) {
+  kvm_irq_level l{};
+  l.irq = irq;
+  l.level = level ? 1 : 0;
+  if (::ioctl(fd_.get(), KVM_IRQ_LINE, &l) < 0)
+    return fail_errno("KVM_IRQ_LINE", "irq " + std::to_string(irq));
+  return {};
+}
+
+Result<KvmVcpu> KvmVm::create_vcpu(uint32_t id) {
+  int fd = ::ioctl(fd_.get(), KVM_CREATE_VCPU, static_cast<unsigned long>(id));
+  if (fd < 0) return fail_errno("KVM_CREATE_VCPU", "vCPU " + std::to_string(id));
+  UniqueFd vfd(fd);
+  void* run = ::mmap(nullptr, vcpu_mmap_size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (run == MAP_FAILED) return fail_errno("mmap kvm_run", "vCPU " + std::to_string(id));
+  return KvmVcpu(id, std::move(vfd), static_cast<kvm_run*>(run), vcpu_mmap_size_);
+}
+
+int KvmVm::check_extension(long cap) const {
+  int r = ::ioctl(fd_.get(), KVM_CHECK_EXTENSION, cap);
+  return r < 0 ? 0 : r;
+}
+
+}  // namespace tern

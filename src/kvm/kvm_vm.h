@@ -1,0 +1,44 @@
+// KvmVm: one KVM virtual machine fd — memslots, in-kernel irqchip/PIT, IRQ lines, vCPU creation.
+#pragma once
+
+#include <linux/kvm.h>
+
+#include <cstdint>
+
+#include "base/fd.h"
+#include "base/result.h"
+#include "kvm/kvm_vcpu.h"
+
+namespace tern {
+
+class KvmVm {
+ public:
+  KvmVm(UniqueFd fd, size_t vcpu_mmap_size) : fd_(std::move(fd)), vcpu_mmap_size_(vcpu_mmap_size) {}
+
+  /// KVM_SET_USER_MEMORY_REGION: maps [gpa, gpa+size) of guest-physical space to host memory at
+  /// `host` (page-aligned). Slot numbers are chosen by the caller.
+  [[nodiscard]] Result<void> set_user_memory_region(uint32_t slot, uint64_t gpa, uint64_t size,
+                                                    void* host, uint32_t flags = 0);
+  /// KVM_SET_TSS_ADDR (x86, VMX needs 3 pages in guest-physical space outside RAM).
+  [[nodiscard]] Result<void> set_tss_addr(uint64_t gpa);
+  /// KVM_SET_IDENTITY_MAP_ADDR (x86, 1 page outside RAM).
+  [[nodiscard]] Result<void> set_identity_map_addr(uint64_t gpa);
+  /// KVM_CREATE_IRQCHIP: in-kernel PIC pair, IOAPIC and per-vCPU LAPICs.
+  [[nodiscard]] Result<void> create_irqchip();
+  /// KVM_CREATE_PIT2: in-kernel i8254 PIT on ports 0x40-0x43 (and port 0x61).
+  [[nodiscard]] Result<void> create_pit2();
+  /// KVM_IRQ_LINE: sets the level of GSI `irq` on the in-kernel irqchip.
+  [[nodiscard]] Result<void> irq_line(uint32_t irq, bool level);
+  /// KVM_CREATE_VCPU with vCPU id `id` (= its initial APIC ID) and maps its kvm_run.
+  [[nodiscard]] Result<KvmVcpu> create_vcpu(uint32_t id);
+  /// KVM_CHECK_EXTENSION on the VM fd.
+  [[nodiscard]] int check_extension(long cap) const;
+
+  [[nodiscard]] BorrowedFd fd() const { return fd_.borrow(); }
+
+ private:
+  UniqueFd fd_;
+  size_t vcpu_mmap_size_;
+};
+
+}  // namespace tern

@@ -1,0 +1,96 @@
+#include "memory/guest_memory.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "base/checked.h"
+
+namespace tern {
+
+namespace {
+constexpr uint64_t kPage = 4096;
+}
+
+Result<GuestMemory> GuestMemory::create(std::span<const RegionSpec> specs) {
+  if (specs.empty()) return fail("guest memory", "no regions");
+  uint64_t total = 0;
+  for (const auto& s : specs) {
+    if (s.size == 0 || s.size % kPage != 0 || s.gpa % kPage != 0)
+      return fail("guest memory", "region size/address not page-aligned");
+    auto t = checked_add(total, s.size);
+    if (!t || !checked_add(s.gpa, s.size)) return fail("guest memory", "size overflow");
+    total = *t;
+  }
+  for (size_t i = 0; i < specs.size(); ++i)
+    for (size_t j = i + 1; j < specs.size(); ++j)
+      if (specs[i].gpa < specs[j].gpa + specs[j].size && specs[j].gpa < specs[i].gpa + specs[i].size)
+        return fail("guest memory", "overlapping regions");
+
+  GuestMemory m;
+  int fd = ::memfd_create("tern-guest-ram", MFD_CLOEXEC);
+  if (fd < 0) return fail_errno("memfd_create");
+  m.memfd_.reset(fd);
+  if (::ftruncate(fd, static_cast<off_t>(total)) != 0)
+    return fail_errno("ftruncate", "guest RAM of " + std::to_string(total >> 20) + " MiB");
+  void* addr = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+  if (addr == MAP_FAILED)
+    return fail_errno("mmap", "guest RAM of " + std::to_string(total >> 20) + " MiB");
+  m.mapping_ = std::unique_ptr<uint8_t, Unmapper>(static_cast<uint8_t*>(addr), Unmapper{total});
+  ::madvise(addr, total, MADV_DONTDUMP);
+  uint64_t off = 0;
+  for (const auto& s : specs) {
+    m.regions_.push_back(MemoryRegion{s.gpa, s.size, static_cast<uint8_t*>(addr) + off, off});
+    off += s.size;
+  }
+  std::sort(m.regions_.begin(), m.regions_.end(),
+            [](const MemoryRegion& a, const MemoryRegion& b) { return a.gpa < b.gpa; });
+  return m;
+}
+
+GuestMemory GuestMemory::wrap(std::vector<MemoryRegion> regions) {
+  GuestMemory m;
+  m.regions_ = std::move(regions);
+  std::sort(m.regions_.begin(), m.regions_.end(),
+            [](const MemoryRegion& a, const MemoryRegion& b) { return a.gpa < b.gpa; });
+  return m;
+}
+
+void Unmapper::operator()(uint8_t* p) const {
+  if (p != nullptr) ::munmap(p, len);
+}
+
+Result<std::span<uint8_t>> GuestMemory::slice(uint64_t gpa, uint64_t len) const {
+  auto end = checked_add(gpa, len);
+  if (!end) return fail("guest memory", "address range overflows");
+  for (const auto& r : regions_) {
+    if (gpa >= r.gpa && *end <= r.gpa + r.size) {
+      return std::span<uint8_t>(r.host + (gpa - r.gpa), static_cast<size_t>(len));
+    }
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "[%#llx, +%#llx) is not guest RAM",
+                static_cast<unsigned long long>(gpa), static_cast<unsigned long long>(len));
+  return fail("guest memory", buf);
+}
+
+Result<void> GuestMemory::read(uint64_t gpa, std::span<uint8_t> out) const {
+  ASSIGN_OR_RETURN(auto s, slice(gpa, out.size()));
+  if (!out.empty()) std::memcpy(out.data(), s.data(), out.size());
+  return {};
+}
+
+Result<void> GuestMemory::write(uint64_t gpa, std::span<const uint8_t> in) const {
+  ASSIGN_OR_RETURN(auto s, slice(gpa, in.size()));
+  if (!in.empty()) std::memcpy(s.data(), in.data(), in.size());
+  return {};
+}
+
+uint64_t GuestMemory::total_size() const {
+  uint64_t t = 0;
+  for (const auto& r : regions_) t += r.size;
+  return t;
+}
+
+}  // namespace tern

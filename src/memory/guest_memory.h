@@ -1,0 +1,92 @@
+// GuestMemory: the guest's RAM and the only way tern touches it.
+//
+// Guest RAM is a list of regions, each a range of guest-physical addresses (GPA) backed by one
+// host-virtual mapping. Every access is bounds- and overflow-checked and must fall inside ONE region
+// (regions are not contiguous across the 32-bit PCI hole). Data moves with memcpy, so unaligned
+// guest addresses are fine. Accesses from several threads are allowed: the region list never
+// changes after creation; racing guest writes are the guest's business.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "base/fd.h"
+#include "base/result.h"
+
+namespace tern {
+
+/// One contiguous range of guest RAM.
+struct MemoryRegion {
+  uint64_t gpa = 0;         ///< First guest-physical address.
+  uint64_t size = 0;        ///< Length in bytes (multiple of the page size for memfd regions).
+  uint8_t* host = nullptr;  ///< Host-virtual address of `gpa`.
+  uint64_t fd_offset = 0;   ///< Offset of this region inside memfd(), for snapshots.
+};
+
+/// Where one region of RAM lives: guest-physical start and size in bytes.
+struct RegionSpec {
+  uint64_t gpa = 0;
+  uint64_t size = 0;
+};
+
+/// Size-aware munmap deleter so a mapping can be owned by a unique_ptr (moves are safe).
+struct Unmapper {
+  size_t len = 0;
+  void operator()(uint8_t* p) const;
+};
+
+class GuestMemory {
+ public:
+  /// Allocates RAM for `specs` in one memfd named "tern-guest-ram" (sizes page-aligned, non-zero,
+  /// non-overlapping) and maps it MAP_SHARED. Fails with ENOMEM-style errors naming the size when
+  /// the host cannot back it.
+  static Result<GuestMemory> create(std::span<const RegionSpec> specs);
+
+  /// Wraps caller-owned buffers (for tests and fuzzers): nothing is mapped or freed.
+  static GuestMemory wrap(std::vector<MemoryRegion> regions);
+
+  GuestMemory(GuestMemory&&) noexcept = default;
+  GuestMemory& operator=(GuestMemory&&) noexcept = default;
+
+  /// Host view of [gpa, gpa+len) if it lies inside one region; error otherwise (also on overflow).
+  [[nodiscard]] Result<std::span<uint8_t>> slice(uint64_t gpa, uint64_t len) const;
+
+  /// Copies guest bytes at `gpa` into `out`.
+  [[nodiscard]] Result<void> read(uint64_t gpa, std::span<uint8_t> out) const;
+  /// Copies `in` into guest memory at `gpa`.
+  [[nodiscard]] Result<void> write(uint64_t gpa, std::span<const uint8_t> in) const;
+
+  /// Reads a trivially copyable T stored at `gpa` (any alignment).
+  template <class T>
+  [[nodiscard]] Result<T> read_obj(uint64_t gpa) const {
+    static_assert(std::is_trivially_copyable_v<T>);
+    T v;
+    TRY(read(gpa, std::span<uint8_t>(reinterpret_cast<uint8_t*>(&v), sizeof(T))));
+    return v;
+  }
+  /// Writes a trivially copyable T at `gpa` (any alignment).
+  template <class T>
+  [[nodiscard]] Result<void> write_obj(uint64_t gpa, const T& v) const {
+    static_assert(std::is_trivially_copyable_v<T>);
+    return write(gpa, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&v), sizeof(T)));
+  }
+
+  [[nodiscard]] const std::vector<MemoryRegion>& regions() const { return regions_; }
+  /// Sum of all region sizes in bytes.
+  [[nodiscard]] uint64_t total_size() const;
+  /// The memfd backing all regions (invalid for wrap()).
+  [[nodiscard]] BorrowedFd memfd() const { return memfd_.borrow(); }
+
+ private:
+  GuestMemory() = default;
+  std::vector<MemoryRegion> regions_;
+  UniqueFd memfd_;
+  std::unique_ptr<uint8_t, Unmapper> mapping_;  // all regions, when created by create()
+};
+
+}  // namespace tern
