@@ -3,7 +3,10 @@
 #include <fcntl.h>
 #include <sys/ioctl.h>
 
+#include <cstring>
 #include <memory>
+
+#include "kvm/kvm_abi.h"
 
 namespace tern {
 
@@ -31,27 +34,34 @@ Result<void> KvmSystem::require(long cap, const char* name) const {
 
 Result<std::vector<kvm_cpuid_entry2>> KvmSystem::supported_cpuid() const {
   for (uint32_t n = 64; n <= 4096; n *= 2) {
-    auto buf = std::make_unique<uint8_t[]>(sizeof(kvm_cpuid2) + n * sizeof(kvm_cpuid_entry2));
-    auto* c = reinterpret_cast<kvm_cpuid2*>(buf.get());
-    c->nent = n;
-    if (::ioctl(fd_.get(), KVM_GET_SUPPORTED_CPUID, c) == 0)
-      return std::vector<kvm_cpuid_entry2>(c->entries, c->entries + c->nent);
+    using Header = kvm_abi::Cpuid2Header;
+    auto buf = std::make_unique<uint8_t[]>(sizeof(Header) + n * sizeof(kvm_cpuid_entry2));
+    auto* h = reinterpret_cast<Header*>(buf.get());
+    h->nent = n;
+    if (::ioctl(fd_.get(), kvm_abi::kGetSupportedCpuid, h) == 0) {
+      std::vector<kvm_cpuid_entry2> out(h->nent);
+      std::memcpy(out.data(), buf.get() + sizeof(Header), out.size() * sizeof(kvm_cpuid_entry2));
+      return out;
+    }
     if (errno != E2BIG) return fail_errno("KVM_GET_SUPPORTED_CPUID");
   }
   return fail("KVM_GET_SUPPORTED_CPUID", "too many entries");
 }
 
 Result<std::vector<uint32_t>> KvmSystem::msr_index_list() const {
-  kvm_msr_list probe{};
-  probe.nmsrs = 0;
-  if (::ioctl(fd_.get(), KVM_GET_MSR_INDEX_LIST, &probe) < 0 && errno != E2BIG)
+  using Header = kvm_abi::MsrListHeader;
+  Header probe{0};
+  if (::ioctl(fd_.get(), kvm_abi::kGetMsrIndexList, &probe) < 0 && errno != E2BIG)
     return fail_errno("KVM_GET_MSR_INDEX_LIST");
   uint32_t n = probe.nmsrs;
-  auto buf = std::make_unique<uint8_t[]>(sizeof(kvm_msr_list) + n * sizeof(uint32_t));
-  auto* l = reinterpret_cast<kvm_msr_list*>(buf.get());
-  l->nmsrs = n;
-  if (::ioctl(fd_.get(), KVM_GET_MSR_INDEX_LIST, l) < 0) return fail_errno("KVM_GET_MSR_INDEX_LIST");
-  return std::vector<uint32_t>(l->indices, l->indices + l->nmsrs);
+  auto buf = std::make_unique<uint8_t[]>(sizeof(Header) + n * sizeof(uint32_t));
+  auto* h = reinterpret_cast<Header*>(buf.get());
+  h->nmsrs = n;
+  if (::ioctl(fd_.get(), kvm_abi::kGetMsrIndexList, h) < 0)
+    return fail_errno("KVM_GET_MSR_INDEX_LIST");
+  std::vector<uint32_t> out(h->nmsrs);
+  std::memcpy(out.data(), buf.get() + sizeof(Header), out.size() * sizeof(uint32_t));
+  return out;
 }
 
 Result<KvmVm> KvmSystem::create_vm() const {

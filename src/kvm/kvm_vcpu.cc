@@ -3,7 +3,10 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 
+#include <cstring>
 #include <memory>
+
+#include "kvm/kvm_abi.h"
 
 namespace tern {
 
@@ -48,28 +51,29 @@ Result<void> KvmVcpu::set_fpu(const kvm_fpu& f) {
 }
 
 Result<void> KvmVcpu::set_cpuid(std::span<const kvm_cpuid_entry2> entries) {
-  size_t bytes = sizeof(kvm_cpuid2) + entries.size() * sizeof(kvm_cpuid_entry2);
-  auto buf = std::make_unique<uint8_t[]>(bytes);
-  auto* c = reinterpret_cast<kvm_cpuid2*>(buf.get());
-  c->nent = static_cast<uint32_t>(entries.size());
-  c->padding = 0;
-  std::copy(entries.begin(), entries.end(), c->entries);
-  if (::ioctl(fd_.get(), KVM_SET_CPUID2, c) < 0) return fail_errno("KVM_SET_CPUID2", vcpu_ctx(id_));
+  using Header = kvm_abi::Cpuid2Header;
+  auto buf = std::make_unique<uint8_t[]>(sizeof(Header) + entries.size_bytes());
+  auto* h = reinterpret_cast<Header*>(buf.get());
+  h->nent = static_cast<uint32_t>(entries.size());
+  h->padding = 0;
+  std::memcpy(buf.get() + sizeof(Header), entries.data(), entries.size_bytes());
+  if (::ioctl(fd_.get(), kvm_abi::kSetCpuid2, h) < 0) return fail_errno("KVM_SET_CPUID2", vcpu_ctx(id_));
   return {};
 }
 
 Result<size_t> KvmVcpu::set_msrs(std::span<const MsrValue> msrs) {
-  size_t bytes = sizeof(kvm_msrs) + msrs.size() * sizeof(kvm_msr_entry);
-  auto buf = std::make_unique<uint8_t[]>(bytes);
-  auto* m = reinterpret_cast<kvm_msrs*>(buf.get());
-  m->nmsrs = static_cast<uint32_t>(msrs.size());
-  m->pad = 0;
+  using Header = kvm_abi::MsrsHeader;
+  auto buf = std::make_unique<uint8_t[]>(sizeof(Header) + msrs.size() * sizeof(kvm_msr_entry));
+  auto* h = reinterpret_cast<Header*>(buf.get());
+  h->nmsrs = static_cast<uint32_t>(msrs.size());
+  h->pad = 0;
   for (size_t i = 0; i < msrs.size(); ++i) {
-    m->entries[i] = kvm_msr_entry{};
-    m->entries[i].index = msrs[i].index;
-    m->entries[i].data = msrs[i].data;
+    kvm_msr_entry e{};
+    e.index = msrs[i].index;
+    e.data = msrs[i].data;
+    std::memcpy(buf.get() + sizeof(Header) + i * sizeof(e), &e, sizeof(e));
   }
-  int r = ::ioctl(fd_.get(), KVM_SET_MSRS, m);
+  int r = ::ioctl(fd_.get(), kvm_abi::kSetMsrs, h);
   if (r < 0) return fail_errno("KVM_SET_MSRS", vcpu_ctx(id_));
   return static_cast<size_t>(r);
 }

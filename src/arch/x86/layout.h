@@ -29,6 +29,9 @@ inline constexpr uint64_t kEbdaStart = 0x9FC00;       ///< End of low RAM; MP ta
 inline constexpr uint64_t kLowRamEnd = 0xA0000;       ///< 640 KiB.
 inline constexpr uint64_t kAcpiStart = 0xE0000;       ///< RSDP and ACPI tables.
 inline constexpr uint64_t kBiosEnd = 0x100000;
+/// Real-mode reset vector (F000:FFF0): a 16-byte stub that requests a reset through the ACPI
+/// reset register (Linux on a hardware-reduced ACPI platform "reboots through the BIOS" here).
+inline constexpr uint64_t kResetVectorAddr = 0xFFFF0;
 inline constexpr uint64_t kHimemStart = 0x100000;  ///< 1 MiB: where the kernel is loaded.
 
 inline constexpr uint64_t kHoleStart = 0xC0000000;   ///< 3 GiB.
@@ -48,11 +51,16 @@ inline constexpr uint16_t kI8042CommandPort = 0x64;
 inline constexpr uint32_t kI8042KbdIrq = 1;
 inline constexpr uint16_t kPostCodePort = 0x80;
 inline constexpr uint16_t kCmosPort = 0x70;  ///< 0x70 index, 0x71 data.
-// ACPI hardware-reduced power registers (FADT SLEEP_CONTROL_REG / SLEEP_STATUS_REG / RESET_REG).
-inline constexpr uint16_t kAcpiSleepControlPort = 0x600;
-inline constexpr uint16_t kAcpiSleepStatusPort = 0x601;
-inline constexpr uint16_t kAcpiResetPort = 0x602;
+// ACPI fixed-hardware power-management registers (FADT PM1a_EVT_BLK, PM1a_CNT_BLK, RESET_REG),
+// served by devices/legacy/acpi_pm.h. Fixed hardware rather than HW_REDUCED_ACPI: on a
+// hardware-reduced platform Linux drops the legacy PIC and with it every ISA IRQ (the 8250's IRQ 4
+// would never be requestable).
+inline constexpr uint16_t kAcpiPm1aEvtPort = 0x600;  ///< PM1_STS (2 bytes) then PM1_EN (2 bytes).
+inline constexpr uint16_t kAcpiPm1aCntPort = 0x604;  ///< PM1_CNT (2 bytes).
+inline constexpr uint16_t kAcpiResetPort = 0x606;    ///< RESET_REG (1 byte).
+inline constexpr uint16_t kAcpiPmPortCount = 7;      ///< Ports 0x600..0x606.
 inline constexpr uint8_t kAcpiResetValue = 0x01;
+inline constexpr uint32_t kAcpiSciIrq = 9;  ///< FADT SCI_INT (never raised: no ACPI events yet).
 inline constexpr uint8_t kAcpiS5SleepType = 5;  ///< SLP_TYP of \_S5_ in the DSDT.
 
 /// Guest RAM regions for `ram_bytes` of memory: [0, min(ram, 3 GiB)) and, when larger, the rest

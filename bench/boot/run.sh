@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Boot benchmark (not a test): in ONE nested test-host run, boots Debian's stock cloud kernel with
+# the busybox guest initramfs (256 MiB, 1 vCPU, direct kernel boot) N times each with tern,
+# QEMU -M microvm and QEMU -M pc; records time to the guest's marker line and to VMM exit, and each
+# VMM's resident memory outside guest RAM for an idle guest. Writes results/boot.json and boot.md.
+#
+# Usage: bench/boot/run.sh [--runs N] [--out FILE.json]     (TERN_BIN overrides build/tern)
+# tern is measured when its binary exists; otherwise (or if it fails) its numbers are null + error.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+source "$repo/testhost/lib.sh"
+
+runs=5 out="$here/results/boot.json"
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --runs) runs="$2"; shift 2 ;;
+        --out) out="$2"; shift 2 ;;
+        -h | --help) sed -n '2,8p' "$0"; exit 0 ;;
+        *) th_die "unknown argument $1; see --help" ;;
+    esac
+done
+th_need_cmd python3 python3
+memory=2048
+log="$TH_CACHE/logs/bench-boot.log"
+args=(--scenario "$here/scenario.sh" --with-qemu --memory "$memory" --timeout 3000 --log "$log"
+    --env "BENCH_RUNS=$runs")
+tern="${TERN_BIN:-$repo/build/tern}"
+if [[ -x "$tern" ]]; then args+=(--tern "$tern"); else
+    th_log "no tern binary at $tern: tern's results will be null"
+    args+=(--no-tern)
+fi
+mkdir -p "$(dirname "$log")" "$(dirname "$out")"
+: >"$log"
+set +e  # show only the benchmark's own lines; the full console goes to $log
+"$repo/testhost/run.sh" "${args[@]}" | grep --line-buffered -E '^(BENCH-|TESTHOST-)'
+rc="${PIPESTATUS[0]}"
+set -e
+[[ "$rc" == 0 ]] || th_die "test host run failed (rc=$rc); console log: $log"
+
+host_cpu="$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+python3 "$here/summarize.py" "$log" --kernel "$(th_kernel_version)" --runs "$runs" \
+    --test-host "qemu-system-x86_64 -accel tcg -cpu EPYC,+svm,+npt -smp 1 -m $memory on $(nproc)x $host_cpu" >"$out.tmp"
+mv "$out.tmp" "$out"
+python3 "$here/table.py" "$out" | tee "${out%.json}.md"
+th_log "wrote $out and ${out%.json}.md (console log: $log)"

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Turns the console log of a bench/boot test-host run into JSON (stdout).
+
+Usage: summarize.py LOG --kernel VERSION --runs N [--test-host "DESCRIPTION"]
+Reads the BENCH-CMD / BENCH-SAMPLE / BENCH-MEM / BENCH-ERROR lines printed by bench/boot/scenario.sh.
+A VMM without a successful sample gets null medians and its first error.
+"""
+import argparse
+import datetime
+import json
+import re
+import statistics
+
+VMMS = ["tern", "qemu-microvm", "qemu-pc"]
+FIELD = re.compile(r"(\w+)=(\S+)")
+
+
+def fields(line):
+    return {k: v for k, v in FIELD.findall(line)}
+
+
+def number(value):
+    return None if value in (None, "null", "") else float(value)
+
+
+def stats(values):
+    if not values:
+        return None
+    return {"median": round(statistics.median(values), 1), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("log")
+    ap.add_argument("--kernel", required=True)
+    ap.add_argument("--runs", type=int, required=True)
+    ap.add_argument("--test-host", default="")
+    args = ap.parse_args()
+
+    vmms = {v: {"command": None, "samples": [], "memory": None, "errors": []} for v in VMMS}
+    with open(args.log, errors="replace") as f:
+        for line in f:
+            line = line.strip()
+            kind = line.split(" ", 1)[0]
+            if kind not in ("BENCH-CMD", "BENCH-SAMPLE", "BENCH-MEM", "BENCH-ERROR"):
+                continue
+            f_ = fields(line)
+            v = vmms.get(f_.get("vmm"))
+            if v is None:
+                continue
+            if kind == "BENCH-CMD":
+                v["command"] = line.split(" cmd=", 1)[1]
+            elif kind == "BENCH-SAMPLE":
+                v["samples"].append({"run": int(f_["run"]), "rc": int(f_["rc"]) if f_["rc"].isdigit() else None,
+                                     "marker_ms": number(f_["marker_ms"]), "exit_ms": number(f_["exit_ms"])})
+            elif kind == "BENCH-MEM":
+                v["memory"] = {k: int(f_[k]) for k in ("vmrss_kb", "guest_ram_rss_kb", "overhead_kb",
+                                                       "guest_ram_mappings")}
+            else:
+                v["errors"].append(line.split(" what=", 1)[1] if " what=" in line else line)
+
+    out_vmms = {}
+    for name, v in vmms.items():
+        ok = [s for s in v["samples"] if s["rc"] == 0 and s["marker_ms"] is not None]
+        out_vmms[name] = {
+            "command": v["command"],
+            "to_marker_ms": stats([s["marker_ms"] for s in ok]),
+            "to_exit_ms": stats([s["exit_ms"] for s in ok]),
+            "memory_overhead": v["memory"],
+            "samples": v["samples"],
+            "error": v["errors"][0] if v["errors"] else (None if ok else "no samples"),
+        }
+
+    def ratio(metric):
+        tern = out_vmms["tern"][metric]
+        qemus = [(out_vmms[q][metric]["median"], q) for q in VMMS[1:] if out_vmms[q][metric]]
+        if not tern or not qemus:
+            return None
+        best, which = min(qemus)
+        return {"ratio": round(tern["median"] / best, 3), "faster_qemu": which}
+
+    mem = {n: (v["memory_overhead"] or {}).get("overhead_kb") for n, v in out_vmms.items()}
+    result = {
+        "benchmark": "boot",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "kernel": args.kernel,
+        "guest": {"memory_mib": 256, "vcpus": 1, "cmdline": "console=ttyS0 quiet tern.action=poweroff"},
+        "test_host": args.test_host,
+        "clock": "test host (L1) wall clock; busybox ts stamps each console line as it arrives (us)",
+        "runs_per_vmm": args.runs,
+        "vmms": out_vmms,
+        "tern_vs_faster_qemu": {"to_marker": ratio("to_marker_ms"), "to_exit": ratio("to_exit_ms")},
+        "memory_overhead_kb": mem,
+    }
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,20 @@
+// Facts about the host that decide whether and how large a guest can run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/result.h"
+
+namespace tern {
+
+/// True if /proc/cpuinfo lists the vmx or svm flag (hardware virtualization visible to Linux).
+[[nodiscard]] bool host_has_hw_virt();
+
+/// Bytes of RAM plus swap the host has in total (sysinfo); the most guest RAM it could back.
+[[nodiscard]] uint64_t host_memory_limit();
+
+/// The message tern prints when Linux guests cannot run here (no /dev/kvm or no VMX/SVM).
+[[nodiscard]] std::string no_hw_virt_message();
+
+}  // namespace tern

@@ -1,0 +1,28 @@
+// `tern run`: boot a Linux kernel from the command line and wait for the guest to stop.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace tern {
+
+/// Raw `tern run` options as typed by the user (validated by run_vm()).
+struct RunOptions {
+  std::string kernel;
+  std::string initrd;
+  std::string cmdline;
+  bool cmdline_given = false;
+  std::string memory = "512M";
+  uint32_t cpus = 1;
+  std::string console = "stdio";
+};
+
+/// Adds the `run` subcommand and its options to `app`, storing them in `opts`.
+CLI::App* add_run_command(CLI::App& app, RunOptions& opts);
+
+/// Validates `opts`, builds and runs the VM. Returns the documented exit status
+/// (src/vmm/exit_status.h) and prints a one-line reason on stderr for every non-zero status.
+int run_vm(const RunOptions& opts);
+
+}  // namespace tern

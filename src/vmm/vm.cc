@@ -1,0 +1,110 @@
+#include "vmm/vm.h"
+
+#include "arch/x86/acpi.h"
+#include "arch/x86/cpu_state.h"
+#include "arch/x86/cpuid.h"
+#include "arch/x86/layout.h"
+#include "arch/x86/linux_loader.h"
+#include "arch/x86/mptable.h"
+#include "base/log.h"
+#include "base/size.h"
+#include "vmm/host_check.h"
+#include "vmm/legacy_devices.h"
+
+namespace tern {
+
+
+Vm::~Vm() {
+  for (auto& v : vcpus_) v->stop();
+  for (auto& v : vcpus_) v->join();
+}
+
+Result<std::unique_ptr<Vm>> Vm::create(const BootInputs& inputs) {
+  auto vm = std::unique_ptr<Vm>(new Vm());
+  TRY(vm->build(inputs));
+  return vm;
+}
+
+Result<void> Vm::build(const BootInputs& in) {
+  const VmConfig& c = in.config;
+  // 1. KVM: capabilities first, so a host that cannot run us says why.
+  auto sys = KvmSystem::open();
+  if (!sys) return fail("/dev/kvm", sys.error().message());
+  kvm_.emplace(std::move(*sys));
+  TRY(kvm_->require(KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP"));
+  TRY(kvm_->require(KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY"));
+  TRY(kvm_->require(KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR"));
+  TRY(kvm_->require(KVM_CAP_PIT2, "KVM_CAP_PIT2"));
+  TRY(kvm_->require(KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID"));
+  TRY(kvm_->require(KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT"));
+  int max_vcpus = kvm_->check_extension(KVM_CAP_MAX_VCPUS);
+  if (max_vcpus > 0 && c.vcpus > static_cast<uint32_t>(max_vcpus))
+    return fail("--cpus", std::to_string(c.vcpus) + " exceeds this host KVM's maximum of " +
+                              std::to_string(max_vcpus));
+  ASSIGN_OR_RETURN(KvmVm vm, kvm_->create_vm());
+  vm_.emplace(std::move(vm));
+  // Order: TSS and identity map before the irqchip and any vCPU (VMX requirement); irqchip before
+  // the PIT and before vCPUs are created, so each vCPU gets an in-kernel LAPIC.
+  TRY(vm_->set_tss_addr(x86::kTssAddr));
+  TRY(vm_->set_identity_map_addr(x86::kIdentityMapAddr));
+  TRY(vm_->create_irqchip());
+  TRY(vm_->create_pit2());
+
+  // 2. Guest RAM and memslots.
+  auto specs = x86::ram_regions(c.memory_bytes);
+  auto mem = GuestMemory::create(specs);
+  if (!mem) return fail("--memory", mem.error().message());
+  memory_.emplace(std::move(*mem));
+  uint32_t slot = 0;
+  for (const auto& r : memory_->regions())
+    TRY(vm_->set_user_memory_region(slot++, r.gpa, r.size, r.host));
+
+  // 3. Kernel, initrd, command line, boot_params, firmware tables, page tables.
+  auto boot = x86::load_linux(*memory_, c.memory_bytes, in.kernel, c.cmdline, in.initrd);
+  if (!boot) return fail("boot", boot.error().message());
+  TRY(x86::write_mptable(*memory_, c.vcpus));
+  TRY(x86::write_acpi_tables(*memory_, c.vcpus));
+  TRY(x86::write_boot_page_tables_and_gdt(*memory_));
+
+  // 4. Devices.
+  KvmVm* kvm_vm = &*vm_;
+  ASSIGN_OR_RETURN(devices_, LegacyDevices::create(
+                                 in.console,
+                                 [kvm_vm](uint32_t irq, bool level) {
+                                   static RateLimit limit;
+                                   auto r = kvm_vm->irq_line(irq, level);
+                                   if (!r)
+                                     TERN_LOG_RATELIMITED(limit, warn, "{}", r.error().message());
+                                   else
+                                     TERN_LOG_RATELIMITED(limit, trace, "GSI {} level {}", irq, level);
+                                 },
+                                 stop_));
+  TRY(devices_->attach(pio_));
+
+  // 5. vCPUs: CPUID before MSRs/regs (KVM validates some state against CPUID).
+  ASSIGN_OR_RETURN(auto supported, kvm_->supported_cpuid());
+  VcpuThread::install_kick_handler();
+  for (uint32_t i = 0; i < c.vcpus; ++i) {
+    ASSIGN_OR_RETURN(KvmVcpu vcpu, vm_->create_vcpu(i));
+    TRY(vcpu.set_cpuid(x86::vcpu_cpuid(supported, i, c.vcpus)));
+    TRY(x86::setup_boot_vcpu(vcpu, boot->entry_rip, boot->boot_params_gpa));
+    vcpus_.push_back(std::make_unique<VcpuThread>(std::move(vcpu), pio_, mmio_, stop_));
+  }
+  spdlog::debug("VM ready: {} vCPU(s), {} RAM, kernel entry {:#x}", c.vcpus,
+                format_size(c.memory_bytes), boot->entry_rip);
+  return {};
+}
+
+StopEvent Vm::run() {
+  devices_->start();
+  for (auto& v : vcpus_) v->start();
+  StopEvent e = stop_.wait();
+  for (auto& v : vcpus_) v->stop();
+  for (auto& v : vcpus_) v->join();
+  devices_->shutdown();
+  return e;
+}
+
+void Vm::stop(StopEvent e) { stop_.post(std::move(e)); }
+
+}  // namespace tern

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds the guest (L2) initramfs: static busybox plus testhost/guest-init.sh as /init, which prints
+# the TERN-GUEST-MARKER line and performs tern.action= (poweroff, reboot, shell, idle).
+#
+# Usage: build-guest-initramfs.sh OUT.cpio.gz [--modules "virtio_ring virtio ..."] [--extra DIR]
+#   --modules LIST  kernel modules (of the stock cloud kernel) copied in and insmod'ed in this order
+#   --extra DIR     files copied over the initramfs root (e.g. /actions/<name> scripts)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+out="" modules="" extra=""
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --modules) modules="$2"; shift 2 ;;
+        --extra) extra="$2"; shift 2 ;;
+        -h | --help) sed -n '2,8p' "$0"; exit 0 ;;
+        -*) th_die "unknown option $1" ;;
+        *) [[ -z "$out" ]] || th_die "more than one output given"; out="$1"; shift ;;
+    esac
+done
+[[ -n "$out" ]] || th_die "usage: $0 OUT.cpio.gz [--modules LIST] [--extra DIR]"
+[[ -z "$extra" || -d "$extra" ]] || th_die "--extra: not a directory: $extra"
+
+ver="$(th_kernel_version)"
+root="$(mktemp -d)"
+trap 'rm -rf "$root"' EXIT
+
+th_install_busybox "$root"
+install -m 0755 "$TH_DIR/guest-init.sh" "$root/init"
+mkdir -p "$root/lib/modules" "$root/etc"
+: >"$root/etc/guest-modules"
+for m in $modules; do
+    cp "$(th_module_path "$ver" "$m")" "$root/lib/modules/$m.ko"
+    echo "$m" >>"$root/etc/guest-modules"
+done
+if [[ -n "$extra" ]]; then cp -a "$extra/." "$root/"; fi
+
+mkdir -p "$(dirname "$out")"
+th_make_cpio "$root" "$out"

@@ -1,0 +1,117 @@
+# shellcheck shell=bash disable=SC2034  # TH_* variables are used by the scripts that source this
+# testhost/lib.sh — helpers shared by the nested test host scripts (source it, don't run it).
+#
+# The test host ("L1") is a QEMU TCG machine with an AMD CPU that has SVM + nested paging; it boots
+# Debian's stock cloud kernel, loads kvm-amd, and runs a VMM (tern or QEMU) on its real /dev/kvm.
+# See shared/TESTHOST.md. Environment overrides:
+#   TESTHOST_KERNEL_VERSION  kernel release to use (default: newest /boot/vmlinuz-*-cloud-amd64)
+#   TESTHOST_CACHE           cache directory (default: <repo>/build/testhost)
+
+TH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+TH_REPO="$(cd "$TH_DIR/.." && pwd)"
+TH_CACHE="${TESTHOST_CACHE:-$TH_REPO/build/testhost}"
+TH_T0="${TH_T0:-$(date +%s.%N)}"
+export TH_T0
+
+# Progress line on stderr with the time elapsed since the first script of this run started.
+th_log() {
+    local now
+    now="$(date +%s.%N)"
+    awk -v a="$TH_T0" -v b="$now" -v m="$*" 'BEGIN { printf "[testhost %6.1fs] %s\n", b - a, m }' >&2
+}
+
+th_die() {
+    printf 'testhost: error: %s\n' "$*" >&2
+    exit 1
+}
+
+# th_need_cmd CMD DEBIAN_PACKAGE: fail clearly if a host tool is missing.
+th_need_cmd() {
+    command -v "$1" >/dev/null 2>&1 || th_die "'$1' not found; install the Debian package '$2'"
+}
+
+# Release of the stock cloud kernel used both as the test host (L1) and as the guest (L2).
+th_kernel_version() {
+    if [[ -n "${TESTHOST_KERNEL_VERSION:-}" ]]; then
+        echo "$TESTHOST_KERNEL_VERSION"
+        return
+    fi
+    local k
+    k="$(ls /boot/vmlinuz-*-cloud-amd64 2>/dev/null | sort -V | tail -n 1)"
+    [[ -n "$k" ]] || th_die "no /boot/vmlinuz-*-cloud-amd64; install the Debian package 'linux-image-cloud-amd64'"
+    k="${k#/boot/vmlinuz-}"
+    echo "$k"
+}
+
+th_kernel_image() {
+    local img="/boot/vmlinuz-$1"
+    [[ -r "$img" ]] || th_die "cannot read $img (missing, or not root: Debian installs it mode 0600)"
+    echo "$img"
+}
+
+th_modules_dir() {
+    local dir="/lib/modules/$1"
+    [[ -d "$dir/kernel" ]] || th_die "no $dir/kernel; install the Debian package 'linux-image-$1'"
+    echo "$dir"
+}
+
+# th_module_path VERSION NAME: path of NAME.ko under the kernel's modules ('-' and '_' are equivalent).
+th_module_path() {
+    local dir alt found
+    dir="$(th_modules_dir "$1")"
+    alt="$(echo "$2" | tr '_-' '-_')"
+    found="$(find "$dir/kernel" \( -name "$2.ko" -o -name "$alt.ko" \) | head -n 1)"
+    [[ -n "$found" ]] || th_die "kernel module '$2' not found under $dir/kernel (compressed modules are not supported)"
+    echo "$found"
+}
+
+# th_copy_with_libs BIN ROOT [DEST]: copy BIN into ROOT at DEST (default: the same path), plus every
+# library that ldd lists and the dynamic loader, each at the path ldd prints (symlinks resolved).
+th_copy_with_libs() {
+    local bin="$1" root="$2" dest="${3:-$1}" lib
+    [[ -x "$bin" ]] || th_die "not an executable: $bin"
+    mkdir -p "$root$(dirname "$dest")"
+    cp -L "$bin" "$root$dest"
+    # Lines look like "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" or "/lib64/ld-linux... (0x...)".
+    for lib in $(ldd "$bin" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+        mkdir -p "$root$(dirname "$lib")"
+        cp -L "$lib" "$root$lib"
+    done
+}
+
+# th_install_busybox ROOT: busybox at ROOT/bin/busybox plus a symlink for each applet in ROOT/bin.
+th_install_busybox() {
+    local root="$1" bb applet
+    bb="$(command -v busybox || true)"
+    [[ -n "$bb" ]] || th_die "busybox not found; install the Debian package 'busybox-static'"
+    ldd "$bb" >/dev/null 2>&1 && th_die "$bb is dynamically linked; install the Debian package 'busybox-static'"
+    mkdir -p "$root/bin" "$root/sbin" "$root/usr/bin" "$root/usr/sbin"
+    cp -L "$bb" "$root/bin/busybox"
+    for applet in $("$bb" --list); do
+        [[ -e "$root/bin/$applet" ]] || ln -s busybox "$root/bin/$applet"
+    done
+}
+
+# th_make_cpio DIR OUT [gzip|none]: newc archive of DIR (owned by root), gzip'ed unless 'none'.
+# Linux accepts several such archives concatenated into one initramfs.
+th_make_cpio() {
+    local dir="$1" out="$2" comp="${3:-gzip}" tmp
+    th_need_cmd cpio cpio
+    tmp="$(mktemp "$out.XXXXXX")"  # unique, so concurrent builds never share a half-written file
+    if [[ "$comp" == none ]]; then
+        (cd "$dir" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$tmp"
+    else
+        (cd "$dir" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) | gzip -6 -n >"$tmp"
+    fi
+    chmod 0644 "$tmp"
+    mv "$tmp" "$out"
+}
+
+# th_hash ARGS...: short content hash of the given strings and, for those that are files, their bytes.
+th_hash() {
+    local a
+    for a in "$@"; do
+        printf '%s\n' "$a"
+        if [[ -f "$a" ]]; then sha256sum <"$a"; fi
+    done | sha256sum | cut -c1-16
+}

@@ -1,0 +1,32 @@
+#!/bin/sh
+# Runs inside the test host (L1), started by tests/e2e/boot_test.sh through testhost/run.sh.
+# For each case in $E2E_CASES ("name:cpus:memory_mib:action ...") boots the stock kernel with the
+# guest initramfs under $E2E_VMM (tern or qemu) and prints, around the guest's console output,
+#   E2E-CASE case=<name> ...            before
+#   E2E-RESULT case=<name> status=<VMM exit status>   after
+# Each boot is bounded by $E2E_CASE_TIMEOUT seconds (busybox timeout: a killed VMM shows 137).
+: "${E2E_VMM:=tern}" "${E2E_CASE_TIMEOUT:=300}"
+
+case "$E2E_VMM" in
+    tern) [ -n "$TH_TERN" ] || { echo "E2E-ERROR tern binary not in the test host"; exit 2; } ;;
+    qemu) [ -n "$TH_QEMU" ] || { echo "E2E-ERROR qemu not in the test host"; exit 2; } ;;
+    *) echo "E2E-ERROR unknown E2E_VMM=$E2E_VMM"; exit 2 ;;
+esac
+
+for c in $E2E_CASES; do
+    IFS=: read -r name cpus mem action <<EOC
+$c
+EOC
+    cmdline="console=ttyS0 quiet tern.action=$action"
+    echo "E2E-CASE case=$name vmm=$E2E_VMM cpus=$cpus memory_mib=$mem action=$action"
+    if [ "$E2E_VMM" = tern ]; then
+        timeout -s KILL "$E2E_CASE_TIMEOUT" "$TH_TERN" run --kernel "$TH_GUEST_KERNEL" \
+            --initrd "$TH_GUEST_INITRD" --cmdline "$cmdline" --memory "${mem}M" --cpus "$cpus" </dev/null
+    else
+        timeout -s KILL "$E2E_CASE_TIMEOUT" "$TH_QEMU" -enable-kvm -M pc -L "$TH_QEMU_FW" \
+            -m "${mem}M" -smp "$cpus" -kernel "$TH_GUEST_KERNEL" -initrd "$TH_GUEST_INITRD" \
+            -append "$cmdline" -display none -nodefaults -serial stdio -no-reboot </dev/null
+    fi
+    echo "E2E-RESULT case=$name status=$?"
+done
+exit 0
