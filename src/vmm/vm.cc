@@ -62,7 +62,9 @@ Result<void> Vm::build(const BootInputs& in) {
   // 3. Kernel, initrd, command line, boot_params, firmware tables, page tables.
   auto boot = x86::load_linux(*memory_, c.memory_bytes, in.kernel, c.cmdline, in.initrd);
   if (!boot) return fail("boot", boot.error().message());
-  TRY(x86::write_mptable(*memory_, c.vcpus));
+  // The MP table (for guests booted with acpi=off) has room for mptable_max_vcpus() processors in
+  // the EBDA; larger guests are described by the ACPI MADT only.
+  if (c.vcpus <= x86::mptable_max_vcpus()) TRY(x86::write_mptable(*memory_, c.vcpus));
   TRY(x86::write_acpi_tables(*memory_, c.vcpus));
   TRY(x86::write_boot_page_tables_and_gdt(*memory_));
 
