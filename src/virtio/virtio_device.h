@@ -1,0 +1,77 @@
+// VirtioDevice: the contract between a virtio device (block, net, ...) and its transport
+// (virtio-pci, src/devices/pci/). Terms follow the virtio 1.2 spec: device status, feature bits,
+// descriptor table / available ring / used ring, configuration space.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "base/fd.h"
+#include "base/result.h"
+#include "memory/guest_memory.h"
+
+namespace tern {
+
+/// How a device notifies the driver. Implemented by the transport (virtio-pci: an irqfd per
+/// MSI-X vector, or INTx + ISR). All calls are thread-safe and non-blocking; device worker
+/// threads call them.
+class VirtioInterrupt {
+ public:
+  virtual ~VirtioInterrupt() = default;
+  /// The device put buffers in queue `queue`'s used ring (virtio 1.2 §2.7.10 "used buffer
+  /// notification"). The device decides suppression (EVENT_IDX / NO_INTERRUPT) before calling.
+  virtual void signal_used_queue(uint16_t queue) = 0;
+  /// The device configuration space changed (§4.1.4.5: ISR bit 1 / config MSI-X vector).
+  virtual void signal_config_change() = 0;
+  /// The device hit an unrecoverable driver error (e.g. a malformed ring it cannot skip): the
+  /// transport sets DEVICE_NEEDS_RESET in device status and notifies a config change (§2.1.2).
+  virtual void set_needs_reset() = 0;
+};
+
+/// One virtqueue as the driver configured it through the transport (§4.1.4.3).
+struct VirtqueueConfig {
+  uint16_t size = 0;        ///< Entries; a power of two ≤ the device's max_queue_size().
+  uint64_t desc_gpa = 0;    ///< Descriptor table (guest-physical).
+  uint64_t avail_gpa = 0;   ///< Available ("driver") ring.
+  uint64_t used_gpa = 0;    ///< Used ("device") ring.
+  bool enabled = false;     ///< queue_enable was written 1.
+};
+
+/// A virtio device, independent of the transport.
+///
+/// Life cycle: the transport negotiates features and queue configuration with the driver, then on
+/// DRIVER_OK calls activate(); after that the device serves its queues on its own threads (kicks
+/// arrive on the eventfds the transport registered as KVM ioeventfds). reset() (driver writes
+/// status 0, or the VM stops) stops all device threads and returns the device to its initial
+/// state; activate() may follow again. Config reads/writes come from vCPU threads at any time.
+class VirtioDevice {
+ public:
+  virtual ~VirtioDevice() = default;
+  /// Virtio device ID (§5: 2 = block, 1 = net, 3 = console).
+  [[nodiscard]] virtual uint32_t device_type() const = 0;
+  /// Short stable name for logs and statistics, e.g. "virtio-blk0".
+  [[nodiscard]] virtual std::string_view name() const = 0;
+  /// Feature bits the device offers (VIRTIO_F_VERSION_1 included by the device).
+  [[nodiscard]] virtual uint64_t device_features() const = 0;
+  [[nodiscard]] virtual uint16_t num_queues() const = 0;
+  [[nodiscard]] virtual uint16_t max_queue_size() const = 0;
+  /// Device-specific configuration space (§5.x.4), `offset` relative to its start. Out-of-range
+  /// reads return zeros, out-of-range or read-only writes are ignored.
+  virtual void read_config(uint64_t offset, std::span<uint8_t> data) = 0;
+  virtual void write_config(uint64_t offset, std::span<const uint8_t> data) = 0;
+  /// DRIVER_OK. `queues` has num_queues() entries; `kicks[i]` is the eventfd signalled when the
+  /// driver notifies queue i (the device owns them from now on). Errors (e.g. a queue the device
+  /// needs is not enabled) make the transport set DEVICE_NEEDS_RESET.
+  [[nodiscard]] virtual Result<void> activate(const GuestMemory& mem, uint64_t acked_features,
+                                              std::vector<VirtqueueConfig> queues,
+                                              std::vector<UniqueFd> kicks,
+                                              std::shared_ptr<VirtioInterrupt> interrupt) = 0;
+  /// Stops device threads (in-flight requests completed or cancelled first) and forgets the
+  /// queues. Idempotent.
+  virtual void reset() = 0;
+};
+
+}  // namespace tern
