@@ -9,10 +9,12 @@ PACKAGES=(
   # build
   g++ cmake ninja-build pkg-config git
   libexpected-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev liburing-dev
-  libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev libboost-dev
+  # fuzzers (tests/fuzz, -DTERN_FUZZ=ON with clang++-14 + libFuzzer)
+  clang-14 libclang-rt-14-dev
   # nested test host and guests (testhost/, tests/e2e, bench/)
   qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio kmod seabios e2fsprogs
-  python3
+  python3 curl fio
 )
 
 if [[ "${SKIP_APT:-0}" != 1 ]]; then

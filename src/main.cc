@@ -9,16 +9,29 @@
 #include "base/log.h"
 #include "vmm/exit_status.h"
 #include "vmm/run_command.h"
+#include "vmm/vmm_runner.h"
+#include "api/ctl_command.h"
+#include "vmm/stat_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tern: a KVM virtual machine monitor"};
   app.set_version_flag("--version", std::string("tern ") + TERN_VERSION);
-  app.require_subcommand(1);
+  // No subcommand: Firecracker-style `tern --api-sock PATH` and/or `tern --config-file FILE`.
+  app.require_subcommand(0, 1);
+  tern::VmmOptions vmm_opts;
+  app.add_option("--api-sock", vmm_opts.api_sock,
+                 "Serve the control API on this Unix socket (alone: wait to be configured)");
+  app.add_option("--config-file", vmm_opts.config_file,
+                 "Start the VM described by this Firecracker-style JSON config file");
   std::string log_level = "warn";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str();
   tern::RunOptions run_opts;
   CLI::App* run = tern::add_run_command(app, run_opts);
+  tern::CtlOptions ctl_opts;
+  CLI::App* ctl = tern::add_ctl_command(app, ctl_opts);
+  tern::StatOptions stat_opts;
+  CLI::App* stat = tern::add_stat_command(app, stat_opts);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -36,7 +49,23 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_pattern("tern: [%l] %v");
   try {
-    if (run->parsed()) return tern::run_vm(run_opts);
+    if (run->parsed()) {
+      if (run_opts.api_sock.empty()) run_opts.api_sock = vmm_opts.api_sock;
+      if (!vmm_opts.config_file.empty()) {
+        std::fprintf(stderr, "tern: --config-file: not with 'run' (the file describes the VM)\n");
+        return tern::kExitError;
+      }
+      return tern::run_vm(run_opts);
+    }
+    if (ctl->parsed()) return tern::run_ctl(ctl_opts);
+    if (stat->parsed()) return tern::run_stat(stat_opts);
+    if (vmm_opts.api_sock.empty() && vmm_opts.config_file.empty()) {
+      std::fprintf(stderr,
+                   "tern: nothing to do: give a subcommand (run, ctl), --api-sock PATH or "
+                   "--config-file FILE\nRun 'tern --help' for usage.\n");
+      return tern::kExitError;
+    }
+    return tern::run_vmm_command(vmm_opts);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tern: internal error: %s\n", e.what());
     return tern::kExitError;

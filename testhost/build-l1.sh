@@ -5,7 +5,7 @@
 #
 # Usage: build-l1.sh OUT.cpio --scenario FILE [--with-qemu] [--tern PATH | --no-tern]
 #                    [--guest-initramfs FILE] [--guest-modules LIST] [--modules LIST] [--extra DIR]
-#                    [--env NAME=VALUE]...
+#                    [--env NAME=VALUE]... [--bin PATH]...
 #   --scenario FILE         shell script run by L1's init (its exit code becomes TESTHOST-DONE rc=)
 #   --with-qemu             include qemu-system-x86_64 (-L $TH_QEMU_FW for its firmware)
 #   --tern PATH             tern binary (default: $TERN_BIN, else <repo>/build/tern when it exists)
@@ -13,6 +13,8 @@
 #   --modules LIST          extra modules L1 itself loads after kvm-amd (e.g. virtio for a disk)
 #   --extra DIR             files copied over L1's root
 #   --env NAME=VALUE        variable exported to the scenario (repeatable)
+#   --bin PATH              host binary copied into L1 at the same path, with its ldd libraries
+#                           (repeatable; e.g. --bin /usr/bin/curl for API tests)
 # The scenario sees TH_KERNEL_VERSION, TH_GUEST_KERNEL, TH_GUEST_INITRD, TH_TERN, TH_QEMU, TH_QEMU_FW
 # (TH_TERN / TH_QEMU are empty when not included). The archive is several uncompressed newc cpio
 # archives concatenated (Linux unpacks them in turn); each layer is cached under build/testhost/layers.
@@ -20,7 +22,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 out="" scenario="" with_qemu=0 tern="${TERN_BIN:-$TH_REPO/build/tern}" guest_initrd="" guest_modules=""
-modules="" extra="" envs=()
+modules="" extra="" envs=() bins=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --scenario) scenario="$2"; shift 2 ;;
@@ -31,8 +33,9 @@ while [[ $# -gt 0 ]]; do
         --guest-modules) guest_modules="$2"; shift 2 ;;
         --modules) modules="$2"; shift 2 ;;
         --extra) extra="$2"; shift 2 ;;
+        --bin) bins+=("$2"); shift 2 ;;
         --env) [[ "$2" == [A-Za-z_]*=* ]] || th_die "--env wants NAME=VALUE, got '$2'"; envs+=("$2"); shift 2 ;;
-        -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
         -*) th_die "unknown option $1" ;;
         *) [[ -z "$out" ]] || th_die "more than one output given"; out="$1"; shift ;;
     esac
@@ -133,6 +136,7 @@ install -m 0755 "$scenario" "$top/testhost/scenario"
     for e in ${envs[@]+"${envs[@]}"}; do printf '%s=%q\n' "${e%%=*}" "${e#*=}"; done
 } >"$top/testhost/env.sh"
 if [[ -n "$extra" ]]; then cp -a "$extra/." "$top/"; fi
+for b in ${bins[@]+"${bins[@]}"}; do th_copy_with_libs "$b" "$top"; done
 th_make_cpio "$top" "$top.cpio" none
 parts+=("$top.cpio")
 

@@ -8,6 +8,11 @@
 #   shell               interactive shell on the console, then poweroff
 #   idle                sleep forever (for memory measurements)
 #   <other>             run /actions/<other> (added with --extra), then poweroff
+# Ctrl+Alt+Del (e.g. tern's SendCtrlAltDel) is handled as busybox init does: ctrl-alt-del is set to 0
+# so the kernel sends SIGINT to init instead of rebooting at once, and init prints
+#   TERN-GUEST-CTRL-ALT-DEL action=<a>
+# and does tern.ctrlaltdel= (reboot, the default as in busybox's inittab, or poweroff). Actions run in
+# the background while init waits, so the signal is handled while they run.
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 mkdir -p /proc /sys /dev /tmp
 mount -t proc proc /proc
@@ -21,9 +26,19 @@ if [ -f /etc/guest-modules ]; then
 fi
 
 action=poweroff
+cad=reboot
 for arg in $(cat /proc/cmdline); do
-    case "$arg" in tern.action=*) action="${arg#tern.action=}" ;; esac
+    case "$arg" in
+        tern.action=*) action="${arg#tern.action=}" ;;
+        tern.ctrlaltdel=*) cad="${arg#tern.ctrlaltdel=}" ;;
+    esac
 done
+echo 0 >/proc/sys/kernel/ctrl-alt-del
+on_ctrl_alt_del() {
+    echo "TERN-GUEST-CTRL-ALT-DEL action=$cad"
+    if [ "$cad" = poweroff ]; then poweroff -f; else reboot -f; fi
+}
+trap on_ctrl_alt_del INT
 
 memtotal_kb=$(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo)
 echo "TERN-GUEST-MARKER nproc=$(nproc) memtotal_kb=$memtotal_kb release=$(uname -r)"
@@ -39,7 +54,8 @@ case "$action" in
         ;;
     *)
         if [ -x "/actions/$action" ]; then
-            "/actions/$action"
+            "/actions/$action" &
+            wait $!
             echo "TERN-GUEST-ACTION action=$action rc=$?"
         else
             echo "TERN-GUEST-ERROR unknown tern.action=$action"

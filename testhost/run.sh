@@ -3,17 +3,23 @@
 # streams its console to stdout and to a log file, and exits with the scenario's exit code.
 #
 # Usage: run.sh --scenario FILE [--with-qemu] [--memory MB] [--timeout SEC] [--log FILE]
-#               [--interactive] [build-l1.sh options: --tern PATH, --no-tern, --env NAME=VALUE, ...]
+#               [--interactive] [--disk FILE] [--stall SEC]
+#               [build-l1.sh options: --tern PATH, --no-tern, --env NAME=VALUE, ...]
 #   --memory MB     L1 RAM (default 6144: room for a 3328 MiB nested guest plus the initramfs)
 #   --timeout SEC   kill L1 after SEC seconds of host time (default 900)
 #   --log FILE      console log (default build/testhost/logs/<scenario>-<time>.log)
 #   --interactive   connect the terminal to L1's console (default: stdin is /dev/null)
+#   --disk FILE     attach FILE (raw) to L1 as a virtio disk, /dev/vda; L1 needs the virtio modules
+#                   (--modules "virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev
+#                   virtio_pci virtio_blk") and the scenario mounts it (O_DIRECT works there, not on tmpfs)
+#   --stall SEC     kill L1 when its QEMU used no CPU for SEC seconds (a wedged nested guest); exit 125
+#   --pidfile FILE  write L1's QEMU pid there (e.g. to read its host CPU time while it runs)
 # Exit: the scenario's rc from "TESTHOST-DONE rc=N"; 124 on timeout; 1 if L1 failed before that.
 # Environment: TESTHOST_CPU overrides the L1 CPU model (default EPYC,+svm,+npt).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-scenario="" memory=6144 timeout=900 log="" interactive=0 build_args=()
+scenario="" memory=6144 timeout=900 log="" interactive=0 build_args=() disk="" stall=0 pidfile=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --scenario) scenario="$2"; shift 2 ;;
@@ -21,13 +27,18 @@ while [[ $# -gt 0 ]]; do
         --timeout) timeout="$2"; shift 2 ;;
         --log) log="$2"; shift 2 ;;
         --interactive) interactive=1; shift ;;
+        --disk) disk="$2"; shift 2 ;;
+        --stall) stall="$2"; shift 2 ;;
+        --pidfile) pidfile="$2"; shift 2 ;;
         --with-qemu | --no-tern) build_args+=("$1"); shift ;;
-        --tern | --guest-initramfs | --guest-modules | --modules | --extra | --env) build_args+=("$1" "$2"); shift 2 ;;
-        -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+        --tern | --guest-initramfs | --guest-modules | --modules | --extra | --env | --bin) build_args+=("$1" "$2"); shift 2 ;;
+        -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
         *) th_die "unknown argument $1; see --help" ;;
     esac
 done
 [[ -n "$scenario" ]] || th_die "usage: $0 --scenario FILE [options]; see --help"
+[[ -z "$disk" || -f "$disk" ]] || th_die "--disk: not a file: $disk"
+[[ "$stall" =~ ^[0-9]+$ ]] || th_die "--stall wants whole seconds, got '$stall'"
 th_need_cmd qemu-system-x86_64 qemu-system-x86
 th_need_cmd timeout coreutils
 
@@ -38,7 +49,19 @@ mkdir -p "$TH_CACHE/logs"
 mkdir -p "$(dirname "$log")"
 : >"$log"  # a stale TESTHOST-DONE from an earlier run must not count
 l1="$(mktemp "$TH_CACHE/l1-XXXXXX.cpio")"
-trap 'rm -f "$l1"' EXIT
+[[ -n "$pidfile" ]] || pidfile="$l1.pid"
+stalled="$l1.stalled"
+rm -f "$pidfile"  # a stale pid must not be watched
+# `timeout` puts QEMU in its own process group: stop it explicitly when this script is interrupted.
+cleanup() {
+    local pid
+    pid="$(cat "$pidfile" 2>/dev/null || true)"
+    if [[ -n "$pid" ]] && grep -qa qemu-system "/proc/$pid/cmdline" 2>/dev/null; then kill "$pid"; fi
+    rm -f "$l1" "$pidfile" "$stalled"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 th_log "building test host initramfs (kernel $ver)"
 "$TH_DIR/build-l1.sh" "$l1" --scenario "$scenario" ${build_args[@]+"${build_args[@]}"}
@@ -46,10 +69,31 @@ th_log "booting test host: TCG, ${memory} MiB, 1 vCPU, $(du -m "$l1" | cut -f1) 
 
 stdin=/dev/null
 [[ "$interactive" == 0 ]] || stdin=/dev/stdin
+disk_args=()
+[[ -z "$disk" ]] || disk_args=(-drive "file=$disk,if=virtio,format=raw")
+
+# stall_watch SEC: kills L1's QEMU once its CPU time (utime+stime) stayed the same for SEC seconds.
+stall_watch() {
+    local pid="" last="" same=0 now
+    while [[ -z "$pid" ]]; do sleep 1; pid="$(cat "$pidfile" 2>/dev/null || true)"; done
+    while now="$(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null)"; do
+        if [[ "$now" == "$last" ]]; then same=$((same + 5)); else same=0 last="$now"; fi
+        if ((same >= $1)); then
+            th_log "STALL: test host used no CPU for ${same}s (wedged); killing it"
+            : >"$stalled"
+            kill "$pid"
+            return
+        fi
+        sleep 5
+    done
+}
+watch_pid=""
+if ((stall > 0)); then stall_watch "$stall" & watch_pid=$!; fi
+
 set +e
 timeout -k 10 "$timeout" qemu-system-x86_64 -accel tcg -cpu "${TESTHOST_CPU:-EPYC,+svm,+npt}" -smp 1 -m "$memory" \
-    -kernel "$kernel" -initrd "$l1" -append "console=ttyS0 panic=-1 quiet" \
-    -display none -nodefaults -serial stdio -no-reboot <"$stdin" 2>&1 |
+    -kernel "$kernel" -initrd "$l1" -append "console=ttyS0 panic=-1 quiet" ${disk_args[@]+"${disk_args[@]}"} \
+    -display none -nodefaults -serial stdio -no-reboot -pidfile "$pidfile" <"$stdin" 2>&1 |
     while IFS= read -r line; do
         line="${line//$'\r'/}"  # L2 consoles arrive as "\r\r\n" after two tty layers
         # TCG lacks a few EPYC features (rdseed, sha-ni, ...); kvm-amd does not need them.
@@ -64,6 +108,11 @@ timeout -k 10 "$timeout" qemu-system-x86_64 -accel tcg -cpu "${TESTHOST_CPU:-EPY
     done
 qemu_rc="${PIPESTATUS[0]}"
 set -e
+if [[ -n "$watch_pid" ]]; then kill "$watch_pid" 2>/dev/null; wait "$watch_pid" 2>/dev/null || true; fi
+if [[ -e "$stalled" ]]; then
+    th_log "STALLED: the test host stopped using CPU and was killed (log: $log)"
+    exit 125
+fi
 
 if [[ "$qemu_rc" == 124 || "$qemu_rc" == 137 ]]; then
     th_log "TIMEOUT: test host still running after ${timeout}s; killed (log: $log)"

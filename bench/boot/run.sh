@@ -6,6 +6,9 @@
 #
 # Usage: bench/boot/run.sh [--runs N] [--out FILE.json]     (TERN_BIN overrides build/tern)
 # tern is measured when its binary exists; otherwise (or if it fails) its numbers are null + error.
+# Besides L1's wall clock it records the host CPU time L1's QEMU spent per boot (bench/lib/stamp_cpu.py),
+# which depends much less on the load of this shared machine, and the host's load average.
+# A test host that wedges (no CPU for 120 s; seen once when a nested guest started) is retried once.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -23,23 +26,34 @@ done
 th_need_cmd python3 python3
 memory=2048
 log="$TH_CACHE/logs/bench-boot.log"
-args=(--scenario "$here/scenario.sh" --with-qemu --memory "$memory" --timeout 3000 --log "$log"
-    --env "BENCH_RUNS=$runs")
+stamps="$TH_CACHE/logs/bench-boot.stamps"
+pidfile="$TH_CACHE/bench-boot.pid"
+args=(--scenario "$here/scenario.sh" --with-qemu --memory "$memory" --timeout 1800 --log "$log"
+    --stall 120 --pidfile "$pidfile" --env "BENCH_RUNS=$runs")
 tern="${TERN_BIN:-$repo/build/tern}"
 if [[ -x "$tern" ]]; then args+=(--tern "$tern"); else
     th_log "no tern binary at $tern: tern's results will be null"
     args+=(--no-tern)
 fi
 mkdir -p "$(dirname "$log")" "$(dirname "$out")"
-: >"$log"
-set +e  # show only the benchmark's own lines; the full console goes to $log
-"$repo/testhost/run.sh" "${args[@]}" | grep --line-buffered -E '^(BENCH-|TESTHOST-)'
-rc="${PIPESTATUS[0]}"
-set -e
+load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+for attempt in 1 2; do
+    : >"$log"
+    : >"$stamps"
+    set +e  # show only the benchmark's own lines; the full console goes to $log
+    "$repo/testhost/run.sh" "${args[@]}" |
+        python3 "$repo/bench/lib/stamp_cpu.py" "$pidfile" '^(BENCH-|TESTHOST-)' '^BENCH-(PROGRESS boot|SAMPLE)' "$stamps"
+    rc="${PIPESTATUS[0]}"
+    set -e
+    [[ "$rc" == 125 && "$attempt" == 1 ]] || break
+    th_log "the test host wedged; retrying once"
+done
 [[ "$rc" == 0 ]] || th_die "test host run failed (rc=$rc); console log: $log"
+load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 host_cpu="$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
-python3 "$here/summarize.py" "$log" --kernel "$(th_kernel_version)" --runs "$runs" \
+python3 "$here/summarize.py" "$log" --kernel "$(th_kernel_version)" --runs "$runs" --stamps "$stamps" \
+    --host-load "before: $load_before; after: $load_after (1/5/15-min load average, $(nproc) CPUs)" \
     --test-host "qemu-system-x86_64 -accel tcg -cpu EPYC,+svm,+npt -smp 1 -m $memory on $(nproc)x $host_cpu" >"$out.tmp"
 mv "$out.tmp" "$out"
 python3 "$here/table.py" "$out" | tee "${out%.json}.md"

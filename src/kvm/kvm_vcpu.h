@@ -33,6 +33,8 @@ class KvmVcpu {
   [[nodiscard]] uint32_t id() const { return id_; }
   /// The shared kvm_run page: exit reason and exit data after run().
   [[nodiscard]] kvm_run* run_state() const { return run_; }
+  /// The vCPU fd (e.g. for KVM_GET_STATS_FD).
+  [[nodiscard]] BorrowedFd fd() const { return fd_.borrow(); }
 
   /// KVM_RUN. Returns 0 on a VM exit (see run_state()->exit_reason), or -errno (EINTR when
   /// kicked by a signal or immediate_exit; the caller decides whether to re-enter).

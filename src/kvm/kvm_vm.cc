@@ -3,7 +3,21 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "kvm/kvm_abi.h"
+
 namespace tern {
+
+namespace {
+std::string fmt_hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(v));
+  return b;
+}
+}  // namespace
 
 Result<void> KvmVm::set_user_memory_region(uint32_t slot, uint64_t gpa, uint64_t size, void* host,
                                            uint32_t flags) {
@@ -49,6 +63,41 @@ Result<void> KvmVm::irq_line(uint32_t irq, bool level) {
   l.level = level ? 1 : 0;
   if (::ioctl(fd_.get(), KVM_IRQ_LINE, &l) < 0)
     return fail_errno("KVM_IRQ_LINE", "irq " + std::to_string(irq));
+  return {};
+}
+
+Result<void> KvmVm::set_ioeventfd(uint64_t gpa, uint32_t len, BorrowedFd fd, bool assign) {
+  kvm_ioeventfd e{};
+  e.addr = gpa;
+  e.len = len;
+  e.fd = fd.get();
+  e.flags = assign ? 0 : KVM_IOEVENTFD_FLAG_DEASSIGN;
+  if (::ioctl(fd_.get(), KVM_IOEVENTFD, &e) < 0)
+    return fail_errno("KVM_IOEVENTFD", fmt_hex(gpa) + (assign ? " assign" : " deassign"));
+  return {};
+}
+
+Result<void> KvmVm::set_irqfd(BorrowedFd fd, uint32_t gsi, bool assign) {
+  kvm_irqfd f{};
+  f.fd = static_cast<uint32_t>(fd.get());
+  f.gsi = gsi;
+  f.flags = assign ? 0 : KVM_IRQFD_FLAG_DEASSIGN;
+  if (::ioctl(fd_.get(), KVM_IRQFD, &f) < 0)
+    return fail_errno("KVM_IRQFD", "GSI " + std::to_string(gsi));
+  return {};
+}
+
+Result<void> KvmVm::set_gsi_routing(std::span<const kvm_irq_routing_entry> entries) {
+  // kvm_abi::IrqRoutingHeader followed by the entries (8-byte aligned: the header is 8 bytes).
+  std::vector<uint64_t> buf((sizeof(kvm_abi::IrqRoutingHeader) +
+                             entries.size() * sizeof(kvm_irq_routing_entry) + 7) / 8);
+  kvm_abi::IrqRoutingHeader h{static_cast<uint32_t>(entries.size()), 0};
+  std::memcpy(buf.data(), &h, sizeof(h));
+  if (!entries.empty())
+    std::memcpy(reinterpret_cast<uint8_t*>(buf.data()) + sizeof(h), entries.data(),
+                entries.size_bytes());
+  if (::ioctl(fd_.get(), kvm_abi::kSetGsiRouting, buf.data()) < 0)
+    return fail_errno("KVM_SET_GSI_ROUTING", std::to_string(entries.size()) + " entries");
   return {};
 }
 

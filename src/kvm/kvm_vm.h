@@ -4,6 +4,7 @@
 #include <linux/kvm.h>
 
 #include <cstdint>
+#include <span>
 
 #include "base/fd.h"
 #include "base/result.h"
@@ -29,6 +30,15 @@ class KvmVm {
   [[nodiscard]] Result<void> create_pit2();
   /// KVM_IRQ_LINE: sets the level of GSI `irq` on the in-kernel irqchip.
   [[nodiscard]] Result<void> irq_line(uint32_t irq, bool level);
+  /// KVM_IOEVENTFD: while assigned, a guest write of exactly `len` bytes (1, 2, 4 or 8) to MMIO
+  /// guest-physical address `gpa` signals `fd` inside KVM (no userspace exit); any value matches
+  /// (no datamatch). `assign` false removes the registration made with the same gpa/len/fd.
+  [[nodiscard]] Result<void> set_ioeventfd(uint64_t gpa, uint32_t len, BorrowedFd fd, bool assign);
+  /// KVM_IRQFD: while assigned, signalling `fd` injects GSI `gsi` through the routing table.
+  [[nodiscard]] Result<void> set_irqfd(BorrowedFd fd, uint32_t gsi, bool assign);
+  /// KVM_SET_GSI_ROUTING: replaces the WHOLE routing table with `entries` (the caller includes the
+  /// irqchip routes for GSIs 0-23; see kvm/gsi_router.h). Uses kvm_abi.h's header layout.
+  [[nodiscard]] Result<void> set_gsi_routing(std::span<const kvm_irq_routing_entry> entries);
   /// KVM_CREATE_VCPU with vCPU id `id` (= its initial APIC ID) and maps its kvm_run.
   [[nodiscard]] Result<KvmVcpu> create_vcpu(uint32_t id);
   /// KVM_CHECK_EXTENSION on the VM fd.

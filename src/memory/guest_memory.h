@@ -25,7 +25,7 @@ struct MemoryRegion {
   uint64_t gpa = 0;         ///< First guest-physical address.
   uint64_t size = 0;        ///< Length in bytes (multiple of the page size for memfd regions).
   uint8_t* host = nullptr;  ///< Host-virtual address of `gpa`.
-  uint64_t fd_offset = 0;   ///< Offset of this region inside memfd(), for snapshots.
+  uint64_t fd_offset = 0;   ///< Offset of this region from the start of all guest RAM.
 };
 
 /// Where one region of RAM lives: guest-physical start and size in bytes.
@@ -42,9 +42,9 @@ struct Unmapper {
 
 class GuestMemory {
  public:
-  /// Allocates RAM for `specs` in one memfd named "tern-guest-ram" (sizes page-aligned, non-zero,
-  /// non-overlapping) and maps it MAP_SHARED. Fails with ENOMEM-style errors naming the size when
-  /// the host cannot back it.
+  /// Allocates RAM for `specs` (sizes page-aligned, non-zero, non-overlapping) as one anonymous,
+  /// 2 MiB-aligned mapping advised MADV_HUGEPAGE and named "tern-guest-ram" where the kernel
+  /// allows. Pages are allocated on first touch. Fails naming the size when it cannot be mapped.
   static Result<GuestMemory> create(std::span<const RegionSpec> specs);
 
   /// Wraps caller-owned buffers (for tests and fuzzers): nothing is mapped or freed.
@@ -79,13 +79,10 @@ class GuestMemory {
   [[nodiscard]] const std::vector<MemoryRegion>& regions() const { return regions_; }
   /// Sum of all region sizes in bytes.
   [[nodiscard]] uint64_t total_size() const;
-  /// The memfd backing all regions (invalid for wrap()).
-  [[nodiscard]] BorrowedFd memfd() const { return memfd_.borrow(); }
 
  private:
   GuestMemory() = default;
   std::vector<MemoryRegion> regions_;
-  UniqueFd memfd_;
   std::unique_ptr<uint8_t, Unmapper> mapping_;  // all regions, when created by create()
 };
 

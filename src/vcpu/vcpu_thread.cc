@@ -1,10 +1,12 @@
 #include "vcpu/vcpu_thread.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstring>
 
 #include "base/log.h"
+#include "stats/clock.h"
 
 namespace tern {
 
@@ -13,6 +15,8 @@ namespace {
 int kick_signal() { return SIGRTMIN + 1; }
 
 void on_kick(int) {}
+
+thread_local VcpuThread* t_current = nullptr;  // the VcpuThread running on this thread
 
 }  // namespace
 
@@ -36,22 +40,92 @@ void VcpuThread::start() {
   state_ = VcpuState::kRunning;
   thread_ = std::thread([this] {
     handle_ = pthread_self();
+    tid_ = ::gettid();
     thread_started_ = true;
     std::string name = "vcpu" + std::to_string(vcpu_.id());
     pthread_setname_np(pthread_self(), name.c_str());
+    t_current = this;
     loop();
-    state_ = VcpuState::kExited;
+    {
+      std::lock_guard lock(pause_mu_);
+      state_ = VcpuState::kExited;
+    }
+    pause_cv_.notify_all();
   });
 }
 
 void VcpuThread::stop() {
-  stop_requested_ = true;
-  vcpu_.run_state()->immediate_exit = 1;
+  {
+    std::lock_guard lock(pause_mu_);
+    stop_requested_ = true;
+    vcpu_.run_state()->immediate_exit = 1;
+  }
+  pause_cv_.notify_all();
   if (thread_started_ && state_ != VcpuState::kExited) pthread_kill(handle_, kick_signal());
+}
+
+// Pause ordering rule (KVM api.rst, "immediate_exit" and KVM_EXIT_IO/MMIO): a PIO/MMIO exit that
+// userspace has handled is only completed (IN data written to the guest register, RIP advanced)
+// when KVM_RUN is entered again; the kernel finishes it before it looks at immediate_exit or at
+// pending signals. So:
+//   request_pause(): pause_requested_ = true, then immediate_exit = 1 (both under pause_mu_), then
+//                    the kick signal (the signal covers a thread already inside the guest).
+//   vCPU thread:     parks only after a KVM_RUN returned -EINTR. If the thread was between an exit
+//                    and the next KVM_RUN, that next KVM_RUN sees immediate_exit = 1, completes the
+//                    pending exit without running guest code, and returns -EINTR: the vCPU parks
+//                    with its state consistent. While parked it waits on pause_cv_ (no CPU).
+//   re-arming:       immediate_exit is cleared only under pause_mu_ and only when neither a pause
+//                    nor a stop is pending, so a request that races with the clear is never lost.
+void VcpuThread::request_pause() {
+  std::lock_guard lock(pause_mu_);
+  if (state_ != VcpuState::kRunning) return;
+  pause_requested_ = true;
+  state_ = VcpuState::kPausing;
+  vcpu_.run_state()->immediate_exit = 1;
+  if (thread_started_) pthread_kill(handle_, kick_signal());
+}
+
+void VcpuThread::wait_paused() {
+  std::unique_lock lock(pause_mu_);
+  pause_cv_.wait(lock, [&] { return state_ != VcpuState::kPausing; });
+}
+
+void VcpuThread::resume() {
+  {
+    std::lock_guard lock(pause_mu_);
+    if (!pause_requested_) return;
+    pause_requested_ = false;
+    if (state_ == VcpuState::kPausing) state_ = VcpuState::kRunning;  // kicked, not yet parked
+  }
+  pause_cv_.notify_all();
+}
+
+bool VcpuThread::after_kick() {
+  std::unique_lock lock(pause_mu_);
+  if (pause_requested_ && !stop_requested_) {
+    state_ = VcpuState::kPaused;
+    pause_cv_.notify_all();
+    pause_cv_.wait(lock, [&] { return !pause_requested_ || stop_requested_; });
+    if (!stop_requested_) state_ = VcpuState::kRunning;
+  }
+  if (stop_requested_) return false;
+  vcpu_.run_state()->immediate_exit = 0;
+  return true;
 }
 
 void VcpuThread::join() {
   if (thread_.joinable()) thread_.join();
+}
+
+StopEvent VcpuThread::stop_event_here(StopKind kind, std::string detail) {
+  StopEvent e;
+  e.kind = kind;
+  e.detail = std::move(detail);
+  if (t_current != nullptr) {
+    e.vcpu = static_cast<int>(t_current->vcpu_.id());
+    if (auto regs = t_current->vcpu_.get_regs()) e.rip = regs->rip;
+  }
+  return e;
 }
 
 void VcpuThread::post_stop(StopKind kind, std::string detail) {
@@ -66,16 +140,23 @@ void VcpuThread::post_stop(StopKind kind, std::string detail) {
 void VcpuThread::loop() {
   while (!stop_requested_.load(std::memory_order_relaxed)) {
     int r = vcpu_.run();
+    // Exit accounting: time from KVM_RUN's return to the end of handling (ns); a kick (-EINTR)
+    // counts as KVM_EXIT_INTR and its time excludes any pause that follows it.
+    const uint64_t exit_start_ns = monotonic_ns();
+    stats_.count_run_return();
     if (r == -EINTR || r == -EAGAIN) {
-      vcpu_.run_state()->immediate_exit = stop_requested_ ? 1 : 0;
+      stats_.record(KVM_EXIT_INTR, monotonic_ns() - exit_start_ns);
+      if (!after_kick()) return;
       continue;
     }
     if (r < 0) {
       post_stop(StopKind::kHostError, std::string("KVM_RUN failed: ") + std::strerror(-r));
       return;
     }
-    stats_.count(vcpu_.run_state()->exit_reason);
-    if (!handle_exit()) return;
+    const uint32_t reason = vcpu_.run_state()->exit_reason;
+    const bool keep_running = handle_exit();
+    stats_.record(reason, monotonic_ns() - exit_start_ns);
+    if (!keep_running) return;
   }
 }
 

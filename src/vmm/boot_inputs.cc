@@ -6,6 +6,7 @@
 #include "base/checked.h"
 #include "base/fd.h"
 #include "base/size.h"
+#include "virtio/block/virtio_block.h"
 #include "vmm/host_check.h"
 
 namespace tern {
@@ -62,6 +63,10 @@ Result<BootInputs> prepare_boot(const VmConfig& c) {
     auto at = x86::place_initrd(in.initrd.size(), footprint->end, in.kernel.initrd_addr_max,
                                 c.memory_bytes);
     if (!at) return fail("--initrd", at.error().message());
+  }
+  for (size_t i = 0; i < c.disks.size(); ++i) {
+    ASSIGN_OR_RETURN(auto blk, VirtioBlock::create(c.disks[i], "virtio-blk" + std::to_string(i)));
+    in.disks.push_back(std::move(blk));
   }
   return in;
 }

@@ -9,6 +9,7 @@
 #include "arch/x86/bzimage.h"
 #include "base/result.h"
 #include "devices/console/console_target.h"
+#include "virtio/virtio_device.h"
 #include "vmm/vm_config.h"
 
 namespace tern {
@@ -19,6 +20,8 @@ struct BootInputs {
   x86::BzImage kernel;
   std::vector<uint8_t> initrd;  ///< Empty when there is no initrd.
   ConsoleTarget console;
+  /// One opened virtio-blk device per config.disks entry, in order (images already open).
+  std::vector<std::shared_ptr<VirtioDevice>> disks;
 };
 
 /// Reads and validates everything `config` names. Each error names the field it concerns
@@ -26,7 +29,9 @@ struct BootInputs {
 /// unreadable files, a file that is not a 64-bit bzImage (or is truncated), a command line
 /// longer than the kernel's cmdline_size, too little RAM for kernel + initrd, more RAM than the
 /// host can back, an initrd that cannot be placed under initrd_addr_max, a vCPU count of 0 or
-/// beyond what the MP table/APIC IDs allow, a malformed console target.
+/// beyond what the MP table/APIC IDs allow, a malformed console target, a disk image that is
+/// missing, not writable without readonly=on, or on a filesystem without O_DIRECT for cache=none
+/// (--disk; see VirtioBlock::create).
 [[nodiscard]] Result<BootInputs> prepare_boot(const VmConfig& config);
 
 /// Most vCPUs a tern guest may have (APIC IDs 0..253; the IOAPIC takes the next ID).

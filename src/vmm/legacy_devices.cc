@@ -6,6 +6,7 @@
 #include "arch/x86/layout.h"
 #include "base/log.h"
 #include "devices/legacy/i8042_port.h"
+#include "vcpu/vcpu_thread.h"
 
 namespace tern {
 
@@ -17,9 +18,13 @@ Result<std::unique_ptr<LegacyDevices>> LegacyDevices::create(const ConsoleTarget
   d->console_out_ = std::move(*out);
   auto line = [irq](uint32_t gsi) { return IrqLine([irq, gsi](bool level) { irq(gsi, level); }); };
   d->serial_ = std::make_shared<Serial8250>(line(x86::kSerialIrq), d->console_out_->sink());
-  auto power_off = [&stop] { stop.post(StopEvent{StopKind::kPowerOff, -1, 0, "ACPI S5 (power off)"}); };
-  auto reset_acpi = [&stop] { stop.post(StopEvent{StopKind::kReboot, -1, 0, "ACPI reset register"}); };
-  auto reset_kbd = [&stop] { stop.post(StopEvent{StopKind::kReboot, -1, 0, "i8042 reset (0xFE)"}); };
+  // Device callbacks run on the vCPU thread that did the PIO write: the event names it and its RIP.
+  auto post = [&stop](StopKind kind, const char* why) {
+    stop.post(VcpuThread::stop_event_here(kind, why));
+  };
+  auto power_off = [post] { post(StopKind::kPowerOff, "KVM_EXIT_IO: ACPI PM1a_CNT S5 (power off)"); };
+  auto reset_acpi = [post] { post(StopKind::kReboot, "KVM_EXIT_IO: ACPI reset register"); };
+  auto reset_kbd = [post] { post(StopKind::kReboot, "KVM_EXIT_IO: i8042 reset command 0xFE"); };
   d->i8042_ = std::make_shared<I8042>(line(x86::kI8042KbdIrq), reset_kbd);
   d->acpi_pm_ = std::make_shared<AcpiPm>(power_off, reset_acpi);
   d->rtc_ = std::make_shared<CmosRtc>();

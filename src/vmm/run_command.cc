@@ -7,10 +7,12 @@
 
 #include "base/log.h"
 #include "base/size.h"
+#include "vmm/disk_option.h"
 #include "vmm/exit_status.h"
 #include "vmm/host_check.h"
-#include "vmm/signal_watcher.h"
-#include "vmm/vm.h"
+#include "stats/stats_table.h"
+#include "vmm/control_loop.h"
+#include "vmm/vmm_runner.h"
 
 namespace tern {
 
@@ -28,6 +30,15 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   run->add_option("--cpus", o.cpus, "Number of vCPUs")->capture_default_str();
   run->add_option("--console", o.console, "Guest serial console: stdio or file:PATH")
       ->capture_default_str();
+  run->add_option("--disk", o.disks,
+                  "virtio-blk disk (repeatable; the first is /dev/vda): path=FILE[,cache=writeback|"
+                  "none|unsafe|directsync][,readonly=on][,serial=STR][,queues=N][,io=io_uring|"
+                  "threads]")
+      ->take_all()
+      ->allow_extra_args(false);
+  run->add_option("--api-sock", o.api_sock, "Also serve the control API on this Unix socket");
+  run->add_flag("--stats-on-exit", o.stats_on_exit,
+                "Print exit, device, KVM and CPU statistics on stderr when the VM stops");
   return run;
 }
 
@@ -44,52 +55,34 @@ int run_vm(const RunOptions& o) {
   c.memory_bytes = *mem;
   c.vcpus = o.cpus;
   c.console = o.console;
-
-  // User input first: a typo gets its own message whatever the host.
-  auto inputs = prepare_boot(c);
-  if (!inputs) {
-    std::fprintf(stderr, "tern: %s\n", inputs.error().message().c_str());
-    return kExitError;
-  }
-  if (::access("/dev/kvm", R_OK | W_OK) != 0 || !host_has_hw_virt()) {
-    std::fprintf(stderr, "tern: %s\n", no_hw_virt_message().c_str());
-    return kExitNoHwVirt;
+  for (const auto& d : o.disks) {
+    auto disk = parse_disk_option(d);
+    if (!disk) {
+      std::fprintf(stderr, "tern: %s\n", disk.error().message().c_str());
+      return kExitError;
+    }
+    c.disks.push_back(std::move(*disk));
   }
 
-  // Block the stop signals before any thread exists, so they reach the watcher only.
-  std::atomic<int> signo{0};
-  Vm* current = nullptr;
-  std::mutex current_mu;
-  auto watcher = SignalWatcher::start([&](int s) {
-    signo = s;
-    std::lock_guard lock(current_mu);
-    if (current) current->stop(StopEvent{StopKind::kStopped, -1, 0, strsignal(s)});
-  });
-  if (!watcher) {
-    std::fprintf(stderr, "tern: %s\n", watcher.error().message().c_str());
+  // The control loop validates the input first (a typo gets its own message whatever the host),
+  // then checks the host and builds the VM; signals and the API (with --api-sock) feed it.
+  EventLog events;
+  auto loop = ControlLoop::create(create_vm_machine, events);
+  if (!loop) {
+    std::fprintf(stderr, "tern: %s\n", loop.error().message().c_str());
     return kExitError;
   }
-
-  auto vm = Vm::create(*inputs);
-  if (!vm) {
-    std::fprintf(stderr, "tern: %s\n", vm.error().message().c_str());
-    return kExitError;
+  BootSource boot{c.kernel_path, c.initrd_path, o.cmdline_given ? std::optional(o.cmdline) : std::nullopt};
+  MachineConfig machine;
+  machine.vcpu_count = c.vcpus;
+  machine.mem_size_mib = c.memory_bytes >> 20;
+  (*loop)->configure(c, boot, machine, {});
+  int status = run_vmm(**loop, events, o.api_sock, /*start_now=*/true);
+  if (o.stats_on_exit) {
+    if (const StatsSource* stats = (*loop)->stats())
+      std::fputs(render_summary(stats->stats_json()).c_str(), stderr);
   }
-  {
-    std::lock_guard lock(current_mu);
-    current = vm->get();
-  }
-  StopEvent e = (*vm)->run();
-  {
-    std::lock_guard lock(current_mu);
-    current = nullptr;
-  }
-  if (e.kind == StopKind::kPowerOff) return kExitPowerOff;
-  std::string where = e.vcpu >= 0 ? fmt::format(" (vCPU {}, RIP {:#x})", e.vcpu, e.rip) : "";
-  std::fprintf(stderr, "tern: guest stopped: %s: %s%s\n", stop_kind_name(e.kind), e.detail.c_str(),
-               where.c_str());
-  if (e.kind == StopKind::kStopped) return kExitSignalBase + (signo ? signo.load() : 15);
-  return exit_status_for(e.kind);
+  return status;
 }
 
 }  // namespace tern

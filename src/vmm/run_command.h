@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 namespace tern {
 
@@ -16,6 +17,9 @@ struct RunOptions {
   std::string memory = "512M";
   uint32_t cpus = 1;
   std::string console = "stdio";
+  bool stats_on_exit = false;  ///< --stats-on-exit: print a statistics summary on stderr at the end
+  std::string api_sock;  ///< --api-sock PATH: also serve the control API for this VM.
+  std::vector<std::string> disks;  ///< --disk values as typed (vmm/disk_option.h), in order.
 };
 
 /// Adds the `run` subcommand and its options to `app`, storing them in `opts`.

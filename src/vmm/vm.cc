@@ -10,6 +10,7 @@
 #include "base/size.h"
 #include "vmm/host_check.h"
 #include "vmm/legacy_devices.h"
+#include "vmm/pci_devices.h"
 
 namespace tern {
 
@@ -82,30 +83,60 @@ Result<void> Vm::build(const BootInputs& in) {
                                  },
                                  stop_));
   TRY(devices_->attach(pio_));
+  // PCI bus 0 (always: the DSDT describes its host bridge), virtio-blk disks in --disk order.
+  ASSIGN_OR_RETURN(pci_, PciDevices::create(*vm_, *memory_, in.disks));
+  TRY(pci_->attach(pio_, mmio_));
 
   // 5. vCPUs: CPUID before MSRs/regs (KVM validates some state against CPUID).
   ASSIGN_OR_RETURN(auto supported, kvm_->supported_cpuid());
+  const bool tsc_deadline = kvm_->check_extension(KVM_CAP_TSC_DEADLINE_TIMER) > 0;
   VcpuThread::install_kick_handler();
   for (uint32_t i = 0; i < c.vcpus; ++i) {
     ASSIGN_OR_RETURN(KvmVcpu vcpu, vm_->create_vcpu(i));
-    TRY(vcpu.set_cpuid(x86::vcpu_cpuid(supported, i, c.vcpus)));
+    TRY(vcpu.set_cpuid(x86::vcpu_cpuid(supported, i, c.vcpus, tsc_deadline)));
     TRY(x86::setup_boot_vcpu(vcpu, boot->entry_rip, boot->boot_params_gpa));
     vcpus_.push_back(std::make_unique<VcpuThread>(std::move(vcpu), pio_, mmio_, stop_));
   }
+  // 6. Statistics: in-kernel stats fds are optional (older kernels, some software KVMs).
+  stats_ = std::make_unique<VmStats>(pio_, mmio_, queues_);
+  stats_->set_vm_kvm_stats(KvmStatsReader::open(vm_->fd()));
+  for (auto& v : vcpus_)
+    stats_->add_vcpu(v->vcpu().id(), v->stats(), KvmStatsReader::open(v->vcpu().fd()));
   spdlog::debug("VM ready: {} vCPU(s), {} RAM, kernel entry {:#x}", c.vcpus,
                 format_size(c.memory_bytes), boot->entry_rip);
   return {};
 }
 
 StopEvent Vm::run() {
+  start();
+  StopEvent e = wait_stopped();
+  finish();
+  return e;
+}
+
+void Vm::start() {
   devices_->start();
   for (auto& v : vcpus_) v->start();
-  StopEvent e = stop_.wait();
+}
+
+StopEvent Vm::wait_stopped() { return stop_.wait(); }
+
+void Vm::finish() {
   for (auto& v : vcpus_) v->stop();
   for (auto& v : vcpus_) v->join();
   devices_->shutdown();
-  return e;
 }
+
+void Vm::pause() {
+  for (auto& v : vcpus_) v->request_pause();
+  for (auto& v : vcpus_) v->wait_paused();
+}
+
+void Vm::resume() {
+  for (auto& v : vcpus_) v->resume();
+}
+
+bool Vm::send_ctrl_alt_del() { return devices_->i8042().trigger_ctrl_alt_del(); }
 
 void Vm::stop(StopEvent e) { stop_.post(std::move(e)); }
 

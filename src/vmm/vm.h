@@ -10,6 +10,8 @@
 #include "bus/bus.h"
 #include "kvm/kvm_system.h"
 #include "memory/guest_memory.h"
+#include "stats/queue_counters.h"
+#include "stats/vm_stats.h"
 #include "vcpu/stop_event.h"
 #include "vcpu/vcpu_thread.h"
 #include "vmm/boot_inputs.h"
@@ -17,6 +19,7 @@
 namespace tern {
 
 class LegacyDevices;
+class PciDevices;
 
 class Vm {
  public:
@@ -32,8 +35,28 @@ class Vm {
   /// Asks a running VM to stop with `e` (thread-safe; e.g. from a signal watcher).
   void stop(StopEvent e);
 
+  // The pieces of run(), for the control loop (src/vmm/control_loop.h), which owns the VM and calls
+  // them from its own thread: start(), then wait_stopped() (on any thread), then finish().
+  /// Starts the console and the vCPUs; returns at once. Call once.
+  void start();
+  /// Blocks until the guest stops or stop() is called; returns the first stop reason.
+  StopEvent wait_stopped();
+  /// Stops and joins the vCPU threads and flushes the console. Idempotent.
+  void finish();
+  /// Parks every vCPU outside KVM_RUN (pending PIO/MMIO completed); returns when all are parked.
+  void pause();
+  /// Lets paused vCPUs run again.
+  void resume();
+  /// Types Ctrl+Alt+Del on the i8042 keyboard. False if the guest's keyboard cannot take it.
+  bool send_ctrl_alt_del();
+
   [[nodiscard]] const Bus& pio_bus() const { return pio_; }
   [[nodiscard]] const std::vector<std::unique_ptr<VcpuThread>>& vcpus() const { return vcpus_; }
+  /// Exit accounting, device attribution, KVM and thread statistics (GET /tern/stats, /metrics,
+  /// --stats-on-exit). Valid for the Vm's lifetime, any thread.
+  [[nodiscard]] const StatsSource& stats() const { return *stats_; }
+  /// Where devices register per-queue counters (ioeventfd kicks, irqfd injections).
+  [[nodiscard]] QueueCounterRegistry& queue_counters() { return queues_; }
 
  private:
   Vm() = default;
@@ -46,7 +69,10 @@ class Vm {
   Bus mmio_{"mmio"};
   StopLatch stop_;
   std::unique_ptr<LegacyDevices> devices_;
+  std::unique_ptr<PciDevices> pci_;  // after memory_/vm_: its devices use both until destroyed
   std::vector<std::unique_ptr<VcpuThread>> vcpus_;
+  QueueCounterRegistry queues_;
+  std::unique_ptr<VmStats> stats_;  // last: refers to the buses, queues_ and vCPUs above
 };
 
 }  // namespace tern

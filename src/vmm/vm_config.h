@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "block/disk_config.h"
 
 namespace tern {
 
@@ -14,6 +17,7 @@ struct VmConfig {
   uint64_t memory_bytes = 512ull << 20;   ///< Guest RAM in bytes (multiple of 4 KiB).
   uint32_t vcpus = 1;
   std::string console = "stdio";         ///< "stdio" or "file:PATH".
+  std::vector<DiskConfig> disks;          ///< --disk, in order: the first is /dev/vda.
 };
 
 /// The command line tern uses when none is given.

@@ -20,8 +20,15 @@ EOC
     cmdline="console=ttyS0 quiet tern.action=$action"
     echo "E2E-CASE case=$name vmm=$E2E_VMM cpus=$cpus memory_mib=$mem action=$action"
     if [ "$E2E_VMM" = tern ]; then
-        timeout -s KILL "$E2E_CASE_TIMEOUT" "$TH_TERN" run --kernel "$TH_GUEST_KERNEL" \
-            --initrd "$TH_GUEST_INITRD" --cmdline "$cmdline" --memory "${mem}M" --cpus "$cpus" </dev/null
+        if [ "$action" = shell ]; then
+            # Host stdin piped to the guest's console: the guest shell runs the line and exits.
+            printf 'echo PIPED-$((6*7))\nexit\n' | timeout -s KILL "$E2E_CASE_TIMEOUT" "$TH_TERN" run \
+                --kernel "$TH_GUEST_KERNEL" --initrd "$TH_GUEST_INITRD" --cmdline "$cmdline" \
+                --memory "${mem}M" --cpus "$cpus"
+        else
+            timeout -s KILL "$E2E_CASE_TIMEOUT" "$TH_TERN" run --kernel "$TH_GUEST_KERNEL" \
+                --initrd "$TH_GUEST_INITRD" --cmdline "$cmdline" --memory "${mem}M" --cpus "$cpus" </dev/null
+        fi
     else
         timeout -s KILL "$E2E_CASE_TIMEOUT" "$TH_QEMU" -enable-kvm -M pc -L "$TH_QEMU_FW" \
             -m "${mem}M" -smp "$cpus" -kernel "$TH_GUEST_KERNEL" -initrd "$TH_GUEST_INITRD" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end boot test: in ONE nested test host boot (testhost/run.sh), tern boots Debian's stock
-# cloud kernel with the busybox guest initramfs in four configurations, and this script checks each
+# cloud kernel with the busybox guest initramfs in five configurations, and this script checks each
 # guest's TERN-GUEST-MARKER line (nproc, MemTotal, kernel release) and tern's exit status.
 #
 # Usage: tests/e2e/boot_test.sh        (CTest: add_test(NAME e2e_boot COMMAND .../boot_test.sh))
@@ -14,9 +14,11 @@ source "$repo/testhost/lib.sh"
 
 vmm="${E2E_VMM:-tern}"
 # name:cpus:memory_mib:action:expected_status. 3328 MiB reaches past a 3 GiB PCI hole start.
-cases=(c1_256m:1:256:poweroff:0 c2_1g:2:1024:poweroff:0 c2_3328m:2:3328:poweroff:0 reboot_256m:1:256:reboot:3)
-# Each boot gets 120 s of test host time (QEMU needs 3-5 s); the whole run, 4 x 120 s + L1 boot.
-run_args=(--scenario "$here/boot_scenario.sh" --env "E2E_VMM=$vmm" --env E2E_CASE_TIMEOUT=120 --timeout 600)
+# "shell" pipes two lines into tern's stdin; the guest shell must print PIPED-42 and power off.
+cases=(c1_256m:1:256:poweroff:0 c2_1g:2:1024:poweroff:0 c2_3328m:2:3328:poweroff:0
+    reboot_256m:1:256:reboot:3 stdin_256m:1:256:shell:0)
+# Each boot gets 120 s of test host time (QEMU needs 3-5 s); the whole run, 5 x 120 s + L1 boot.
+run_args=(--scenario "$here/boot_scenario.sh" --env "E2E_VMM=$vmm" --env E2E_CASE_TIMEOUT=120 --timeout 900)
 case "$vmm" in
     tern)
         tern="${TERN_BIN:-$repo/build/tern}"
@@ -71,6 +73,9 @@ for c in "${cases[@]}"; do
         if ((got_kb > req_kb || got_kb < min_kb)); then
             problems+=("memtotal_kb=$got_kb outside [$min_kb, $req_kb]")
         fi
+    fi
+    if [[ "$name" == stdin_* && "$vmm" == tern ]] && ! grep -aq '^PIPED-42' <<<"$block"; then
+        problems+=("guest shell did not print PIPED-42 from piped stdin")
     fi
     if ((${#problems[@]} == 0)); then
         echo "PASS case=$name status=$status $marker"

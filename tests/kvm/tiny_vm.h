@@ -85,6 +85,8 @@ class TinyVm {
   }
 
   [[nodiscard]] const ExitStats& stats() const { return thread_->stats(); }
+  [[nodiscard]] VcpuThread& vcpu_thread() { return *thread_; }
+  [[nodiscard]] KvmVm& kvm_vm() { return *vm_; }
 
   Bus pio{"pio"};
   Bus mmio{"mmio"};

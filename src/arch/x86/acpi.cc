@@ -114,7 +114,10 @@ Result<AcpiTablesInfo> write_acpi_tables(const GuestMemory& mem, uint32_t num_vc
     return fail("ACPI tables",
                 fmt::format("{} vCPUs: the MADT describes 1..{}", num_vcpus, kAcpiMaxVcpus));
 
-  const std::vector<uint8_t> aml = aml_s5_package(kAcpiS5SleepType);
+  std::vector<uint8_t> aml = aml_s5_package(kAcpiS5SleepType);
+  const std::vector<uint8_t> pci_root = aml_pci_root(static_cast<uint32_t>(kPciMmioStart),
+                                                     static_cast<uint32_t>(kPciMmioEnd));
+  aml.insert(aml.end(), pci_root.begin(), pci_root.end());
   const size_t madt_size = sizeof(Madt) + num_vcpus * sizeof(MadtLocalApic) + sizeof(MadtIoApic);
   constexpr size_t kXsdtEntries = 2;  // FADT, MADT
 

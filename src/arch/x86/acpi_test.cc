@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstring>
 #include <map>
 #include <string>
@@ -145,8 +147,31 @@ TEST(Acpi, DsdtDefinesS5) {
   //   NameOp '_S5_' PackageOp PkgLength(7 = itself + NumElements + 5 element bytes)
   //   NumElements(4) BytePrefix 5, ZeroOp, ZeroOp, ZeroOp
   EXPECT_THAT(
-      std::vector<uint8_t>(&m.bytes[d + 36], &m.bytes[d + len]),
+      std::vector<uint8_t>(&m.bytes[d + 36], &m.bytes[d + 36 + 13]),
       ElementsAre(0x08, '_', 'S', '5', '_', 0x12, 0x07, 0x04, 0x0A, 0x05, 0x00, 0x00, 0x00));
+  // Then the PCI host bridge, to the end of the table.
+  const auto pci = acpi::aml_pci_root(static_cast<uint32_t>(kPciMmioStart),
+                                      static_cast<uint32_t>(kPciMmioEnd));
+  EXPECT_EQ(std::vector<uint8_t>(&m.bytes[d + 36 + 13], &m.bytes[d + len]), pci);
+}
+
+TEST(Acpi, PciRootDeviceAml) {
+  const auto a = acpi::aml_pci_root(0xC0000000, 0xFEC00000);
+  // DeviceOp, two-byte PkgLength covering everything after the opcode, \_SB_.PCI0.
+  ASSERT_GT(a.size(), 20u);
+  EXPECT_EQ(a[0], 0x5B);
+  EXPECT_EQ(a[1], 0x82);
+  EXPECT_EQ(a[2] & 0xC0, 0x40);
+  EXPECT_EQ(((a[2] & 0x0F) | a[3] << 4), static_cast<int>(a.size() - 2));
+  EXPECT_THAT(std::vector<uint8_t>(a.begin() + 4, a.begin() + 14),
+              ElementsAre(0x5C, 0x2E, '_', 'S', 'B', '_', 'P', 'C', 'I', '0'));
+  // _HID EisaId("PNP0A03").
+  EXPECT_THAT(std::vector<uint8_t>(a.begin() + 14, a.begin() + 24),
+              ElementsAre(0x08, '_', 'H', 'I', 'D', 0x0C, 0x41, 0xD0, 0x0A, 0x03));
+  // The _CRS buffer ends with the End Tag; the DWordMemory descriptor holds the window.
+  EXPECT_EQ(a[a.size() - 2], 0x79);
+  const std::vector<uint8_t> window_min = {0x00, 0x00, 0x00, 0xC0, 0xFF, 0xFF, 0xBF, 0xFE};
+  EXPECT_NE(std::search(a.begin(), a.end(), window_min.begin(), window_min.end()), a.end());
 }
 
 TEST(Acpi, AmlIntegerEncodings) {

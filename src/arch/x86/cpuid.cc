@@ -52,7 +52,7 @@ uint32_t id_bits(uint32_t n) {
 }  // namespace
 
 std::vector<kvm_cpuid_entry2> vcpu_cpuid(std::vector<kvm_cpuid_entry2> entries, uint32_t apic_id,
-                                         uint32_t num_vcpus) {
+                                         uint32_t num_vcpus, bool tsc_deadline_timer) {
   const uint32_t core_bits = id_bits(num_vcpus);
   for (auto& e : entries) {
     switch (e.function) {
@@ -61,6 +61,7 @@ std::vector<kvm_cpuid_entry2> vcpu_cpuid(std::vector<kvm_cpuid_entry2> entries, 
         if (num_vcpus > 1) e.edx |= 1u << 28;
         else e.edx &= ~(1u << 28);
         e.ecx |= 1u << 31;
+        if (tsc_deadline_timer) e.ecx |= 1u << 24;
         break;
       case 0xB:
       case 0x1F:

@@ -21,7 +21,7 @@
 namespace tern {
 
 struct ConsoleOutputOptions {
-  size_t capacity = 1 * MiB;  ///< Ring buffer size; bytes beyond it are dropped.
+  size_t capacity = 64 * KiB;  ///< Ring buffer size; bytes beyond it are dropped.
   /// How long destruction keeps writing what is still queued before dropping it.
   std::chrono::milliseconds shutdown_timeout{2000};
 };

@@ -18,7 +18,10 @@ Serial8250::Serial8250(IrqLine irq, ByteSink out, size_t rx_capacity)
 
 size_t Serial8250::input_space() {
   std::lock_guard lock(mu_);
-  return loopback() ? 0 : rx_.free();
+  // Until the driver enables the receive interrupt nobody is listening: bytes sent now would be
+  // lost to the FIFO clears of the driver's start-up (e.g. piped input at boot). Hold them back.
+  if (loopback() || (ier_ & uart::kIerRdi) == 0) return 0;
+  return rx_.free();
 }
 
 size_t Serial8250::enqueue_input(std::span<const uint8_t> bytes) {

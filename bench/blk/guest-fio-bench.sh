@@ -1,0 +1,49 @@
+#!/bin/sh
+# /actions/fio-bench in the guest (L2) of bench/blk: runs the jobs of /etc/blk-jobs (bench/blk/jobs.txt)
+# one after the other on /dev/vda and reports on the console:
+#   BLK-GUEST disk=/dev/vda size_bytes=N engine=E runtime=S
+#   BLK-JOB-BEGIN name=J        printed by fio's exec_prerun once the job is set up, just before its
+#                               first I/O; it then waits for a line on the console (the test host
+#                               reads the VMM's CPU time, then answers)
+#   BLK-JOB-END name=J          printed by fio's exec_postrun after the job's last I/O; waits likewise
+#   BLK-JOB-RC name=J rc=R      fio's exit status
+#   BLK-B64 name=J data=...     fio's JSON report, gzip'ed and base64'ed, one line per 76 characters
+#   BLK-B64-END name=J
+# So the VMM's CPU time is read around the I/O only: not around fio's start (loading ~80 MB of
+# libraries takes seconds here) nor its report.
+# Kernel command line: blk.runtime=SECONDS (default 5), blk.engine=libaio|io_uring (default libaio).
+# As "/actions/fio-bench mark BEGIN|END NAME" it is the exec_prerun/exec_postrun helper (fio sends
+# that command's output to a file, so the helper talks to /dev/console itself).
+if [ "$1" = mark ]; then
+    echo "BLK-JOB-$2 name=$3" >/dev/console
+    # shellcheck disable=SC3045  # busybox ash has read -t
+    read -r -t 60 _ </dev/console || echo "BLK-WARN name=$3 no answer from the test host" >/dev/console
+    exit 0
+fi
+runtime=5 engine=libaio
+for arg in $(cat /proc/cmdline); do
+    case "$arg" in blk.runtime=*) runtime="${arg#*=}" ;; blk.engine=*) engine="${arg#*=}" ;; esac
+done
+i=0
+while [ ! -b /dev/vda ] && [ "$i" -lt 100 ]; do usleep 100000; i=$((i + 1)); done
+if [ ! -b /dev/vda ]; then
+    echo "BLK-ERROR no /dev/vda in the guest (virtio_blk loaded: $(grep -c virtio_blk /proc/modules))"
+    exit 1
+fi
+echo "BLK-GUEST disk=/dev/vda size_bytes=$(blockdev --getsize64 /dev/vda) engine=$engine runtime=$runtime"
+stty -echo -F /dev/console 2>/dev/null
+
+while read -r name args; do
+    case "$name" in '' | '#'*) continue ;; esac
+    # shellcheck disable=SC2086  # the job's options are split into words on purpose
+    fio --name="$name" --filename=/dev/vda --direct=1 --ioengine="$engine" --time_based \
+        --runtime="$runtime" --norandommap --randrepeat=0 --lat_percentiles=1 \
+        --percentile_list=50:99:99.9 --output-format=json --output="/tmp/$name.json" \
+        --exec_prerun="/actions/fio-bench mark BEGIN $name" --exec_postrun="/actions/fio-bench mark END $name" \
+        $args </dev/null >"/tmp/$name.err" 2>&1
+    rc=$?
+    echo "BLK-JOB-RC name=$name rc=$rc"
+    [ "$rc" = 0 ] || head -n 5 "/tmp/$name.err" | sed "s/^/BLK-FIO-ERROR name=$name /"
+    gzip -c "/tmp/$name.json" | base64 | sed "s/^/BLK-B64 name=$name data=/"
+    echo "BLK-B64-END name=$name"
+done </etc/blk-jobs

@@ -1,0 +1,85 @@
+#include "api/api_client.h"
+
+#include <boost/asio.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace tern {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using local = asio::local::stream_protocol;
+
+namespace {
+
+Result<void> connect(local::socket& s, const std::string& path) {
+  beast::error_code ec;
+  s.connect(local::endpoint(path), ec);
+  if (ec) return fail_code(ec.value(), "connect", path);
+  return {};
+}
+
+}  // namespace
+
+Result<HttpReply> api_request(const std::string& socket_path, std::string_view method,
+                              std::string_view target, std::string_view body,
+                              std::chrono::milliseconds timeout) {
+  asio::io_context ioc;
+  beast::basic_stream<local> stream(ioc);
+  TRY(connect(stream.socket(), socket_path));
+  http::request<http::string_body> req;
+  req.method_string(beast::string_view(method.data(), method.size()));
+  req.target(beast::string_view(target.data(), target.size()));
+  req.version(11);
+  req.set(http::field::host, "localhost");
+  if (!body.empty()) {
+    req.set(http::field::content_type, "application/json");
+    req.body() = std::string(body);
+  }
+  req.prepare_payload();
+  req.keep_alive(false);
+  beast::error_code ec;
+  stream.expires_after(timeout);
+  http::write(stream, req, ec);
+  if (ec) return fail_code(ec.value(), "write request", socket_path);
+  beast::flat_buffer buf;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64 * 1024 * 1024);
+  http::read(stream, buf, parser, ec);
+  if (ec) return fail("read response", socket_path + ": " + ec.message());
+  auto& res = parser.get();
+  HttpReply r;
+  r.status = static_cast<int>(res.result_int());
+  r.content_type = std::string(res[http::field::content_type]);
+  r.body = std::move(res.body());
+  return r;
+}
+
+Result<void> api_read_events(const std::string& socket_path,
+                             const std::function<bool(const std::string&)>& on_line) {
+  asio::io_context ioc;
+  local::socket s(ioc);
+  TRY(connect(s, socket_path));
+  std::string req = "GET /tern/events HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  beast::error_code ec;
+  asio::write(s, asio::buffer(req), ec);
+  if (ec) return fail_code(ec.value(), "write request", socket_path);
+  std::string data;
+  size_t n = asio::read_until(s, asio::dynamic_buffer(data), "\r\n\r\n", ec);
+  if (ec) return fail("read response", socket_path + ": " + ec.message());
+  std::string head = data.substr(0, n);
+  data.erase(0, n);
+  if (head.rfind("HTTP/1.1 200", 0) != 0)
+    return fail("GET /tern/events", head.substr(0, head.find('\r')));
+  for (;;) {
+    n = asio::read_until(s, asio::dynamic_buffer(data), "\n", ec);
+    if (ec) return {};  // the stream ends when tern exits
+    std::string line = data.substr(0, n - 1);
+    data.erase(0, n);
+    if (!on_line(line)) return {};
+  }
+}
+
+}  // namespace tern

@@ -1,0 +1,303 @@
+#include "api/api_parser.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "api/json_reader.h"
+#include "vmm/boot_inputs.h"
+
+namespace tern {
+
+ApiResponse ApiResponse::json(std::string body, int status) {
+  return ApiResponse{status, "application/json", std::move(body)};
+}
+
+ApiResponse ApiResponse::text(std::string body, std::string content_type) {
+  return ApiResponse{200, std::move(content_type), std::move(body)};
+}
+
+ApiResponse ApiResponse::error(int status, const std::string& fault_message) {
+  nlohmann::json j = {{"fault_message", fault_message}};
+  // Messages may quote user bytes: never let a non-UTF-8 byte make serialisation throw.
+  return ApiResponse{status, "application/json",
+                     j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+}
+
+namespace {
+
+Result<void> check_readable_file(const std::string& path, const std::string& field) {
+  if (path.empty()) return fail(field, "empty path");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return fail_errno(field, path);
+  if (S_ISDIR(st.st_mode)) return fail(field, path + ": is a directory");
+  if (::access(path.c_str(), R_OK) != 0) return fail_errno(field, path);
+  return {};
+}
+
+Result<void> reject_unsupported(JsonReader& r, const std::string& name, const std::string& what) {
+  if (r.raw(name)) return fail(r.field(name), what + " is not supported by tern");
+  return {};
+}
+
+}  // namespace
+
+Result<BootSource> parse_boot_source(const nlohmann::json& j, const std::string& where) {
+  ASSIGN_OR_RETURN(JsonReader r, JsonReader::open(j, where));
+  BootSource b;
+  ASSIGN_OR_RETURN(b.kernel_image_path, r.required_string("kernel_image_path"));
+  ASSIGN_OR_RETURN(b.initrd_path, r.optional_string("initrd_path"));
+  ASSIGN_OR_RETURN(b.boot_args, r.optional_string("boot_args"));
+  TRY(r.finish());
+  TRY(check_readable_file(b.kernel_image_path, r.field("kernel_image_path")));
+  if (b.initrd_path) TRY(check_readable_file(*b.initrd_path, r.field("initrd_path")));
+  return b;
+}
+
+Result<MachineConfigPatch> parse_machine_config_patch(const nlohmann::json& j,
+                                                      const std::string& where) {
+  ASSIGN_OR_RETURN(JsonReader r, JsonReader::open(j, where));
+  MachineConfigPatch p;
+  ASSIGN_OR_RETURN(auto vcpus, r.optional_uint("vcpu_count", 1, kMaxVcpus));
+  if (vcpus) p.vcpu_count = static_cast<uint32_t>(*vcpus);
+  // Up to 1 TiB; the host limit is checked at InstanceStart.
+  ASSIGN_OR_RETURN(p.mem_size_mib, r.optional_uint("mem_size_mib", 1, uint64_t{1} << 20));
+  ASSIGN_OR_RETURN(p.smt, r.optional_bool("smt"));
+  ASSIGN_OR_RETURN(p.track_dirty_pages, r.optional_bool("track_dirty_pages"));
+  ASSIGN_OR_RETURN(p.huge_pages, r.optional_string("huge_pages"));
+  ASSIGN_OR_RETURN(auto tmpl, r.optional_string("cpu_template"));
+  if (tmpl && *tmpl != "None")
+    return fail(r.field("cpu_template"), "\"" + *tmpl + "\": CPU templates are not supported by tern");
+  TRY(r.finish());
+  return p;
+}
+
+Result<void> check_machine_config(const MachineConfig& m, const std::string& where) {
+  auto f = [&](const char* n) { return where.empty() ? std::string(n) : where + "." + n; };
+  if (m.smt) return fail(f("smt"), "true: SMT is not supported by tern");
+  if (m.track_dirty_pages)
+    return fail(f("track_dirty_pages"), "true: dirty page tracking is not supported by tern yet");
+  if (m.huge_pages != "None") {
+    static const std::array<const char*, 2> known = {"Transparent", "2M"};
+    bool valid = std::find(known.begin(), known.end(), m.huge_pages) != known.end();
+    return fail(f("huge_pages"), "\"" + m.huge_pages + "\": " +
+                                     (valid ? "huge pages are not supported by tern yet"
+                                            : "unknown value (None, Transparent, 2M)"));
+  }
+  return {};
+}
+
+Result<MachineConfig> parse_machine_config(const nlohmann::json& j, const std::string& where) {
+  ASSIGN_OR_RETURN(MachineConfigPatch p, parse_machine_config_patch(j, where));
+  auto f = [&](const char* n) { return where.empty() ? std::string(n) : where + "." + n; };
+  if (!p.vcpu_count) return fail(f("vcpu_count"), "missing required field");
+  if (!p.mem_size_mib) return fail(f("mem_size_mib"), "missing required field");
+  MachineConfig m;
+  m.vcpu_count = *p.vcpu_count;
+  m.mem_size_mib = *p.mem_size_mib;
+  m.smt = p.smt.value_or(false);
+  m.track_dirty_pages = p.track_dirty_pages.value_or(false);
+  m.huge_pages = p.huge_pages.value_or("None");
+  TRY(check_machine_config(m, where));
+  return m;
+}
+
+Result<DriveSpec> parse_drive(const nlohmann::json& j, const std::string& where) {
+  ASSIGN_OR_RETURN(JsonReader r, JsonReader::open(j, where));
+  DriveSpec d;
+  ASSIGN_OR_RETURN(d.drive_id, r.required_string("drive_id"));
+  if (d.drive_id.empty() || d.drive_id.size() > 64 ||
+      d.drive_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+          std::string::npos)
+    return fail(r.field("drive_id"), "must be 1..64 characters from [A-Za-z0-9_]");
+  ASSIGN_OR_RETURN(auto root, r.optional_bool("is_root_device"));
+  if (!root) return fail(r.field("is_root_device"), "missing required field");
+  d.is_root_device = *root;
+  ASSIGN_OR_RETURN(d.partuuid, r.optional_string("partuuid"));
+  ASSIGN_OR_RETURN(auto ro, r.optional_bool("is_read_only"));
+  d.disk.read_only = ro.value_or(false);
+  TRY(reject_unsupported(r, "socket", "vhost-user-block (socket)"));
+  TRY(reject_unsupported(r, "rate_limiter", "a drive rate limiter"));
+  ASSIGN_OR_RETURN(auto path, r.optional_string("path_on_host"));
+  if (!path) return fail(r.field("path_on_host"), "missing required field");
+  d.disk.path = *path;
+  ASSIGN_OR_RETURN(auto cache, r.optional_string("cache_type"));
+  d.cache_type = cache.value_or("Unsafe");
+  if (d.cache_type == "Unsafe") {
+    d.disk.cache = CacheMode::kUnsafe;
+  } else if (d.cache_type == "Writeback") {
+    d.disk.cache = CacheMode::kWriteback;
+  } else {
+    auto m = parse_cache_mode(d.cache_type);
+    if (!m)
+      return fail(r.field("cache_type"),
+                  "\"" + d.cache_type + "\": unknown cache type (Unsafe, Writeback, or tern's "
+                  "writeback, none, unsafe, directsync)");
+    d.disk.cache = *m;
+  }
+  ASSIGN_OR_RETURN(auto engine, r.optional_string("io_engine"));
+  d.io_engine = engine.value_or("Sync");
+  if (d.io_engine == "Sync") {
+    d.disk.engine = IoEngineKind::kThreads;
+  } else if (d.io_engine == "Async") {
+    d.disk.engine = IoEngineKind::kIoUring;
+  } else {
+    auto e = parse_io_engine(d.io_engine);
+    if (!e)
+      return fail(r.field("io_engine"), "\"" + d.io_engine +
+                                            "\": unknown I/O engine (Sync, Async, or tern's "
+                                            "threads, io_uring)");
+    d.disk.engine = *e;
+  }
+  TRY(r.finish());
+  TRY(check_readable_file(d.disk.path, r.field("path_on_host")));
+  return d;
+}
+
+nlohmann::json to_json(const MachineConfig& m) {
+  return {{"vcpu_count", m.vcpu_count},
+          {"mem_size_mib", m.mem_size_mib},
+          {"smt", m.smt},
+          {"track_dirty_pages", m.track_dirty_pages},
+          {"huge_pages", m.huge_pages}};
+}
+
+nlohmann::json to_json(const BootSource& b) {
+  nlohmann::json j = {{"kernel_image_path", b.kernel_image_path}};
+  if (b.initrd_path) j["initrd_path"] = *b.initrd_path;
+  if (b.boot_args) j["boot_args"] = *b.boot_args;
+  return j;
+}
+
+nlohmann::json to_json(const DriveSpec& d) {
+  nlohmann::json j = {{"drive_id", d.drive_id},
+                      {"is_root_device", d.is_root_device},
+                      {"cache_type", d.cache_type},
+                      {"is_read_only", d.disk.read_only},
+                      {"path_on_host", d.disk.path},
+                      {"io_engine", d.io_engine}};
+  if (d.partuuid) j["partuuid"] = *d.partuuid;
+  return j;
+}
+
+namespace {
+
+using Parsed = tl::expected<ApiRequest, ApiResponse>;
+
+ApiResponse bad_request(const Error& e) { return ApiResponse::error(400, e.message()); }
+
+Parsed invalid_path(std::string_view method, std::string_view path) {
+  return tl::unexpected(ApiResponse::error(
+      400, "Invalid request method and/or path: " + std::string(method) + " " + std::string(path)));
+}
+
+// Firecracker endpoints tern does not implement (yet): a clear 400 instead of "invalid path".
+bool unsupported_firecracker_path(std::string_view p) {
+  static const std::array<std::string_view, 11> exact = {
+      "/balloon", "/cpu-config", "/logger", "/metrics", "/mmds", "/entropy",
+      "/serial",  "/vsock",      "/hotplug/memory", "/snapshot/create", "/snapshot/load"};
+  static const std::array<std::string_view, 5> prefixes = {"/balloon/", "/mmds/", "/pmem/",
+                                                           "/network-interfaces/", "/hotplug/"};
+  for (auto e : exact)
+    if (p == e) return true;
+  for (auto pre : prefixes)
+    if (p.starts_with(pre)) return true;
+  return false;
+}
+
+Result<nlohmann::json> body_json(std::string_view body) {
+  if (body.empty()) return fail("body", "missing: this request needs a JSON body");
+  return parse_json_text(body);
+}
+
+template <class T, class F>
+Parsed section(std::string_view body, F parse) {
+  auto j = body_json(body);
+  if (!j) return tl::unexpected(bad_request(j.error()));
+  auto v = parse(*j, "");
+  if (!v) return tl::unexpected(bad_request(v.error()));
+  return T{std::move(*v)};
+}
+
+Parsed parse_action(std::string_view body) {
+  auto j = body_json(body);
+  if (!j) return tl::unexpected(bad_request(j.error()));
+  auto r = JsonReader::open(*j, "");
+  if (!r) return tl::unexpected(bad_request(r.error()));
+  auto type = r->required_string("action_type");
+  if (!type) return tl::unexpected(bad_request(type.error()));
+  if (auto ok = r->finish(); !ok) return tl::unexpected(bad_request(ok.error()));
+  if (*type == "InstanceStart") return api::InstanceStart{};
+  if (*type == "SendCtrlAltDel") return api::SendCtrlAltDel{};
+  if (*type == "FlushMetrics") return api::FlushMetrics{};
+  return tl::unexpected(ApiResponse::error(
+      400, "action_type: \"" + *type + "\": unknown action (InstanceStart, SendCtrlAltDel, "
+                                       "FlushMetrics)"));
+}
+
+Parsed parse_vm_state(std::string_view body) {
+  auto j = body_json(body);
+  if (!j) return tl::unexpected(bad_request(j.error()));
+  auto r = JsonReader::open(*j, "");
+  if (!r) return tl::unexpected(bad_request(r.error()));
+  auto state = r->required_string("state");
+  if (!state) return tl::unexpected(bad_request(state.error()));
+  if (auto ok = r->finish(); !ok) return tl::unexpected(bad_request(ok.error()));
+  if (*state == "Paused") return api::PauseVm{};
+  if (*state == "Resumed") return api::ResumeVm{};
+  return tl::unexpected(
+      ApiResponse::error(400, "state: \"" + *state + "\": unknown state (Paused, Resumed)"));
+}
+
+}  // namespace
+
+tl::expected<ApiRequest, ApiResponse> parse_api_request(std::string_view method,
+                                                        std::string_view target,
+                                                        std::string_view body) {
+  if (target.empty() || target[0] != '/')
+    return tl::unexpected(ApiResponse::error(
+        400, "request target \"" + std::string(target.substr(0, 200)) + "\" must start with '/'"));
+  std::string_view path = target.substr(0, target.find('?'));
+  if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  const bool get = method == "GET", put = method == "PUT", patch = method == "PATCH";
+
+  if (path == "/" && get) return api::GetInstanceInfo{};
+  if (path == "/version" && get) return api::GetVersion{};
+  if (path == "/boot-source" && put) return section<api::PutBootSource>(body, parse_boot_source);
+  if (path == "/machine-config") {
+    if (get) return api::GetMachineConfig{};
+    if (put) return section<api::PutMachineConfig>(body, parse_machine_config);
+    if (patch) return section<api::PatchMachineConfig>(body, parse_machine_config_patch);
+  }
+  if (path.starts_with("/drives/")) {
+    std::string id(path.substr(8));
+    if (patch)
+      return tl::unexpected(ApiResponse::error(
+          400, "PATCH /drives/" + id + ": updating a drive after boot is not supported by tern"));
+    if (put) {
+      auto drive = section<api::PutDrive>(body, parse_drive);
+      if (drive && std::get<api::PutDrive>(*drive).value.drive_id != id)
+        return tl::unexpected(ApiResponse::error(
+            400, "drive_id: \"" + std::get<api::PutDrive>(*drive).value.drive_id +
+                     "\" does not match the id in the path (\"" + id + "\")"));
+      return drive;
+    }
+  }
+  if (path == "/actions" && put) return parse_action(body);
+  if (path == "/vm" && patch) return parse_vm_state(body);
+  if (path == "/vm/config" && get) return api::GetVmConfig{};
+  if (path == "/tern/stats" && get) return api::GetStats{};
+  if (path == "/tern/metrics" && get) return api::GetMetrics{};
+  if (path == "/tern/events" && get) return api::GetEvents{};
+  if (path == "/tern/power-off" && put) return api::PowerOff{};
+  if (unsupported_firecracker_path(path))
+    return tl::unexpected(ApiResponse::error(
+        400, std::string(method) + " " + std::string(path) +
+                 ": this Firecracker endpoint is not supported by tern"));
+  return invalid_path(method, path);
+}
+
+}  // namespace tern

@@ -1,0 +1,154 @@
+// Unit tests: the API request parser accepts the bodies Firecracker's documentation uses and names
+// the field in every rejection.
+#include "api/api_parser.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace tern {
+namespace {
+
+// A file that exists and is readable, standing in for kernel/initrd/disk paths.
+const std::string kFile = "/proc/self/exe";
+
+std::string fault(const tl::expected<ApiRequest, ApiResponse>& r) {
+  EXPECT_FALSE(r.has_value());
+  if (r) return {};
+  EXPECT_EQ(r.error().status, 400);
+  return nlohmann::json::parse(r.error().body).at("fault_message").get<std::string>();
+}
+
+// Bodies as Firecracker's getting-started guide and API docs write them.
+TEST(ApiParser, FirecrackerDocumentationBodies) {
+  auto boot = parse_api_request("PUT", "/boot-source",
+                                R"({
+            "kernel_image_path": "/proc/self/exe",
+            "boot_args": "console=ttyS0 reboot=k panic=1 pci=off"
+        })");
+  ASSERT_TRUE(boot) << boot.error().body;
+  const auto& b = std::get<api::PutBootSource>(*boot).value;
+  EXPECT_EQ(b.kernel_image_path, kFile);
+  EXPECT_EQ(b.boot_args, "console=ttyS0 reboot=k panic=1 pci=off");
+
+  auto mc = parse_api_request("PUT", "/machine-config", R"({
+            "vcpu_count": 2,
+            "mem_size_mib": 1024
+        })");
+  ASSERT_TRUE(mc) << mc.error().body;
+  EXPECT_EQ(std::get<api::PutMachineConfig>(*mc).value.vcpu_count, 2u);
+  EXPECT_EQ(std::get<api::PutMachineConfig>(*mc).value.mem_size_mib, 1024u);
+
+  auto mc_full = parse_api_request(
+      "PUT", "/machine-config",
+      R"({"vcpu_count": 2, "mem_size_mib": 1024, "smt": false, "track_dirty_pages": false, "huge_pages": "None"})");
+  ASSERT_TRUE(mc_full) << mc_full.error().body;
+
+  auto drive = parse_api_request("PUT", "/drives/rootfs", R"({
+            "drive_id": "rootfs",
+            "path_on_host": "/proc/self/exe",
+            "is_root_device": true,
+            "is_read_only": false
+        })");
+  ASSERT_TRUE(drive) << drive.error().body;
+  const auto& d = std::get<api::PutDrive>(*drive).value;
+  EXPECT_EQ(d.disk.cache, CacheMode::kUnsafe);        // Firecracker's default cache_type
+  EXPECT_EQ(d.disk.engine, IoEngineKind::kThreads);   // Firecracker's default io_engine: Sync
+  EXPECT_TRUE(d.is_root_device);
+
+  EXPECT_TRUE(std::holds_alternative<api::InstanceStart>(
+      *parse_api_request("PUT", "/actions", R"({"action_type": "InstanceStart"})")));
+  EXPECT_TRUE(std::holds_alternative<api::SendCtrlAltDel>(
+      *parse_api_request("PUT", "/actions", R"({"action_type": "SendCtrlAltDel"})")));
+  EXPECT_TRUE(std::holds_alternative<api::FlushMetrics>(
+      *parse_api_request("PUT", "/actions", R"({"action_type": "FlushMetrics"})")));
+  EXPECT_TRUE(std::holds_alternative<api::PauseVm>(
+      *parse_api_request("PATCH", "/vm", R"({"state": "Paused"})")));
+  EXPECT_TRUE(std::holds_alternative<api::ResumeVm>(
+      *parse_api_request("PATCH", "/vm", R"({"state": "Resumed"})")));
+  EXPECT_TRUE(std::holds_alternative<api::GetInstanceInfo>(*parse_api_request("GET", "/", "")));
+  EXPECT_TRUE(std::holds_alternative<api::GetVmConfig>(*parse_api_request("GET", "/vm/config", "")));
+}
+
+TEST(ApiParser, DriveCacheAndEngineMapping) {
+  auto parse = [](const std::string& extra) {
+    return parse_api_request(
+        "PUT", "/drives/d1",
+        R"({"drive_id": "d1", "path_on_host": "/proc/self/exe", "is_root_device": false)" + extra + "}");
+  };
+  auto wb = parse(R"(, "cache_type": "Writeback", "io_engine": "Async")");
+  ASSERT_TRUE(wb) << wb.error().body;
+  EXPECT_EQ(std::get<api::PutDrive>(*wb).value.disk.cache, CacheMode::kWriteback);
+  EXPECT_EQ(std::get<api::PutDrive>(*wb).value.disk.engine, IoEngineKind::kIoUring);
+  auto tern_names = parse(R"(, "cache_type": "directsync", "io_engine": "threads")");
+  ASSERT_TRUE(tern_names) << tern_names.error().body;
+  EXPECT_EQ(std::get<api::PutDrive>(*tern_names).value.disk.cache, CacheMode::kDirectSync);
+  EXPECT_NE(fault(parse(R"(, "cache_type": "Sometimes")")).find("cache_type"), std::string::npos);
+  EXPECT_NE(fault(parse(R"(, "io_engine": "Fast")")).find("io_engine"), std::string::npos);
+  EXPECT_NE(fault(parse(R"(, "rate_limiter": {"bandwidth": {"size": 1, "refill_time": 1}})"))
+                .find("rate_limiter"),
+            std::string::npos);
+  EXPECT_NE(fault(parse_api_request(
+                      "PUT", "/drives/other",
+                      R"({"drive_id": "d1", "path_on_host": "/proc/self/exe", "is_root_device": false})"))
+                .find("does not match"),
+            std::string::npos);
+}
+
+TEST(ApiParser, ErrorsNameTheField) {
+  EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config", R"({"vcpu_count": "2", "mem_size_mib": 1})")),
+            "vcpu_count: expected an integer, got string");
+  EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config", R"({"vcpu_count": 2})")),
+            "mem_size_mib: missing required field");
+  EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config",
+                                    R"({"vcpu_count": 2, "mem_size_mib": 128, "vcpus": 3})")),
+            "vcpus: unknown field");
+  EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config", R"({"vcpu_count": 0, "mem_size_mib": 1})")),
+            "vcpu_count: 0 is out of range (1..254)");
+  EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config", R"({"vcpu_count": -1, "mem_size_mib": 1})")),
+            "vcpu_count: -1 is out of range (1..254)");
+  EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config",
+                                    R"({"vcpu_count": 1, "mem_size_mib": 128, "smt": true})")),
+            "smt: true: SMT is not supported by tern");
+  EXPECT_NE(fault(parse_api_request("PUT", "/boot-source", R"({"kernel_image_path": "/nonexistent/k"})"))
+                .find("kernel_image_path: /nonexistent/k: No such file"),
+            std::string::npos);
+  EXPECT_EQ(fault(parse_api_request("PUT", "/actions", R"({"action_type": "Reboot"})")),
+            "action_type: \"Reboot\": unknown action (InstanceStart, SendCtrlAltDel, FlushMetrics)");
+  EXPECT_EQ(fault(parse_api_request("PATCH", "/vm", R"({"state": "Running"})")),
+            "state: \"Running\": unknown state (Paused, Resumed)");
+  EXPECT_EQ(fault(parse_api_request("PUT", "/actions", "")),
+            "body: missing: this request needs a JSON body");
+  EXPECT_EQ(fault(parse_api_request("PUT", "/actions", "[1]")), "body: expected a JSON object, got array");
+}
+
+TEST(ApiParser, MalformedJson) {
+  EXPECT_NE(fault(parse_api_request("PUT", "/actions", R"({"action_type": "Inst)")).find("JSON body"),
+            std::string::npos);
+  std::string deep(10000, '[');
+  EXPECT_NE(fault(parse_api_request("PUT", "/actions", deep)).find("nested deeper than 32"),
+            std::string::npos);
+  std::string bad_utf8 = "{\"action_type\": \"\xff\xfe\"}";
+  auto r = parse_api_request("PUT", "/actions", bad_utf8);
+  EXPECT_NE(fault(r).find("JSON body"), std::string::npos);
+  // The error body itself is valid JSON even when it quotes the bad bytes.
+  EXPECT_TRUE(nlohmann::json::accept(r.error().body));
+}
+
+TEST(ApiParser, PathsAndMethods) {
+  EXPECT_EQ(fault(parse_api_request("GET", "/nope", "")),
+            "Invalid request method and/or path: GET /nope");
+  EXPECT_EQ(fault(parse_api_request("DELETE", "/machine-config", "")),
+            "Invalid request method and/or path: DELETE /machine-config");
+  EXPECT_EQ(fault(parse_api_request("PUT", "/balloon", "{}")),
+            "PUT /balloon: this Firecracker endpoint is not supported by tern");
+  EXPECT_EQ(fault(parse_api_request("PUT", "/network-interfaces/eth0", "{}")),
+            "PUT /network-interfaces/eth0: this Firecracker endpoint is not supported by tern");
+  EXPECT_EQ(fault(parse_api_request("GET", "foo", "")), "request target \"foo\" must start with '/'");
+  EXPECT_TRUE(parse_api_request("GET", "/machine-config?x=1", ""));
+  EXPECT_TRUE(std::holds_alternative<api::PowerOff>(*parse_api_request("PUT", "/tern/power-off", "")));
+  EXPECT_TRUE(std::holds_alternative<api::GetEvents>(*parse_api_request("GET", "/tern/events", "")));
+}
+
+}  // namespace
+}  // namespace tern

@@ -1,0 +1,351 @@
+// Unit tests: the API server and the control loop together, over a real Unix socket, with a fake
+// Machine (no KVM). Covers the robustness list: malformed HTTP, bad JSON, huge bodies, stalled and
+// concurrent clients, wrong-state requests, events, power-off.
+#include "api/api_server.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+
+#include "api/api_client.h"
+#include "vmm/control_loop.h"
+
+namespace tern {
+namespace {
+
+/// A Machine that only records what the control loop asks of it. SendCtrlAltDel behaves like a
+/// guest whose init reboots.
+class FakeMachine : public Machine {
+ public:
+  class NoStats : public StatsSource {
+   public:
+    nlohmann::json stats_json() const override { return {{"fake", true}}; }
+    std::string metrics_text() const override { return "tern_fake 1\n"; }
+  };
+  void start() override { started = true; }
+  StopEvent wait_stopped() override { return latch.wait(); }
+  void stop(StopEvent e) override { latch.post(std::move(e)); }
+  void finish() override {}
+  void pause() override { ++pauses; }
+  void resume() override { ++resumes; }
+  bool send_ctrl_alt_del() override {
+    latch.post(StopEvent{StopKind::kReboot, 0, 0, "i8042 reset (0xFE)"});
+    return true;
+  }
+  const StatsSource& stats() const override { return stats_; }
+
+  std::atomic<bool> started{false};
+  std::atomic<int> pauses{0}, resumes{0};
+  StopLatch latch;
+  NoStats stats_;
+};
+
+/// tern's API stack in-process: ControlLoop on a "control" thread, ApiServer on its own.
+class ApiHarness {
+ public:
+  explicit ApiHarness(ApiServerOptions opts = {}) {
+    sock = "/tmp/tern-api-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".sock";
+    auto loop = ControlLoop::create(
+        [this](const VmConfig& config, const std::vector<DriveSpec>& drives)
+            -> tl::expected<std::unique_ptr<Machine>, StartFailure> {
+          VmConfig c = config;
+          if (auto ok = apply_drives(drives, c); !ok) return tl::unexpected(StartFailure{1, ok.error()});
+          started_config = c;
+          auto m = std::make_unique<FakeMachine>();
+          machine = m.get();
+          return m;
+        },
+        events);
+    EXPECT_TRUE(loop);
+    loop_ = std::move(*loop);
+    CommandQueue* q = &loop_->queue();
+    auto server = ApiServer::start(
+        sock,
+        [q](ApiRequest r, std::function<void(ApiResponse)> reply) {
+          q->push(cmd::Api{std::move(r), std::move(reply)});
+        },
+        events, opts);
+    EXPECT_TRUE(server) << server.error().message();
+    server_ = std::move(*server);
+    control_ = std::thread([this] { status_ = loop_->run(); });
+  }
+  ~ApiHarness() {
+    if (control_.joinable()) {
+      loop_->queue().push(cmd::Signal{SIGTERM});
+      control_.join();
+    }
+    server_->shutdown();
+    loop_.reset();
+    server_.reset();
+  }
+  /// What tern does after the control loop ended: flush event streams, close the socket.
+  void shutdown_server() { server_->shutdown(std::chrono::seconds(1)); }
+  /// Waits for the control loop to end and returns its exit status.
+  int wait_exit() {
+    control_.join();
+    return status_;
+  }
+  HttpReply call(std::string_view method, std::string_view target, std::string_view body = {}) {
+    auto r = api_request(sock, method, target, body);
+    EXPECT_TRUE(r) << r.error().message();
+    return r ? *r : HttpReply{};
+  }
+  void configure_and_start() {
+    ASSERT_EQ(call("PUT", "/boot-source", R"({"kernel_image_path": "/proc/self/exe"})").status, 204);
+    ASSERT_EQ(call("PUT", "/actions", R"({"action_type": "InstanceStart"})").status, 204);
+  }
+
+  std::string sock;
+  EventLog events;
+  VmConfig started_config;  ///< What the factory was asked to build (drives applied).
+  FakeMachine* machine = nullptr;
+
+ private:
+  static inline int counter = 0;
+  std::unique_ptr<ControlLoop> loop_;
+  std::unique_ptr<ApiServer> server_;
+  std::thread control_;
+  int status_ = -1;
+};
+
+std::string fault_of(const HttpReply& r) {
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  return j.is_object() && j.contains("fault_message") ? j["fault_message"].get<std::string>() : "";
+}
+
+/// Connects, sends `bytes` raw, and reads until the server closes (bounded by a 10 s receive
+/// timeout so a broken server fails the test instead of hanging it).
+UniqueFd raw_connect(const std::string& path) {
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::strncpy(sa.sun_path, path.c_str(), sizeof sa.sun_path - 1);
+  EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  timeval tv{10, 0};
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+void send_all(const UniqueFd& fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::send(fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n <= 0) return;  // the server may close early (e.g. 413): that is the point
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
+std::string read_to_close(const UniqueFd& fd) {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
+    if (n <= 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+std::string raw_exchange(const std::string& path, std::string_view bytes) {
+  UniqueFd fd = raw_connect(path);
+  send_all(fd, bytes);
+  return read_to_close(fd);
+}
+
+TEST(ApiServer, FirecrackerFlowPauseResumeCtrlAltDel) {
+  ApiHarness h;
+  EXPECT_EQ(h.call("GET", "/").body,
+            R"({"app_name":"tern","id":"anonymous-instance","state":"Not started","vmm_version":")" TERN_VERSION "\"}");
+  EXPECT_EQ(h.call("PUT", "/machine-config", R"({"vcpu_count": 2, "mem_size_mib": 1024})").status, 204);
+  auto mc = nlohmann::json::parse(h.call("GET", "/machine-config").body);
+  EXPECT_EQ(mc["vcpu_count"], 2);
+  EXPECT_EQ(mc["mem_size_mib"], 1024);
+  h.configure_and_start();
+  ASSERT_NE(h.machine, nullptr);
+  EXPECT_TRUE(h.machine->started);
+  EXPECT_EQ(nlohmann::json::parse(h.call("GET", "/").body)["state"], "Running");
+  EXPECT_EQ(h.call("PATCH", "/vm", R"({"state": "Paused"})").status, 204);
+  EXPECT_EQ(nlohmann::json::parse(h.call("GET", "/").body)["state"], "Paused");
+  EXPECT_EQ(h.call("PATCH", "/vm", R"({"state": "Resumed"})").status, 204);
+  EXPECT_EQ(h.machine->pauses, 1);
+  EXPECT_EQ(h.machine->resumes, 1);
+  auto cfg = nlohmann::json::parse(h.call("GET", "/vm/config").body);
+  EXPECT_EQ(cfg["boot-source"]["kernel_image_path"], "/proc/self/exe");
+  EXPECT_EQ(cfg["machine-config"]["vcpu_count"], 2);
+  EXPECT_EQ(h.call("GET", "/tern/stats").body, R"({"fake":true})");
+  auto metrics = h.call("GET", "/tern/metrics");
+  EXPECT_EQ(metrics.body, "tern_fake 1\n");
+  EXPECT_EQ(metrics.content_type, "text/plain; version=0.0.4");
+  EXPECT_EQ(h.call("PUT", "/actions", R"({"action_type": "FlushMetrics"})").status, 204);
+  EXPECT_EQ(h.call("PUT", "/actions", R"({"action_type": "SendCtrlAltDel"})").status, 204);
+  EXPECT_EQ(h.wait_exit(), 3);  // the fake guest rebooted: README's status 3
+  auto lines = h.events.lines();
+  ASSERT_GE(lines.size(), 6u);
+  EXPECT_NE(lines[lines.size() - 2].find(R"("reason":"reboot")"), std::string::npos);
+  EXPECT_NE(lines.back().find(R"("state":"Stopped")"), std::string::npos);
+}
+
+TEST(ApiServer, WrongStateErrorsNameTheState) {
+  ApiHarness h;
+  EXPECT_EQ(fault_of(h.call("PATCH", "/vm", R"({"state": "Paused"})")), "cannot pause: the VM is Not started");
+  EXPECT_EQ(fault_of(h.call("PUT", "/actions", R"({"action_type": "SendCtrlAltDel"})")),
+            "SendCtrlAltDel: the VM is Not started");
+  EXPECT_EQ(fault_of(h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})")),
+            "InstanceStart: no boot source (PUT /boot-source first)");
+  h.configure_and_start();
+  auto twice = h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})");
+  EXPECT_EQ(twice.status, 400);
+  EXPECT_EQ(fault_of(twice), "InstanceStart: the VM is Running");
+  EXPECT_EQ(fault_of(h.call("PATCH", "/vm", R"({"state": "Resumed"})")), "cannot resume: the VM is Running");
+  EXPECT_EQ(fault_of(h.call("PUT", "/machine-config", R"({"vcpu_count": 1, "mem_size_mib": 64})")),
+            "PUT /machine-config is pre-boot only: the VM is Running");
+  EXPECT_EQ(fault_of(h.call("PUT", "/boot-source", R"({"kernel_image_path": "/proc/self/exe"})")),
+            "PUT /boot-source is pre-boot only: the VM is Running");
+  EXPECT_EQ(h.call("PATCH", "/vm", R"({"state": "Paused"})").status, 204);
+  EXPECT_EQ(fault_of(h.call("PATCH", "/vm", R"({"state": "Paused"})")), "cannot pause: the VM is Paused");
+  EXPECT_EQ(h.machine->pauses, 1);
+}
+
+TEST(ApiServer, DrivesBecomeDisksRootFirst) {
+  ApiHarness h;
+  EXPECT_EQ(h.call("PUT", "/drives/scratch",
+                   R"({"drive_id": "scratch", "path_on_host": "/proc/self/exe", "is_root_device": false, "cache_type": "Writeback", "io_engine": "Async"})")
+                .status,
+            204);
+  EXPECT_EQ(h.call("PUT", "/drives/rootfs",
+                   R"({"drive_id": "rootfs", "path_on_host": "/proc/self/exe", "is_root_device": true, "is_read_only": true})")
+                .status,
+            204);
+  EXPECT_EQ(fault_of(h.call("PUT", "/drives/other",
+                            R"({"drive_id": "other", "path_on_host": "/proc/self/exe", "is_root_device": true})")),
+            "is_root_device: drive \"rootfs\" is already the root device");
+  auto cfg = nlohmann::json::parse(h.call("GET", "/vm/config").body);
+  ASSERT_EQ(cfg["drives"].size(), 2u);
+  EXPECT_EQ(cfg["drives"][0]["drive_id"], "scratch");
+  ASSERT_EQ(h.call("PUT", "/boot-source", R"({"kernel_image_path": "/proc/self/exe", "boot_args": "console=ttyS0"})").status, 204);
+  ASSERT_EQ(h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})").status, 204);
+  ASSERT_EQ(h.started_config.disks.size(), 2u);
+  EXPECT_TRUE(h.started_config.disks[0].read_only);  // rootfs is /dev/vda
+  EXPECT_EQ(h.started_config.disks[1].cache, CacheMode::kWriteback);
+  EXPECT_EQ(h.started_config.disks[1].engine, IoEngineKind::kIoUring);
+  EXPECT_EQ(h.started_config.cmdline, "console=ttyS0 root=/dev/vda ro");
+}
+
+TEST(ApiServer, PowerOffEndsWithStatusZero) {
+  ApiHarness h;
+  EXPECT_EQ(fault_of(h.call("PUT", "/tern/power-off")), "power-off: the VM is Not started");
+  h.configure_and_start();
+  EXPECT_EQ(h.call("PATCH", "/vm", R"({"state": "Paused"})").status, 204);
+  EXPECT_EQ(h.call("PUT", "/tern/power-off").status, 204);
+  EXPECT_EQ(h.wait_exit(), 0);
+}
+
+TEST(ApiServer, MalformedHttp) {
+  ApiServerOptions opts;
+  opts.read_timeout = std::chrono::milliseconds(500);  // the lying request ends in a 408
+  ApiHarness h(opts);
+  EXPECT_EQ(raw_exchange(h.sock, "GET foo HTTP/1.1\r\nHost: x\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
+  EXPECT_EQ(raw_exchange(h.sock, "GET /\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);  // no version
+  EXPECT_EQ(raw_exchange(h.sock, "BLAH BLAH BLAH\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
+  // Content-Length shorter than the body: the rest is read as a (malformed) next request.
+  std::string lying =
+      "PUT /actions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n{\"action_type\": \"FlushMetrics\"}";
+  std::string out = raw_exchange(h.sock, lying);
+  EXPECT_EQ(out.rfind("HTTP/1.1 400", 0), 0u) << out;
+  // A 10 MB body is refused from its Content-Length, before it is read.
+  std::string big = "PUT /machine-config HTTP/1.1\r\nHost: x\r\nContent-Length: 10485760\r\n\r\n";
+  UniqueFd fd = raw_connect(h.sock);
+  send_all(fd, big);
+  std::string reply = read_to_close(fd);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply;
+  // An oversized request head.
+  std::string huge_head = "GET / HTTP/1.1\r\nX-Junk: " + std::string(20000, 'a') + "\r\n\r\n";
+  EXPECT_EQ(raw_exchange(h.sock, huge_head).rfind("HTTP/1.1 431", 0), 0u);
+  // The server is still fine.
+  EXPECT_EQ(h.call("GET", "/").status, 200);
+}
+
+TEST(ApiServer, BadJsonBodies) {
+  ApiHarness h;
+  EXPECT_NE(fault_of(h.call("PUT", "/machine-config", R"({"vcpu_count": 2, "mem_)")).find("JSON body"),
+            std::string::npos);
+  EXPECT_NE(fault_of(h.call("PUT", "/machine-config", std::string(10000, '[')))
+                .find("nested deeper than 32"),
+            std::string::npos);
+  EXPECT_NE(fault_of(h.call("PUT", "/actions", "{\"action_type\": \"\xc3\x28\"}")).find("JSON body"),
+            std::string::npos);
+  EXPECT_EQ(fault_of(h.call("PUT", "/machine-config", R"({"vcpu_count": 2, "mem_size_mib": 64, "cpus": 1})")),
+            "cpus: unknown field");
+  EXPECT_EQ(fault_of(h.call("PUT", "/machine-config", R"({"vcpu_count": true, "mem_size_mib": 64})")),
+            "vcpu_count: expected an integer, got boolean");
+  // Nothing was applied by the rejected requests.
+  EXPECT_EQ(nlohmann::json::parse(h.call("GET", "/machine-config").body)["mem_size_mib"], 128);
+}
+
+TEST(ApiServer, StalledClientDoesNotBlockFiftyOthers) {
+  ApiServerOptions opts;
+  opts.read_timeout = std::chrono::milliseconds(500);
+  ApiHarness h(opts);
+  UniqueFd stalled = raw_connect(h.sock);
+  send_all(stalled, "PUT /machine-config HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{\"vcpu");
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 50; ++i) {
+    clients.emplace_back([&, i] {
+      for (int k = 0; k < 4; ++k) {
+        auto r = api_request(h.sock, "GET", i % 2 ? "/" : "/machine-config");
+        if (r && r->status == 200) ++ok;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(ok.load(), 200);
+  // The stalled client gets its answer once its time is up.
+  std::string out = read_to_close(stalled);
+  EXPECT_EQ(out.rfind("HTTP/1.1 408", 0), 0u) << out;
+}
+
+TEST(ApiServer, ConnectionLimit) {
+  ApiServerOptions opts;
+  opts.max_connections = 3;
+  ApiHarness h(opts);
+  std::vector<UniqueFd> idle;
+  for (int i = 0; i < 3; ++i) {
+    idle.push_back(raw_connect(h.sock));
+    // A full round trip on each, so the server has certainly accepted it.
+    send_all(idle.back(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    char buf[512];
+    EXPECT_GT(::recv(idle.back().get(), buf, sizeof buf, 0), 0);
+  }
+  std::string out = raw_exchange(h.sock, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 503", 0), 0u) << out;
+  idle.clear();
+}
+
+TEST(ApiServer, EventsStreamBacklogThenLiveUntilExit) {
+  ApiHarness h;
+  h.configure_and_start();
+  std::vector<std::string> seen;
+  std::thread reader([&] {
+    auto r = api_read_events(h.sock, [&](const std::string& line) {
+      seen.push_back(line);
+      return true;
+    });
+    EXPECT_TRUE(r);
+  });
+  EXPECT_EQ(h.call("PATCH", "/vm", R"({"state": "Paused"})").status, 204);
+  EXPECT_EQ(h.call("PUT", "/tern/power-off").status, 204);
+  EXPECT_EQ(h.wait_exit(), 0);
+  // As in tern: once the control loop ended, shutdown flushes the stream and closes it.
+  h.shutdown_server();
+  reader.join();
+  std::vector<std::string> states;
+  for (auto& l : seen) {
+    auto j = nlohmann::json::parse(l);
+    if (j["event"] == "state") states.push_back(j["state"]);
+  }
+  EXPECT_EQ(states, (std::vector<std::string>{"Not started", "Running", "Paused", "Stopped"}));
+}
+
+}  // namespace
+}  // namespace tern

@@ -1,0 +1,46 @@
+#include "block/disk_config.h"
+
+namespace tern {
+
+Result<CacheMode> parse_cache_mode(std::string_view s) {
+  if (s == "writeback") return CacheMode::kWriteback;
+  if (s == "none") return CacheMode::kNone;
+  if (s == "unsafe") return CacheMode::kUnsafe;
+  if (s == "directsync") return CacheMode::kDirectSync;
+  return fail("--disk cache=" + std::string(s),
+              "unknown cache mode (writeback, none, unsafe, directsync)");
+}
+
+Result<IoEngineKind> parse_io_engine(std::string_view s) {
+  if (s == "io_uring") return IoEngineKind::kIoUring;
+  if (s == "threads") return IoEngineKind::kThreads;
+  return fail("--disk engine=" + std::string(s), "unknown I/O engine (io_uring, threads)");
+}
+
+std::string_view cache_mode_name(CacheMode m) {
+  switch (m) {
+    case CacheMode::kWriteback: return "writeback";
+    case CacheMode::kNone: return "none";
+    case CacheMode::kUnsafe: return "unsafe";
+    case CacheMode::kDirectSync: return "directsync";
+  }
+  return "?";
+}
+
+std::string_view io_engine_name(IoEngineKind k) {
+  return k == IoEngineKind::kIoUring ? "io_uring" : "threads";
+}
+
+Result<void> validate_disk_config(const DiskConfig& c) {
+  if (c.path.empty()) return fail("--disk path", "missing image path");
+  if (c.serial.size() > kVirtioBlkIdBytes)
+    return fail("--disk serial=" + c.serial, "longer than 20 bytes (VIRTIO_BLK_ID_BYTES)");
+  if (c.queues == 0 || c.queues > 64)
+    return fail("--disk queues=" + std::to_string(c.queues), "must be 1..64");
+  if (c.queue_size < 2 || c.queue_size > 1024 || (c.queue_size & (c.queue_size - 1)) != 0)
+    return fail("--disk queue_size=" + std::to_string(c.queue_size),
+                "must be a power of two in 2..1024");
+  return {};
+}
+
+}  // namespace tern

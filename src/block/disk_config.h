@@ -1,0 +1,56 @@
+// DiskConfig: what the user asked for one disk (--disk path=...,cache=...,readonly=...), before
+// anything is opened. The virtio-pci/CLI side fills it in; VirtioBlock::create() validates it by
+// opening the image (errors name the --disk field concerned) before the guest boots.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+
+namespace tern {
+
+/// Host cache mode, named as QEMU names them (-drive cache=...).
+enum class CacheMode {
+  kWriteback,   ///< "writeback": page cache; FLUSH -> fdatasync() before completing.
+  kNone,        ///< "none": O_DIRECT; unaligned guest buffers bounced; FLUSH -> fdatasync().
+  kUnsafe,      ///< "unsafe": page cache; FLUSH completes without syncing.
+  kDirectSync,  ///< "directsync": O_DIRECT | O_DSYNC; every write is durable on completion.
+};
+
+/// Which I/O engine serves the disk's queues.
+enum class IoEngineKind {
+  kIoUring,  ///< "io_uring" (default): liburing, batched submission; falls back to kThreads
+             ///< with one log line when the host's io_uring lacks what tern needs.
+  kThreads,  ///< "threads": a small pool of threads doing preadv/pwritev.
+};
+
+/// Maximum serial length: VIRTIO_BLK_ID_BYTES (virtio 1.2 §5.2.6).
+inline constexpr size_t kVirtioBlkIdBytes = 20;
+
+/// One disk as configured by the user. Plain value; validated by VirtioBlock::create().
+struct DiskConfig {
+  std::string path;                           ///< Raw image file or block device.
+  CacheMode cache = CacheMode::kWriteback;
+  bool read_only = false;                     ///< Offer VIRTIO_BLK_F_RO; open O_RDONLY.
+  std::string serial;                         ///< GET_ID answer; at most 20 bytes.
+  uint16_t queues = 1;                        ///< Request queues (VIRTIO_BLK_F_MQ when > 1); 1..64.
+  uint16_t queue_size = 256;                  ///< max_queue_size() offered; power of two 2..1024.
+  IoEngineKind engine = IoEngineKind::kIoUring;
+};
+
+/// "writeback" | "none" | "unsafe" | "directsync" -> CacheMode; the error names the field
+/// ("--disk cache=<value>: unknown cache mode (writeback, none, unsafe, directsync)").
+[[nodiscard]] Result<CacheMode> parse_cache_mode(std::string_view s);
+/// "io_uring" | "threads" -> IoEngineKind; error names "--disk engine=".
+[[nodiscard]] Result<IoEngineKind> parse_io_engine(std::string_view s);
+[[nodiscard]] std::string_view cache_mode_name(CacheMode m);
+[[nodiscard]] std::string_view io_engine_name(IoEngineKind k);
+
+/// Checks the fields that need no file system access (serial length, queue counts); the error
+/// names the --disk field. VirtioBlock::create() calls it first.
+[[nodiscard]] Result<void> validate_disk_config(const DiskConfig& c);
+
+}  // namespace tern

@@ -1,0 +1,94 @@
+#include "block/disk_image.h"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace tern {
+
+namespace {
+
+std::string field(const DiskConfig& c) { return "--disk path=" + c.path; }
+
+// statx(STATX_DIOALIGN) (Linux 6.1+): {memory alignment, offset alignment}; zeros when unknown.
+void probe_dio_align(int fd, uint32_t* mem_align, uint32_t* offset_align) {
+  struct statx stx {};
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+      (stx.stx_mask & STATX_DIOALIGN) != 0) {
+    *mem_align = stx.stx_dio_mem_align;
+    *offset_align = stx.stx_dio_offset_align;
+  }
+}
+
+}  // namespace
+
+Result<DiskImage> DiskImage::open(const DiskConfig& c) {
+  DiskImage d;
+  d.path_ = c.path;
+  d.read_only_ = c.read_only;
+  d.cache_ = c.cache;
+  d.direct_ = c.cache == CacheMode::kNone || c.cache == CacheMode::kDirectSync;
+
+  struct stat st {};
+  if (::stat(c.path.c_str(), &st) != 0) return fail_errno(field(c));
+  if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+    return fail(field(c), "not a regular file or block device");
+  d.block_device_ = S_ISBLK(st.st_mode);
+
+  // Root ignores permission bits; refuse a write-protected image anyway instead of writing to it.
+  if (!c.read_only && S_ISREG(st.st_mode) && (st.st_mode & 0222) == 0)
+    return fail(field(c), "image is read-only (no write permission bits); add readonly=on");
+
+  int flags = c.read_only ? O_RDONLY : O_RDWR;
+  if (c.cache == CacheMode::kDirectSync) flags |= O_DSYNC;
+  // Open without O_DIRECT first so permission problems are reported as such.
+  int fd = retry_eintr([&] { return ::open(c.path.c_str(), flags | O_CLOEXEC); });
+  if (fd < 0) {
+    if (!c.read_only && (errno == EACCES || errno == EROFS || errno == EPERM))
+      return fail(field(c), std::string("image is read-only (") + std::strerror(errno) +
+                                "); add readonly=on to open it read-only");
+    return fail_errno(field(c));
+  }
+  d.fd_.reset(fd);
+  if (d.direct_) {
+    int dfd = retry_eintr([&] { return ::open(c.path.c_str(), flags | O_DIRECT | O_CLOEXEC); });
+    if (dfd < 0) {
+      if (errno == EINVAL)
+        return fail("--disk cache=" + std::string(cache_mode_name(c.cache)),
+                    c.path + ": filesystem does not support O_DIRECT (use cache=writeback)");
+      return fail_errno(field(c));
+    }
+    d.fd_.reset(dfd);
+  }
+
+  if (d.block_device_) {
+    uint64_t bytes = 0;
+    if (::ioctl(d.fd_.get(), BLKGETSIZE64, &bytes) != 0) return fail_errno("BLKGETSIZE64", c.path);
+    d.size_ = bytes;
+  } else {
+    if (::fstat(d.fd_.get(), &st) != 0) return fail_errno("fstat", c.path);
+    d.size_ = static_cast<uint64_t>(st.st_size);
+  }
+
+  if (d.direct_) {
+    uint32_t mem_align = 0, off_align = 0;
+    if (d.block_device_) {
+      int ssz = 0;
+      if (::ioctl(d.fd_.get(), BLKSSZGET, &ssz) == 0 && ssz > 0) off_align = static_cast<uint32_t>(ssz);
+    }
+    probe_dio_align(d.fd_.get(), &mem_align, &off_align);
+    if (off_align == 0) off_align = 512;
+    if (mem_align == 0) mem_align = off_align;
+    if ((off_align & (off_align - 1)) != 0 || off_align > 64 * 1024)
+      return fail(field(c), "unsupported logical block size " + std::to_string(off_align));
+    d.lbs_ = off_align < 512 ? 512 : off_align;
+    d.mem_align_ = mem_align;
+  }
+  return d;
+}
+
+}  // namespace tern

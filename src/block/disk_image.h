@@ -1,0 +1,54 @@
+// DiskImage: an opened raw disk image (regular file or block device) with the properties the
+// block device needs: size in bytes, whether O_DIRECT is in use and the alignment it requires.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/fd.h"
+#include "base/result.h"
+#include "block/disk_config.h"
+
+namespace tern {
+
+class DiskImage {
+ public:
+  /// Opens `config.path` as the cache mode asks (none: O_DIRECT; directsync: O_DIRECT|O_DSYNC;
+  /// writeback/unsafe: page cache), O_RDONLY when read_only. Errors name the --disk field:
+  /// missing image or no permission -> "--disk path=<p>: ..."; a file that is read-only for us
+  /// opened for writing -> "--disk path=<p>: image is read-only (add readonly=on)"; cache=none on
+  /// a filesystem without O_DIRECT -> "--disk cache=none: <p>: filesystem does not support
+  /// O_DIRECT (use cache=writeback)". Probes the logical block size for O_DIRECT (BLKSSZGET for
+  /// block devices, statx STATX_DIOALIGN for files, else 512).
+  [[nodiscard]] static Result<DiskImage> open(const DiskConfig& config);
+
+  [[nodiscard]] BorrowedFd fd() const { return fd_.borrow(); }
+  /// Image size in bytes (need not be a multiple of 512; the tail is never exposed).
+  [[nodiscard]] uint64_t size_bytes() const { return size_; }
+  /// Capacity reported to the guest, in 512-byte sectors: floor(size / 512).
+  [[nodiscard]] uint64_t capacity_sectors() const { return size_ / 512; }
+  [[nodiscard]] bool read_only() const { return read_only_; }
+  [[nodiscard]] bool block_device() const { return block_device_; }
+  [[nodiscard]] bool direct() const { return direct_; }
+  /// Logical block size in bytes: the alignment of file offsets and lengths for O_DIRECT
+  /// (512 without O_DIRECT).
+  [[nodiscard]] uint32_t logical_block_size() const { return lbs_; }
+  /// Required alignment of memory buffers for O_DIRECT, in bytes (1 without O_DIRECT).
+  [[nodiscard]] uint32_t memory_alignment() const { return mem_align_; }
+  [[nodiscard]] CacheMode cache() const { return cache_; }
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  DiskImage() = default;
+  UniqueFd fd_;
+  std::string path_;
+  uint64_t size_ = 0;
+  bool read_only_ = false;
+  bool block_device_ = false;
+  bool direct_ = false;
+  uint32_t lbs_ = 512;
+  uint32_t mem_align_ = 1;
+  CacheMode cache_ = CacheMode::kWriteback;
+};
+
+}  // namespace tern

@@ -1,0 +1,76 @@
+// MsixTable: the MSI-X vector table and Pending Bit Array of one PCI function (PCI 3.0 §6.8.2),
+// each vector delivered through its own irqfd bound to a GSI with an MSI route.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "base/fd.h"
+#include "base/log.h"
+#include "base/result.h"
+#include "devices/pci/pci_platform.h"
+
+namespace tern {
+
+/// Thread-safe (one mutex): the table is written from vCPU threads, vectors fired from device
+/// worker threads. A vector fires only while MSI-X is enabled and neither the function nor the
+/// vector is masked; otherwise its PBA bit is set and it fires when unmasked. The MSI route of a
+/// vector is (re)installed when it is unmasked or its address/data change while unmasked.
+class MsixTable {
+ public:
+  /// `vectors` (1..2048) irqfds, each bound to a GSI from `platform`, which must outlive this.
+  [[nodiscard]] static Result<std::unique_ptr<MsixTable>> create(uint16_t vectors,
+                                                                 PciPlatform& platform);
+
+  [[nodiscard]] uint16_t size() const { return static_cast<uint16_t>(entries_.size()); }
+  /// Bytes of the table (16 per vector) and of the PBA (8 per 64 vectors).
+  [[nodiscard]] uint32_t table_bytes() const { return size() * 16u; }
+  [[nodiscard]] uint32_t pba_bytes() const { return ((size() + 63u) / 64u) * 8u; }
+
+  /// Table access at byte `offset` (any width; bytes outside the table read 0, writes ignored).
+  void table_read(uint64_t offset, std::span<uint8_t> data) const;
+  void table_write(uint64_t offset, std::span<const uint8_t> data);
+  /// PBA read (read-only; writes are ignored by the caller).
+  void pba_read(uint64_t offset, std::span<uint8_t> data) const;
+
+  /// The MSI-X Message Control bits changed (capability write, or reset with both false).
+  void set_control(bool enabled, bool function_mask);
+  [[nodiscard]] bool enabled() const;
+
+  /// Delivers vector `v` or marks it pending. Returns false for a vector outside the table.
+  bool fire(uint16_t v);
+  /// Masks every vector, clears addresses, data and pending bits (function reset).
+  void reset();
+
+  /// For tests and statistics.
+  [[nodiscard]] BorrowedFd irqfd(uint16_t v) const { return entries_[v].irqfd.borrow(); }
+  [[nodiscard]] uint32_t gsi(uint16_t v) const { return entries_[v].gsi; }
+  [[nodiscard]] bool pending(uint16_t v) const;
+  [[nodiscard]] uint64_t route_errors() const;
+
+ private:
+  struct Entry {
+    uint32_t addr_lo = 0, addr_hi = 0, data = 0, control = 1;  // masked at reset
+    bool pending = false;
+    UniqueFd irqfd;
+    uint32_t gsi = 0;
+  };
+  explicit MsixTable(PciPlatform& platform) : platform_(platform) {}
+  bool deliverable_locked(const Entry& e) const;
+  void route_locked(Entry& e);
+  void signal_locked(Entry& e);
+  void flush_pending_locked();
+
+  PciPlatform& platform_;
+  mutable std::mutex mu_;
+  std::vector<Entry> entries_;
+  bool enabled_ = false;
+  bool function_mask_ = false;
+  uint64_t route_errors_ = 0;
+  RateLimit log_limit_{5};
+};
+
+}  // namespace tern

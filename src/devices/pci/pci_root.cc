@@ -1,0 +1,192 @@
+#include "devices/pci/pci_root.h"
+
+#include <cstring>
+
+#include "devices/pci/pci_config_space.h"
+#include "devices/pci/pci_registers.h"
+
+namespace tern {
+
+namespace {
+
+/// Host bridge at 00:00.0: identification only (no BARs, no capabilities).
+class PciHostBridge final : public PciDevice {
+ public:
+  PciHostBridge()
+      : config_(PciIdentity{.vendor_id = 0x1b36,  // Red Hat, Inc.
+                            .device_id = 0x0008,  // generic PCIe host bridge
+                            .subsystem_vendor_id = 0x1b36,
+                            .subsystem_id = 0x0008,
+                            .revision = 0,
+                            .class_code = 0x060000,  // bridge, host bridge
+                            .interrupt_pin = 0,
+                            .interrupt_line = 0}) {}
+  std::string_view name() const override { return "pci-host-bridge"; }
+  void config_read(uint32_t offset, std::span<uint8_t> data) override { config_.read(offset, data); }
+  void config_write(uint32_t offset, std::span<const uint8_t> data) override {
+    config_.write(offset, data);
+  }
+  std::vector<PciBarWindow> memory_windows() const override { return {}; }
+  void bar_read(uint8_t, uint64_t, std::span<uint8_t> data) override {
+    std::memset(data.data(), 0xFF, data.size());
+  }
+  void bar_write(uint8_t, uint64_t, std::span<const uint8_t>) override {}
+
+ private:
+  PciConfigSpace config_;
+};
+
+}  // namespace
+
+class PciRoot::ConfigPort final : public BusDevice {
+ public:
+  explicit ConfigPort(PciRoot& root) : root_(root) {}
+  std::string_view name() const override { return "pci-config"; }
+  void read(uint64_t offset, std::span<uint8_t> data) override {
+    if (offset == 0 && data.size() == 4) {
+      std::lock_guard lock(root_.config_mu_);
+      uint32_t a = root_.config_address_;
+      std::memcpy(data.data(), &a, 4);
+      return;
+    }
+    std::memset(data.data(), 0xFF, data.size());
+    if (offset < pci::kConfigDataOffset) return;  // 0xCF9 etc.: nothing there
+    uint32_t addr;
+    {
+      std::lock_guard lock(root_.config_mu_);
+      addr = root_.config_address_;
+    }
+    access(addr, offset - pci::kConfigDataOffset, data, {}, false);
+  }
+  void write(uint64_t offset, std::span<const uint8_t> data) override {
+    if (offset == 0 && data.size() == 4) {
+      std::lock_guard lock(root_.config_mu_);
+      std::memcpy(&root_.config_address_, data.data(), 4);
+      return;
+    }
+    if (offset < pci::kConfigDataOffset) return;  // byte writes to 0xCF8/0xCF9 (reset control)
+    uint32_t addr;
+    {
+      std::lock_guard lock(root_.config_mu_);
+      addr = root_.config_address_;
+    }
+    access(addr, offset - pci::kConfigDataOffset, {}, data, true);
+  }
+
+ private:
+  void access(uint32_t addr, uint64_t byte, std::span<uint8_t> rd, std::span<const uint8_t> wr,
+              bool write) {
+    if (!(addr & pci::kConfigAddressEnable)) return;
+    uint8_t bus = static_cast<uint8_t>(addr >> 16);
+    uint8_t slot = (addr >> 11) & 0x1F;
+    uint8_t fn = (addr >> 8) & 0x7;
+    uint32_t reg = (addr & 0xFC) + static_cast<uint32_t>(byte);
+    size_t len = write ? wr.size() : rd.size();
+    if (bus != 0 || byte + len > 4) return;
+    if (write)
+      root_.config_write(slot, fn, reg, wr);
+    else
+      root_.config_read(slot, fn, reg, rd);
+  }
+  PciRoot& root_;
+};
+
+class PciRoot::MmioWindow final : public BusDevice {
+ public:
+  explicit MmioWindow(PciRoot& root) : root_(root) {}
+  std::string_view name() const override { return "pci-mmio"; }
+  void read(uint64_t offset, std::span<uint8_t> data) override {
+    root_.mmio_access(root_.mmio_base_ + offset, data, {}, false);
+  }
+  void write(uint64_t offset, std::span<const uint8_t> data) override {
+    root_.mmio_access(root_.mmio_base_ + offset, {}, data, true);
+  }
+
+ private:
+  PciRoot& root_;
+};
+
+PciRoot::PciRoot(uint64_t mmio_base, uint64_t mmio_size)
+    : mmio_base_(mmio_base), mmio_size_(mmio_size), next_mmio_(mmio_base) {
+  slots_[0] = std::make_shared<PciHostBridge>();
+  config_port_ = std::make_shared<ConfigPort>(*this);
+  mmio_window_ = std::make_shared<MmioWindow>(*this);
+}
+
+PciRoot::~PciRoot() = default;
+
+Result<uint8_t> PciRoot::add(std::shared_ptr<PciDevice> dev) {
+  for (uint8_t s = 1; s < slots_.size(); ++s) {
+    if (slots_[s]) continue;
+    slots_[s] = std::move(dev);
+    refresh_mappings();
+    return s;
+  }
+  return fail("PCI bus 0", "all 31 device slots are in use");
+}
+
+Result<uint64_t> PciRoot::allocate_mmio(uint64_t size) {
+  if (size == 0 || (size & (size - 1)) != 0) return fail("PCI BAR", "size not a power of two");
+  uint64_t at = (next_mmio_ + size - 1) & ~(size - 1);
+  if (at + size > mmio_base_ + mmio_size_ || at + size < at)
+    return fail("PCI MMIO window", "out of space for a " + std::to_string(size) + "-byte BAR");
+  next_mmio_ = at + size;
+  return at;
+}
+
+Result<void> PciRoot::attach(Bus& pio, Bus& mmio) {
+  TRY(pio.insert(config_port_, pci::kConfigAddressPort, pci::kConfigPortCount));
+  TRY(mmio.insert(mmio_window_, mmio_base_, mmio_size_));
+  return {};
+}
+
+void PciRoot::config_read(uint8_t slot, uint8_t function, uint32_t offset,
+                          std::span<uint8_t> data) {
+  std::memset(data.data(), 0xFF, data.size());
+  if (slot >= slots_.size() || function != 0 || !slots_[slot]) return;
+  if (offset + data.size() > pci::kConfigSpaceSize) return;
+  std::lock_guard lock(config_mu_);
+  slots_[slot]->config_read(offset, data);
+}
+
+void PciRoot::config_write(uint8_t slot, uint8_t function, uint32_t offset,
+                           std::span<const uint8_t> data) {
+  if (slot >= slots_.size() || function != 0 || !slots_[slot]) return;
+  if (offset + data.size() > pci::kConfigSpaceSize) return;
+  std::lock_guard lock(config_mu_);
+  slots_[slot]->config_write(offset, data);
+  refresh_mappings();
+}
+
+void PciRoot::refresh_mappings() {
+  // Ask the devices first (their own locks), then swap the table: never both locks at once.
+  std::vector<Mapping> m;
+  for (auto& d : slots_) {
+    if (!d) continue;
+    for (const auto& w : d->memory_windows()) m.push_back({w.gpa, w.size, w.bar, d.get()});
+  }
+  std::unique_lock lock(map_mu_);
+  mappings_ = std::move(m);
+}
+
+void PciRoot::mmio_access(uint64_t gpa, std::span<uint8_t> rd, std::span<const uint8_t> wr,
+                          bool write) {
+  size_t len = write ? wr.size() : rd.size();
+  {
+    std::shared_lock lock(map_mu_);
+    for (const auto& m : mappings_) {
+      if (gpa < m.gpa || gpa - m.gpa >= m.size || gpa - m.gpa + len > m.size) continue;
+      if (write)
+        m.dev->bar_write(m.bar, gpa - m.gpa, wr);
+      else
+        m.dev->bar_read(m.bar, gpa - m.gpa, rd);
+      return;
+    }
+  }
+  stray_mmio_.fetch_add(1, std::memory_order_relaxed);
+  if (!write) std::memset(rd.data(), 0xFF, rd.size());
+  TERN_LOG_RATELIMITED(log_limit_, debug, "pci-mmio: {} of {} bytes at {:#x} hits no BAR",
+                       write ? "write" : "read", len, gpa);
+}
+
+}  // namespace tern

@@ -1,0 +1,77 @@
+// PciRoot: PCI bus 0 behind a host bridge — configuration mechanism #1 on ports 0xCF8-0xCFF, the
+// devices in slots 1-31, and one MMIO dispatcher for the whole 32-bit PCI window that routes
+// accesses to whichever BAR the guest currently has there.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <vector>
+
+#include "base/log.h"
+#include "base/result.h"
+#include "bus/bus.h"
+#include "devices/pci/pci_device.h"
+
+namespace tern {
+
+/// The Bus map is fixed once vCPUs run, but guests move BARs: so the root claims the window
+/// [mmio_base, mmio_base + mmio_size) once and keeps its own table of decoded BARs, rebuilt after
+/// every config write (under a shared_mutex: MMIO accesses take it shared). Accesses outside
+/// every BAR read all-ones and are counted.
+///
+/// Config mechanism #1 (PCI 3.0 §3.2.2.3.2): a dword write to 0xCF8 selects bus/device/function/
+/// register with bit 31 set; 0xCFC-0xCFF then access that dword. Only bus 0 function 0 exists;
+/// everything else reads all-ones. Slot 0 is the host bridge (Red Hat 1b36:0008, class 0600).
+class PciRoot {
+ public:
+  /// The MMIO window BARs are placed in (guest-physical).
+  PciRoot(uint64_t mmio_base, uint64_t mmio_size);
+  ~PciRoot();
+
+  /// Puts `dev` in the next free slot (1..31) and returns the slot. Before vCPUs run only.
+  [[nodiscard]] Result<uint8_t> add(std::shared_ptr<PciDevice> dev);
+  /// Reserves `size` bytes (a power of two) of the MMIO window, size-aligned, for a BAR's initial
+  /// (firmware) address. Before vCPUs run only.
+  [[nodiscard]] Result<uint64_t> allocate_mmio(uint64_t size);
+  /// Claims 0xCF8-0xCFF on `pio` and the MMIO window on `mmio`.
+  [[nodiscard]] Result<void> attach(Bus& pio, Bus& mmio);
+
+  /// Config read/write for bus 0 (tests, and the config port).
+  void config_read(uint8_t slot, uint8_t function, uint32_t offset, std::span<uint8_t> data);
+  void config_write(uint8_t slot, uint8_t function, uint32_t offset, std::span<const uint8_t> data);
+
+  /// The PIO device for ports 0xCF8-0xCFF and the MMIO window device (exposed for tests).
+  [[nodiscard]] std::shared_ptr<BusDevice> config_port() const { return config_port_; }
+  [[nodiscard]] std::shared_ptr<BusDevice> mmio_window() const { return mmio_window_; }
+  [[nodiscard]] uint64_t mmio_base() const { return mmio_base_; }
+  [[nodiscard]] uint64_t mmio_size() const { return mmio_size_; }
+  /// MMIO accesses inside the window that hit no BAR.
+  [[nodiscard]] uint64_t stray_mmio() const { return stray_mmio_.load(); }
+
+ private:
+  class ConfigPort;
+  class MmioWindow;
+  struct Mapping {
+    uint64_t gpa, size;
+    uint8_t bar;
+    PciDevice* dev;
+  };
+  void mmio_access(uint64_t gpa, std::span<uint8_t> rd, std::span<const uint8_t> wr, bool write);
+  void refresh_mappings();
+
+  uint64_t mmio_base_, mmio_size_, next_mmio_;
+  std::array<std::shared_ptr<PciDevice>, 32> slots_;
+  std::mutex config_mu_;  // serialises config mechanism accesses and mapping rebuilds
+  uint32_t config_address_ = 0;
+  std::shared_mutex map_mu_;
+  std::vector<Mapping> mappings_;
+  std::shared_ptr<BusDevice> config_port_;
+  std::shared_ptr<BusDevice> mmio_window_;
+  std::atomic<uint64_t> stray_mmio_{0};
+  RateLimit log_limit_{5};
+};
+
+}  // namespace tern

@@ -1,0 +1,196 @@
+#include "stats/prometheus.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+namespace tern {
+
+namespace {
+
+using Json = nlohmann::json;
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+std::string escape(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string label_text(const Labels& labels) {
+  if (labels.empty()) return {};
+  std::string out = "{";
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (i) out += ',';
+    out += labels[i].first + "=\"" + escape(labels[i].second) + "\"";
+  }
+  return out + "}";
+}
+
+// A non-negative integer field (signed in a snapshot built in-process, unsigned once parsed).
+uint64_t u64(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) return 0;
+  if (it->is_number_unsigned()) return it->get<uint64_t>();
+  if (it->is_number_integer())
+    return static_cast<uint64_t>(std::max<int64_t>(it->get<int64_t>(), 0));
+  return 0;
+}
+
+// Metric families in first-use order, each with its HELP/TYPE header once.
+class Families {
+ public:
+  void add(const std::string& name, const char* type, const char* help, const std::string& sample) {
+    auto it = index_.find(name);
+    if (it == index_.end()) {
+      index_[name] = families_.size();
+      families_.push_back(
+          {fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type), {}});
+      it = index_.find(name);
+    }
+    families_[it->second].second += sample;
+  }
+  void sample(const std::string& name, const char* type, const char* help, const Labels& labels,
+              uint64_t value, const std::string& suffix = {}) {
+    add(name, type, help, fmt::format("{}{}{} {}\n", name, suffix, label_text(labels), value));
+  }
+  std::string text() const {
+    std::string out;
+    for (const auto& f : families_) out += f.first + f.second;
+    return out;
+  }
+
+ private:
+  std::map<std::string, size_t> index_;
+  std::vector<std::pair<std::string, std::string>> families_;
+};
+
+void kvm_metrics(Families& f, const Json& kvm, const std::string& prefix, const Labels& base) {
+  if (!kvm.is_object() || kvm.contains("error")) return;
+  if (auto it = kvm.find("counters"); it != kvm.end())
+    for (auto c = it->begin(); c != it->end(); ++c)
+      f.sample(prefix + prometheus_name(c.key()) + "_total", "counter",
+               "KVM in-kernel statistic (binary stats fd, cumulative)", base, c->get<uint64_t>());
+  if (auto it = kvm.find("gauges"); it != kvm.end())
+    for (auto g = it->begin(); g != it->end(); ++g)
+      f.sample(prefix + prometheus_name(g.key()), "gauge",
+               "KVM in-kernel statistic (binary stats fd, instant or peak)", base,
+               g->get<uint64_t>());
+}
+
+}  // namespace
+
+std::string prometheus_name(const std::string& s) {
+  std::string out = s;
+  for (char& c : out)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+      c = '_';
+  return out;
+}
+
+std::string prometheus_text(const Json& stats) {
+  Families f;
+  for (const Json& v : stats.value("vcpus", Json::array())) {
+    const std::string vcpu = std::to_string(u64(v, "id"));
+    f.sample("tern_vcpu_kvm_run_returns_total", "counter",
+             "Returns of KVM_RUN to tern (all userspace exits)", {{"vcpu", vcpu}},
+             u64(v, "kvm_run_returns"));
+    const Json& exits = v.value("exits", Json::object());
+    for (auto r = exits.begin(); r != exits.end(); ++r) {
+      const char* name = "tern_vcpu_exit_handling_ns";
+      const char* help =
+          "Time from KVM_RUN's return to the end of handling the exit, ns, by reason";
+      Labels labels{{"vcpu", vcpu}, {"reason", r.key()}};
+      // Cumulative buckets up to the highest non-empty finite one, then +Inf.
+      uint64_t cumulative = 0;
+      std::map<uint64_t, uint64_t> finite;
+      uint64_t overflow = 0;
+      for (const Json& b : r->value("buckets", Json::array())) {
+        if (b[0].is_string())
+          overflow += b[1].get<uint64_t>();
+        else
+          finite[b[0].get<uint64_t>()] += b[1].get<uint64_t>();
+      }
+      uint64_t top = finite.empty() ? 1 : finite.rbegin()->first;
+      for (uint64_t le = 1; le <= top && le != 0; le <<= 1) {
+        auto it = finite.find(le);
+        if (it != finite.end()) cumulative += it->second;
+        Labels l = labels;
+        l.emplace_back("le", std::to_string(le));
+        f.sample(name, "histogram", help, l, cumulative, "_bucket");
+      }
+      Labels inf = labels;
+      inf.emplace_back("le", "+Inf");
+      f.sample(name, "histogram", help, inf, cumulative + overflow, "_bucket");
+      f.sample(name, "histogram", help, labels, u64(*r, "sum_ns"), "_sum");
+      f.sample(name, "histogram", help, labels, u64(*r, "count"), "_count");
+    }
+    kvm_metrics(f, v.value("kvm", Json::object()), "tern_kvm_vcpu_", {{"vcpu", vcpu}});
+  }
+  for (const Json& d : stats.value("devices", Json::array())) {
+    Labels l{{"device", d.value("name", "")},
+             {"bus", d.value("bus", "")},
+             {"base", d.value("base", "")}};
+    Labels r = l, w = l;
+    r.emplace_back("op", "read");
+    w.emplace_back("op", "write");
+    const char* help = "Guest PIO/MMIO accesses dispatched to the device";
+    f.sample("tern_device_accesses_total", "counter", help, r, u64(d, "reads"));
+    f.sample("tern_device_accesses_total", "counter", help, w, u64(d, "writes"));
+    f.sample("tern_device_time_ns_total", "counter",
+             "Time spent inside the device's read/write handlers, ns", l, u64(d, "time_ns"));
+  }
+  const Json& unclaimed = stats.value("unclaimed", Json::object());
+  for (auto b = unclaimed.begin(); b != unclaimed.end(); ++b) {
+    const char* help = "Guest PIO/MMIO accesses that no device claimed, by port/address";
+    auto emit = [&](const std::string& addr, const Json& row) {
+      f.sample("tern_unclaimed_accesses_total", "counter", help,
+               {{"device", "unclaimed"}, {"bus", b.key()}, {"addr", addr}, {"op", "read"}},
+               u64(row, "reads"));
+      f.sample("tern_unclaimed_accesses_total", "counter", help,
+               {{"device", "unclaimed"}, {"bus", b.key()}, {"addr", addr}, {"op", "write"}},
+               u64(row, "writes"));
+    };
+    for (const Json& row : b->value("addresses", Json::array())) emit(row.value("addr", ""), row);
+    emit("other", b->value("other", Json::object()));
+  }
+  for (const Json& q : stats.value("queues", Json::array())) {
+    Labels l{{"queue", q.value("name", "")}};
+    f.sample("tern_queue_kicks_total", "counter", "ioeventfd kicks seen by the queue's worker", l,
+             u64(q, "kicks"));
+    f.sample("tern_queue_interrupts_total", "counter", "irqfd injections by the queue", l,
+             u64(q, "interrupts"));
+  }
+  kvm_metrics(f, stats.value("kvm", Json::object()).value("vm", Json::object()), "tern_kvm_vm_",
+              {});
+  for (const Json& t : stats.value("threads", Json::array())) {
+    const std::string tid = std::to_string(u64(t, "tid")), name = t.value("name", "");
+    const char* help = "Host CPU time of a tern thread, ns (guest is part of user)";
+    for (const char* mode : {"user", "system", "guest"}) {
+      f.sample("tern_thread_cpu_ns_total", "counter", help,
+               {{"thread", name}, {"tid", tid}, {"mode", mode}},
+               u64(t, (std::string(mode) + "_ns").c_str()));
+    }
+  }
+  if (auto p = stats.find("process"); p != stats.end() && p->is_object()) {
+    for (const char* mode : {"user", "system", "guest"}) {
+      f.sample("tern_process_cpu_ns_total", "counter",
+               "Host CPU time of the whole tern process (exited threads included), ns",
+               {{"mode", mode}}, u64(*p, (std::string(mode) + "_ns").c_str()));
+    }
+  }
+  return f.text();
+}
+
+}  // namespace tern

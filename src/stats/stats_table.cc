@@ -1,0 +1,231 @@
+#include "stats/stats_table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+namespace tern {
+
+namespace {
+
+using Json = nlohmann::json;
+
+// A non-negative integer field (signed in a snapshot built in-process, unsigned once parsed).
+uint64_t u64(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) return 0;
+  if (it->is_number_unsigned()) return it->get<uint64_t>();
+  if (it->is_number_integer())
+    return static_cast<uint64_t>(std::max<int64_t>(it->get<int64_t>(), 0));
+  return 0;
+}
+
+void add_kvm_counters(std::map<std::string, uint64_t>& out, const Json& kvm) {
+  auto it = kvm.find("counters");
+  if (it == kvm.end() || !it->is_object()) return;
+  for (auto c = it->begin(); c != it->end(); ++c)
+    if (c->is_number_unsigned()) out[c.key()] += c->get<uint64_t>();
+}
+
+const char* section_title(const std::string& s) {
+  if (s == "exits") return "exits by reason (all vCPUs)";
+  if (s == "vcpus") return "exits by vCPU";
+  if (s == "devices") return "PIO/MMIO accesses by device";
+  if (s == "device_time_ns") return "time in device handlers (% of one CPU)";
+  if (s == "unclaimed") return "unclaimed accesses (bus address)";
+  if (s == "queues") return "device queues (ioeventfd kicks, irqfd interrupts)";
+  if (s == "kvm_vm") return "KVM in-kernel, VM";
+  if (s == "kvm_vcpu") return "KVM in-kernel, all vCPUs";
+  if (s == "cpu_ns") return "host CPU per tern thread (% of one CPU)";
+  return "other";
+}
+
+bool is_time(const std::string& section) {
+  return section == "cpu_ns" || section == "device_time_ns";
+}
+
+std::string human(double v) {
+  if (v >= 1e9) return fmt::format("{:.2f}G", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
+  if (v >= 1e4) return fmt::format("{:.1f}k", v / 1e3);
+  if (v == static_cast<double>(static_cast<uint64_t>(v)))
+    return fmt::format("{}", static_cast<uint64_t>(v));
+  return fmt::format("{:.1f}", v);
+}
+
+// Display order of sections.
+const std::vector<std::string>& section_order() {
+  static const std::vector<std::string> order{"exits",          "vcpus",     "devices",
+                                              "device_time_ns", "unclaimed", "queues",
+                                              "kvm_vm",         "kvm_vcpu",  "cpu_ns"};
+  return order;
+}
+
+}  // namespace
+
+StatCounters flatten_stats(const Json& stats) {
+  StatCounters c;
+  for (const char* s : {"exits", "vcpus", "devices", "device_time_ns", "unclaimed", "queues",
+                        "kvm_vm", "kvm_vcpu", "cpu_ns"})
+    c[s];
+  const Json& exits = stats.value("exits", Json::object()).value("by_reason", Json::object());
+  for (auto r = exits.begin(); r != exits.end(); ++r)
+    if (r->is_number_unsigned()) c["exits"][r.key()] = r->get<uint64_t>();
+  for (const Json& v : stats.value("vcpus", Json::array())) {
+    c["vcpus"]["vcpu" + std::to_string(u64(v, "id"))] = u64(v, "exits_total");
+    add_kvm_counters(c["kvm_vcpu"], v.value("kvm", Json::object()));
+  }
+  for (const Json& d : stats.value("devices", Json::array())) {
+    std::string name = d.value("name", "?");
+    c["devices"][name] += u64(d, "reads") + u64(d, "writes");
+    c["device_time_ns"][name] += u64(d, "time_ns");
+  }
+  const Json& unclaimed = stats.value("unclaimed", Json::object());
+  for (auto b = unclaimed.begin(); b != unclaimed.end(); ++b) {
+    for (const Json& row : b->value("addresses", Json::array()))
+      c["unclaimed"][b.key() + " " + row.value("addr", "?")] =
+          u64(row, "reads") + u64(row, "writes");
+    const Json& other = b->value("other", Json::object());
+    if (u64(other, "reads") + u64(other, "writes") > 0)
+      c["unclaimed"][b.key() + " other"] = u64(other, "reads") + u64(other, "writes");
+  }
+  for (const Json& q : stats.value("queues", Json::array())) {
+    std::string name = q.value("name", "?");
+    c["queues"][name + " kicks"] = u64(q, "kicks");
+    c["queues"][name + " interrupts"] = u64(q, "interrupts");
+  }
+  add_kvm_counters(c["kvm_vm"], stats.value("kvm", Json::object()).value("vm", Json::object()));
+  for (const Json& t : stats.value("threads", Json::array())) {
+    std::string name = t.value("name", "?") + "/" + std::to_string(u64(t, "tid"));
+    c["cpu_ns"][name + " user"] = u64(t, "user_ns");
+    c["cpu_ns"][name + " system"] = u64(t, "system_ns");
+    c["cpu_ns"][name + " guest"] = u64(t, "guest_ns");
+  }
+  // The whole process, exited threads included (what --stats-on-exit can still see).
+  if (auto p = stats.find("process"); p != stats.end() && p->is_object()) {
+    c["cpu_ns"]["process (all threads) user"] = u64(*p, "user_ns");
+    c["cpu_ns"]["process (all threads) system"] = u64(*p, "system_ns");
+    c["cpu_ns"]["process (all threads) guest"] = u64(*p, "guest_ns");
+  }
+  return c;
+}
+
+Json compute_rates(const Json& prev, const Json& cur) {
+  const uint64_t t0 = u64(prev, "timestamp_ns"), t1 = u64(cur, "timestamp_ns");
+  const double interval = t1 > t0 ? static_cast<double>(t1 - t0) / 1e9 : 0.0;
+  StatCounters a = flatten_stats(prev), b = flatten_stats(cur);
+  Json rates = Json::object();
+  for (const auto& [section, rows] : b) {
+    Json s = Json::object();
+    for (const auto& [name, total] : rows) {
+      uint64_t before = 0;
+      if (auto it = a[section].find(name); it != a[section].end()) before = it->second;
+      uint64_t delta = total >= before ? total - before : total;
+      double per_s = interval > 0 ? static_cast<double>(delta) / interval : 0.0;
+      s[name] = {{"total", total}, {"per_s", per_s}};
+    }
+    rates[section] = s;
+  }
+  Json errors = Json::array();
+  auto note = [&](const Json& kvm, const std::string& who) {
+    if (kvm.is_object() && kvm.contains("error"))
+      errors.push_back(who + ": " + kvm["error"].get<std::string>());
+  };
+  note(cur.value("kvm", Json::object()).value("vm", Json::object()), "VM");
+  for (const Json& v : cur.value("vcpus", Json::array()))
+    note(v.value("kvm", Json::object()), "vCPU " + std::to_string(u64(v, "id")));
+  return {{"interval_s", interval}, {"rates", rates}, {"errors", errors}};
+}
+
+std::string render_rates_table(const Json& r, size_t max_rows) {
+  std::string out = fmt::format("tern stat — rates over {:.2f} s\n", r.value("interval_s", 0.0));
+  const Json& rates = r.value("rates", Json::object());
+  for (const std::string& section : section_order()) {
+    auto it = rates.find(section);
+    if (it == rates.end()) continue;
+    struct Row {
+      std::string name;
+      uint64_t total;
+      double per_s;
+    };
+    std::vector<Row> rows;
+    for (auto row = it->begin(); row != it->end(); ++row) {
+      uint64_t total = u64(*row, "total");
+      if (total == 0) continue;
+      rows.push_back({row.key(), total, row->value("per_s", 0.0)});
+    }
+    if (rows.empty()) continue;
+    std::stable_sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) {
+      return x.per_s != y.per_s ? x.per_s > y.per_s : x.total > y.total;
+    });
+    const bool time = is_time(section);
+    out += fmt::format("\n{:<44} {:>12} {:>12}\n", section_title(section),
+                       time ? "total s" : "total", time ? "%cpu" : "per s");
+    size_t shown = 0;
+    for (const Row& row : rows) {
+      if (max_rows && shown++ == max_rows) {
+        out += fmt::format("  ... {} more\n", rows.size() - max_rows);
+        break;
+      }
+      if (time) {
+        out += fmt::format("  {:<42} {:>12.2f} {:>11.1f}%\n", row.name,
+                           static_cast<double>(row.total) / 1e9, row.per_s / 1e7);
+      } else {
+        out += fmt::format("  {:<42} {:>12} {:>12}\n", row.name,
+                           human(static_cast<double>(row.total)), human(row.per_s));
+      }
+    }
+  }
+  for (const Json& e : r.value("errors", Json::array()))
+    out += "\nnote: " + e.get<std::string>() + "\n";
+  return out;
+}
+
+std::string render_summary(const Json& stats) {
+  StatCounters c = flatten_stats(stats);
+  std::string out = "tern: statistics at exit\n";
+  for (const std::string& section : section_order()) {
+    std::vector<std::pair<std::string, uint64_t>> rows;
+    for (const auto& [name, total] : c[section])
+      if (total) rows.emplace_back(name, total);
+    if (rows.empty()) continue;
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](auto& x, auto& y) { return x.second > y.second; });
+    const bool time = is_time(section);
+    out += fmt::format("  {}\n", section_title(section));
+    size_t shown = 0;
+    for (const auto& [name, total] : rows) {
+      if (shown++ == 12) {
+        out += fmt::format("    ... {} more\n", rows.size() - 12);
+        break;
+      }
+      if (time)
+        out += fmt::format("    {:<42} {:>12.3f} s\n", name, static_cast<double>(total) / 1e9);
+      else
+        out += fmt::format("    {:<42} {:>12}\n", name, total);
+    }
+  }
+  // Exit handling latency per reason, summed over vCPUs: count, mean and max (ns).
+  std::map<std::string, std::array<uint64_t, 3>> lat;  // count, sum, max
+  for (const Json& v : stats.value("vcpus", Json::array())) {
+    const Json& exits = v.value("exits", Json::object());
+    for (auto e = exits.begin(); e != exits.end(); ++e) {
+      auto& l = lat[e.key()];
+      l[0] += u64(*e, "count");
+      l[1] += u64(*e, "sum_ns");
+      l[2] = std::max(l[2], u64(*e, "max_ns"));
+    }
+  }
+  if (!lat.empty()) {
+    out += fmt::format("  {:<44} {:>12} {:>12} {:>12}\n", "exit handling in tern (ns)", "count",
+                       "mean", "max");
+    for (const auto& [reason, l] : lat)
+      out += fmt::format("    {:<42} {:>12} {:>12} {:>12}\n", reason, l[0], l[0] ? l[1] / l[0] : 0,
+                         l[2]);
+  }
+  return out;
+}
+
+}  // namespace tern

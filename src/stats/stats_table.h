@@ -1,0 +1,32 @@
+// Turning GET /tern/stats snapshots into per-second rates and text tables (`tern stat`,
+// `tern run --stats-on-exit`).
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace tern {
+
+/// A snapshot flattened to counters: section -> row name -> value. Sections: "exits" (by reason,
+/// all vCPUs), "vcpus" (exits per vCPU), "devices" (reads+writes per device name),
+/// "device_time_ns" (ns inside each device), "unclaimed" ("pio 0x510", ..., "pio other"), "queues"
+/// ("<queue> kicks", "<queue> interrupts"), "kvm_vm" and "kvm_vcpu" (cumulative in-kernel
+/// counters, vCPUs summed), "cpu_ns" ("<thread>/<tid> user|system|guest", and
+/// "process (all threads) ..." which still counts threads that have exited).
+using StatCounters = std::map<std::string, std::map<std::string, uint64_t>>;
+StatCounters flatten_stats(const nlohmann::json& stats);
+
+/// Totals and per-second rates between two snapshots (by their timestamp_ns):
+/// {"interval_s": x, "rates": {section: {row: {"total": n, "per_s": r}}}, "errors": [...]}.
+/// A counter that went backwards (a different VM) counts from 0.
+nlohmann::json compute_rates(const nlohmann::json& prev, const nlohmann::json& cur);
+
+/// The `tern stat` screen for compute_rates() output: one block per section, rows sorted by rate
+/// then total, at most `max_rows` rows per section (0: all); CPU time is shown as % of one CPU.
+std::string render_rates_table(const nlohmann::json& rates, size_t max_rows);
+
+/// A compact totals table of one snapshot (for `tern run --stats-on-exit`).
+std::string render_summary(const nlohmann::json& stats);
+
+}  // namespace tern

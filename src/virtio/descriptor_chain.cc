@@ -1,0 +1,74 @@
+#include "virtio/descriptor_chain.h"
+
+#include "virtio/virtio_spec.h"
+
+namespace tern::virtio {
+
+std::string_view chain_error_name(ChainError e) {
+  switch (e) {
+    case ChainError::kHeadOutOfRange: return "head index out of range";
+    case ChainError::kNextOutOfRange: return "next index out of range";
+    case ChainError::kTooLong: return "chain longer than the queue (loop?)";
+    case ChainError::kBadBuffer: return "buffer not in guest RAM";
+    case ChainError::kBadDescriptorTable: return "descriptor table not in guest RAM";
+    case ChainError::kIndirectNotNegotiated: return "indirect descriptor not negotiated";
+    case ChainError::kIndirectNested: return "nested indirect table";
+    case ChainError::kIndirectWithNext: return "indirect descriptor with NEXT";
+    case ChainError::kIndirectBadLength: return "bad indirect table length";
+    case ChainError::kReadableAfterWritable: return "readable descriptor after writable";
+  }
+  return "?";
+}
+
+tl::expected<DescriptorChain, ChainError> walk_descriptor_chain(const GuestMemory& mem,
+                                                                uint64_t desc_table_gpa,
+                                                                uint16_t queue_size, uint16_t head,
+                                                                bool indirect_ok) {
+  using Err = tl::unexpected<ChainError>;
+  if (head >= queue_size) return Err(ChainError::kHeadOutOfRange);
+  DescriptorChain chain;
+  chain.head = head;
+
+  uint64_t table = desc_table_gpa;  // current table (the queue's or an indirect one)
+  uint32_t table_size = queue_size;
+  bool in_indirect = false;
+  uint32_t index = head;
+  bool seen_writable = false;
+
+  for (;;) {
+    if (++chain.descriptors > queue_size) return Err(ChainError::kTooLong);
+    auto d = mem.read_obj<VirtqDesc>(table + uint64_t{index} * sizeof(VirtqDesc));
+    if (!d) return Err(ChainError::kBadDescriptorTable);
+
+    if (d->flags & VIRTQ_DESC_F_INDIRECT) {
+      if (!indirect_ok) return Err(ChainError::kIndirectNotNegotiated);
+      if (in_indirect) return Err(ChainError::kIndirectNested);
+      if (d->flags & VIRTQ_DESC_F_NEXT) return Err(ChainError::kIndirectWithNext);
+      if (d->len == 0 || d->len % sizeof(VirtqDesc) != 0 ||
+          d->len / sizeof(VirtqDesc) > queue_size)
+        return Err(ChainError::kIndirectBadLength);
+      if (!mem.slice(d->addr, d->len)) return Err(ChainError::kBadBuffer);
+      // The indirect descriptor itself is not a buffer; the table replaces the rest of the chain.
+      --chain.descriptors;
+      table = d->addr;
+      table_size = d->len / sizeof(VirtqDesc);
+      in_indirect = true;
+      index = 0;
+      continue;
+    }
+
+    auto host = mem.slice(d->addr, d->len);
+    if (!host) return Err(ChainError::kBadBuffer);
+    bool writable = (d->flags & VIRTQ_DESC_F_WRITE) != 0;
+    if (!writable && seen_writable) return Err(ChainError::kReadableAfterWritable);
+    seen_writable = seen_writable || writable;
+    chain.segments.push_back(ChainSegment{d->addr, *host, writable});
+    (writable ? chain.writable_bytes : chain.readable_bytes) += d->len;
+
+    if (!(d->flags & VIRTQ_DESC_F_NEXT)) return chain;
+    if (d->next >= table_size) return Err(ChainError::kNextOutOfRange);
+    index = d->next;
+  }
+}
+
+}  // namespace tern::virtio

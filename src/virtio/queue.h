@@ -1,0 +1,78 @@
+// Virtqueue: the device side of one split virtqueue (virtio 1.2 §2.7): takes chains from the
+// available ring, returns them through the used ring, and decides used-buffer notifications
+// (VIRTQ_AVAIL_F_NO_INTERRUPT, or used_event with VIRTIO_F_EVENT_IDX).
+//
+// Not thread-safe: one device worker thread owns a Virtqueue. Guest memory is reached only through
+// GuestMemory. Barriers: acquire after reading avail->idx, release before publishing used->idx,
+// full fence before reading the driver's suppression fields.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "memory/guest_memory.h"
+#include "virtio/descriptor_chain.h"
+#include "virtio/virtio_device.h"
+
+namespace tern::virtio {
+
+/// What pop() found.
+struct PopResult {
+  enum class Kind {
+    kEmpty,      ///< Nothing new in the available ring.
+    kChain,      ///< `chain` is a validated chain to serve.
+    kMalformed,  ///< The chain at `head` is malformed; return it (len 0) and count it.
+    kFatal,      ///< The ring itself is broken (avail->idx ran ahead, head out of range, ring not
+                 ///< in RAM): the device must set DEVICE_NEEDS_RESET and stop using this queue.
+  };
+  Kind kind = Kind::kEmpty;
+  DescriptorChain chain;   ///< kChain.
+  uint16_t head = 0;       ///< kChain / kMalformed.
+  ChainError error{};      ///< kMalformed / kFatal from the walker.
+  std::string reason;      ///< kMalformed / kFatal: for the (rate-limited) log.
+};
+
+class Virtqueue {
+ public:
+  /// `features` are the negotiated feature bits (INDIRECT_DESC, EVENT_IDX are honoured).
+  Virtqueue(const GuestMemory& mem, const VirtqueueConfig& config, uint64_t features);
+
+  /// Checks the configuration: size a power of two in 1..32768, and the descriptor table,
+  /// available and used rings inside guest RAM. Call before the first pop().
+  [[nodiscard]] Result<void> validate() const;
+
+  /// Takes the next available chain and walks it. Each head is consumed exactly once: a malformed
+  /// chain is reported once (the caller returns it with add_used(head, 0)), never re-parsed.
+  [[nodiscard]] PopResult pop();
+
+  /// Writes a used element (head, bytes written) at the next used slot; not visible to the driver
+  /// until publish_used(). Fails only if the used ring is not in guest RAM.
+  [[nodiscard]] Result<void> add_used(uint16_t head, uint32_t len);
+
+  /// Publishes used->idx (release) and returns whether the driver wants a used-buffer
+  /// notification for the elements added since the last publish (§2.7.7.2). False when nothing
+  /// was added.
+  [[nodiscard]] Result<bool> publish_used();
+
+  /// With EVENT_IDX: writes avail_event = next index the device will read, then (full fence)
+  /// re-reads avail->idx. Returns true if more chains arrived in the meantime, so the caller
+  /// loops instead of waiting for a kick that will not come. Without EVENT_IDX: same re-check.
+  [[nodiscard]] Result<bool> enable_notification();
+
+  [[nodiscard]] uint16_t size() const { return config_.size; }
+  [[nodiscard]] uint16_t last_avail_idx() const { return last_avail_; }
+  [[nodiscard]] uint16_t used_idx() const { return used_idx_; }
+
+ private:
+  [[nodiscard]] Result<uint16_t> read_avail_idx() const;
+
+  const GuestMemory& mem_;
+  VirtqueueConfig config_;
+  bool event_idx_;
+  bool indirect_;
+  uint16_t last_avail_ = 0;       // next available ring slot to read (free-running)
+  uint16_t used_idx_ = 0;         // next used ring slot to write (free-running)
+  uint16_t published_used_ = 0;   // used->idx as last published
+};
+
+}  // namespace tern::virtio

@@ -1,0 +1,101 @@
+#include "virtio/transport/virtio_pci_interrupt.h"
+
+#include "virtio/transport/virtio_pci_registers.h"
+
+namespace tern {
+
+using virtio_pci::VIRTIO_MSI_NO_VECTOR;
+
+VirtioPciInterrupt::VirtioPciInterrupt(std::unique_ptr<MsixTable> msix, PciPlatform& platform,
+                                       uint32_t intx_irq, uint16_t num_queues)
+    : msix_(std::move(msix)),
+      platform_(platform),
+      intx_irq_(intx_irq),
+      config_vector_(VIRTIO_MSI_NO_VECTOR),
+      queue_vectors_(num_queues, VIRTIO_MSI_NO_VECTOR) {}
+
+void VirtioPciInterrupt::signal_used_queue(uint16_t queue) {
+  std::lock_guard lock(mu_);
+  uint16_t v = queue < queue_vectors_.size() ? queue_vectors_[queue] : VIRTIO_MSI_NO_VECTOR;
+  raise_locked(virtio_pci::kIsrQueue, v);
+}
+
+void VirtioPciInterrupt::signal_config_change() {
+  std::lock_guard lock(mu_);
+  raise_locked(virtio_pci::kIsrConfig, config_vector_);
+}
+
+void VirtioPciInterrupt::set_needs_reset() {
+  needs_reset_.store(true);
+  signal_config_change();
+}
+
+void VirtioPciInterrupt::raise_locked(uint8_t isr_bit, uint16_t vector) {
+  if (msix_->enabled()) {
+    // §4.1.5.3/4: with MSI-X the config bit is still reported in ISR; queue bits are not.
+    if (isr_bit == virtio_pci::kIsrConfig) isr_ |= isr_bit;
+    if (vector != VIRTIO_MSI_NO_VECTOR && msix_->fire(vector)) sent_.fetch_add(1);
+    return;
+  }
+  isr_ |= isr_bit;
+  // An edge for edge-triggered pins even when the line was already high.
+  if (line_) {
+    line_ = false;
+    platform_.set_irq_level(intx_irq_, false);
+  }
+  update_line_locked();
+  sent_.fetch_add(1);
+}
+
+void VirtioPciInterrupt::update_line_locked() {
+  bool level = isr_ != 0 && !intx_disabled_;
+  if (level == line_) return;
+  line_ = level;
+  platform_.set_irq_level(intx_irq_, level);
+}
+
+uint8_t VirtioPciInterrupt::read_and_clear_isr() {
+  std::lock_guard lock(mu_);
+  uint8_t v = isr_;
+  isr_ = 0;
+  update_line_locked();
+  return v;
+}
+
+void VirtioPciInterrupt::set_config_vector(uint16_t v) {
+  std::lock_guard lock(mu_);
+  config_vector_ = v < msix_->size() ? v : VIRTIO_MSI_NO_VECTOR;
+}
+
+void VirtioPciInterrupt::set_queue_vector(uint16_t queue, uint16_t v) {
+  std::lock_guard lock(mu_);
+  if (queue >= queue_vectors_.size()) return;
+  queue_vectors_[queue] = v < msix_->size() ? v : VIRTIO_MSI_NO_VECTOR;
+}
+
+uint16_t VirtioPciInterrupt::config_vector() const {
+  std::lock_guard lock(mu_);
+  return config_vector_;
+}
+
+uint16_t VirtioPciInterrupt::queue_vector(uint16_t queue) const {
+  std::lock_guard lock(mu_);
+  return queue < queue_vectors_.size() ? queue_vectors_[queue] : VIRTIO_MSI_NO_VECTOR;
+}
+
+void VirtioPciInterrupt::set_intx_disabled(bool disabled) {
+  std::lock_guard lock(mu_);
+  intx_disabled_ = disabled;
+  update_line_locked();
+}
+
+void VirtioPciInterrupt::reset() {
+  std::lock_guard lock(mu_);
+  isr_ = 0;
+  update_line_locked();
+  config_vector_ = VIRTIO_MSI_NO_VECTOR;
+  for (auto& v : queue_vectors_) v = VIRTIO_MSI_NO_VECTOR;
+  needs_reset_.store(false);
+}
+
+}  // namespace tern

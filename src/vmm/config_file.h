@@ -1,0 +1,26 @@
+// Reading `tern --config-file FILE`: Firecracker's config-file JSON (boot-source, machine-config,
+// drives, and the sections tern does not support, which must be null or empty).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/api_request.h"
+#include "base/result.h"
+
+namespace tern {
+
+/// The VM a config file describes, validated (fields checked, files readable).
+struct ConfigFile {
+  BootSource boot;
+  MachineConfig machine;  ///< Firecracker's defaults when "machine-config" is absent.
+  std::vector<DriveSpec> drives;
+};
+
+/// Parses the JSON text of a config file; errors name the field ("machine-config.vcpu_count").
+[[nodiscard]] Result<ConfigFile> parse_config_file(std::string_view text);
+/// Reads and parses the file at `path`; errors start with the path.
+[[nodiscard]] Result<ConfigFile> read_config_file(const std::string& path);
+
+}  // namespace tern

@@ -1,0 +1,85 @@
+// Unit tests: --config-file accepts Firecracker's config-file shape and names bad fields.
+#include "vmm/config_file.h"
+
+#include <gtest/gtest.h>
+
+namespace tern {
+namespace {
+
+// Firecracker's tests/framework/vm_config.json with tern-readable paths.
+constexpr const char* kFirecrackerShape = R"({
+  "boot-source": {
+    "kernel_image_path": "/proc/self/exe",
+    "boot_args": "console=ttyS0 reboot=k panic=1",
+    "initrd_path": null
+  },
+  "drives": [
+    {
+      "drive_id": "rootfs",
+      "partuuid": null,
+      "is_root_device": true,
+      "cache_type": "Unsafe",
+      "is_read_only": false,
+      "path_on_host": "/proc/self/exe",
+      "io_engine": "Sync",
+      "rate_limiter": null,
+      "socket": null
+    }
+  ],
+  "machine-config": {
+    "vcpu_count": 2,
+    "mem_size_mib": 1024,
+    "smt": false,
+    "track_dirty_pages": false,
+    "huge_pages": "None"
+  },
+  "cpu-config": null,
+  "balloon": null,
+  "network-interfaces": [],
+  "vsock": null,
+  "logger": null,
+  "metrics": null,
+  "mmds-config": null,
+  "entropy": null,
+  "pmem": [],
+  "memory-hotplug": null
+})";
+
+TEST(ConfigFile, AcceptsFirecrackerShape) {
+  auto c = parse_config_file(kFirecrackerShape);
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->boot.kernel_image_path, "/proc/self/exe");
+  EXPECT_FALSE(c->boot.initrd_path);
+  EXPECT_EQ(c->machine.vcpu_count, 2u);
+  EXPECT_EQ(c->machine.mem_size_mib, 1024u);
+  ASSERT_EQ(c->drives.size(), 1u);
+  EXPECT_EQ(c->drives[0].drive_id, "rootfs");
+  EXPECT_EQ(c->drives[0].disk.cache, CacheMode::kUnsafe);
+}
+
+TEST(ConfigFile, ErrorsNameTheField) {
+  auto bad = [](const std::string& text) {
+    auto c = parse_config_file(text);
+    EXPECT_FALSE(c);
+    return c ? std::string() : c.error().message();
+  };
+  EXPECT_EQ(bad(R"({"machine-config": {"vcpu_count": 1, "mem_size_mib": 128}})"),
+            "boot-source: missing required section");
+  EXPECT_EQ(bad(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+                    "machine-config": {"vcpu_count": 1.5, "mem_size_mib": 128}})"),
+            "machine-config.vcpu_count: expected an integer, got number");
+  EXPECT_EQ(bad(R"({"boot-source": {"kernel_image_path": "/proc/self/exe", "kernel": 1}})"),
+            "boot-source.kernel: unknown field");
+  EXPECT_EQ(bad(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+                    "network-interfaces": [{"iface_id": "eth0"}]})"),
+            "network-interfaces: this Firecracker section is not supported by tern (use null or omit it)");
+  EXPECT_EQ(bad(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+                    "drives": [{"drive_id": "a", "is_root_device": true, "path_on_host": "/proc/self/exe"},
+                               {"drive_id": "a", "is_root_device": false, "path_on_host": "/proc/self/exe"}]})"),
+            "drives[1].drive_id: \"a\" is used twice");
+  EXPECT_EQ(bad(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"}, "extra": 1})"),
+            "extra: unknown field");
+}
+
+}  // namespace
+}  // namespace tern

@@ -1,0 +1,86 @@
+// ControlLoop: the one thread that owns the VM. API requests, host signals and the guest stopping
+// all arrive as commands on its queue; it validates them against the lifecycle state machine
+// (VmState) and executes them in order.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+#include "api/api_request.h"
+#include "vmm/command_queue.h"
+#include "vmm/event_log.h"
+#include "vmm/machine.h"
+#include "vmm/vm_config.h"
+#include "vmm/vm_machine.h"
+#include "vmm/vm_state.h"
+
+namespace tern {
+
+/// Builds a Machine from a configuration (create_vm_machine() for real; a fake in tests).
+using MachineFactory = std::function<tl::expected<std::unique_ptr<Machine>, StartFailure>(
+    const VmConfig&, const std::vector<DriveSpec>&)>;
+
+/// Owns the VM and its configuration. Construct, optionally configure() and start() (the CLI and
+/// --config-file paths), then run() on the thread that will be the control thread; other threads
+/// only push() commands onto queue().
+class ControlLoop {
+ public:
+  static Result<std::unique_ptr<ControlLoop>> create(MachineFactory factory, EventLog& events);
+  ~ControlLoop();
+
+  [[nodiscard]] CommandQueue& queue() { return *queue_; }
+
+  /// Pre-start configuration from the command line or a config file (before run()).
+  void configure(const VmConfig& config, const std::optional<BootSource>& boot,
+                 const MachineConfig& machine, std::vector<DriveSpec> drives);
+  /// Builds and starts the VM now (before run()); errors keep their `tern run` exit status.
+  tl::expected<void, StartFailure> start();
+
+  /// Executes commands until the VM has stopped, or until a stop signal arrives while no VM runs.
+  /// Returns tern's exit status (README: 0 power-off, 3 reboot, ..., 128+N signal N) and prints
+  /// the one-line reason on stderr for every non-zero status.
+  int run();
+
+  /// The VM's statistics while a VM exists (also after it stopped), else null. Control thread.
+  [[nodiscard]] const StatsSource* stats() const { return machine_ ? &machine_->stats() : nullptr; }
+
+  /// The current state (control thread only; tests read it after run() returned).
+  [[nodiscard]] VmState state() const { return state_; }
+
+ private:
+  ControlLoop(MachineFactory factory, EventLog& events)
+      : factory_(std::move(factory)), events_(events) {}
+  void handle(cmd::Api& c);
+  void handle(cmd::Signal& c);
+  void handle(cmd::GuestStopped& c);
+  ApiResponse execute(const ApiRequest& r);
+  ApiResponse instance_start();
+  ApiResponse state_error(const std::string& what) const;
+  void set_state(VmState s);
+  nlohmann::json instance_info() const;
+  nlohmann::json vm_config_json() const;
+
+  MachineFactory factory_;
+  EventLog& events_;
+  std::unique_ptr<CommandQueue> queue_;
+  VmState state_ = VmState::kNotStarted;
+  // Configuration: the native form plus what the API reports back (GET /vm/config).
+  VmConfig config_;
+  std::optional<BootSource> boot_;
+  MachineConfig machine_cfg_;
+  std::vector<DriveSpec> drives_;
+
+  std::unique_ptr<Machine> machine_;
+  std::thread stop_waiter_;
+  bool done_ = false;
+  int exit_status_ = 0;
+  bool power_off_requested_ = false;
+  int signo_ = 0;
+};
+
+}  // namespace tern

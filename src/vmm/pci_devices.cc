@@ -1,0 +1,58 @@
+#include "vmm/pci_devices.h"
+
+#include "arch/x86/layout.h"
+#include "virtio/transport/virtio_pci_registers.h"
+
+namespace tern {
+
+Result<uint32_t> KvmPciPlatform::allocate_msi(BorrowedFd irqfd) {
+  ASSIGN_OR_RETURN(uint32_t gsi, router_.allocate());
+  TRY(vm_.set_irqfd(irqfd, gsi, true));
+  return gsi;
+}
+
+Result<void> KvmPciPlatform::set_msi_route(uint32_t gsi, uint64_t address, uint32_t data) {
+  return router_.set_msi(gsi, address, data);
+}
+
+void KvmPciPlatform::set_irq_level(uint32_t irq, bool level) {
+  auto r = vm_.irq_line(irq, level);
+  if (!r) TERN_LOG_RATELIMITED(log_limit_, warn, "{}", r.error().message());
+}
+
+Result<void> KvmPciPlatform::set_ioeventfd(uint64_t gpa, uint32_t len, BorrowedFd fd,
+                                          bool assign) {
+  return vm_.set_ioeventfd(gpa, len, fd, assign);
+}
+
+Result<std::unique_ptr<PciDevices>> PciDevices::create(
+    KvmVm& vm, const GuestMemory& mem, std::vector<std::shared_ptr<VirtioDevice>> devices) {
+  auto d = std::unique_ptr<PciDevices>(new PciDevices());
+  d->platform_ = std::make_unique<KvmPciPlatform>(vm);
+  d->root_ = std::make_unique<PciRoot>(x86::kPciMmioStart, x86::kPciMmioEnd - x86::kPciMmioStart);
+  size_t i = 0;
+  for (auto& dev : devices) {
+    // Firmware-style initial BAR assignment inside the window, so Linux keeps it.
+    ASSIGN_OR_RETURN(uint64_t bar0, d->root_->allocate_mmio(virtio_pci::kVirtioBarSize));
+    ASSIGN_OR_RETURN(uint64_t bar1, d->root_->allocate_mmio(virtio_pci::kMsixBarSize));
+    VirtioPciPlacement p{.virtio_bar_gpa = static_cast<uint32_t>(bar0),
+                         .msix_bar_gpa = static_cast<uint32_t>(bar1),
+                         .intx_irq = kIntxIrqs[i++ % std::size(kIntxIrqs)]};
+    std::string name(dev->name());
+    auto t = VirtioPciTransport::create(std::move(dev), mem, *d->platform_, p);
+    if (!t) return fail(name, t.error().message());
+    TRY(d->root_->add(*t));
+    d->transports_.push_back(std::move(*t));
+  }
+  return d;
+}
+
+PciDevices::~PciDevices() {
+  // Transports reset their devices in their destructors; drop the root's references first.
+  root_.reset();
+  transports_.clear();
+}
+
+Result<void> PciDevices::attach(Bus& pio, Bus& mmio) { return root_->attach(pio, mmio); }
+
+}  // namespace tern

@@ -1,0 +1,25 @@
+// `tern stat`: a live, refreshing table of a running tern's statistics (like kvm_stat, per device).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace tern {
+
+/// `tern stat` options as typed.
+struct StatOptions {
+  std::string api_sock;   ///< --api-sock PATH of the running tern
+  double interval_s = 1;  ///< --interval S between snapshots (rates are over this interval)
+  bool once = false;      ///< --once: one interval, print, exit
+  bool json = false;      ///< --json: rates + totals as JSON (one object per line when repeating)
+  unsigned rows = 12;     ///< --rows N: rows per section in the table (0: all)
+};
+
+/// Adds the `stat` subcommand to `app`.
+CLI::App* add_stat_command(CLI::App& app, StatOptions& opts);
+
+/// Runs `tern stat`: GET /tern/stats every interval and show per-second rates. Returns 0, or 1 with
+/// a one-line reason on stderr (bad option, socket unreachable, bad reply).
+int run_stat(const StatOptions& opts);
+
+}  // namespace tern

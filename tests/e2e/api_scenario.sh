@@ -1,0 +1,169 @@
+#!/bin/sh
+# Runs inside the test host (L1), started by tests/e2e/api_test.sh through testhost/run.sh.
+# Drives tern purely through its control API with curl --unix-socket, using the request bodies of
+# Firecracker's getting-started guide, and prints one line per check:
+#   API-CHECK name=<check> PASS|FAIL <detail>
+# Case 1 (tern --api-sock): configure (with a drive the guest sees as /dev/vda), InstanceStart,
+#   guest marker, pause stops the guest's ticking
+#   console, resume continues it, SendCtrlAltDel makes the guest's init reboot: event + status 3.
+# Case 2 (tern --config-file + --api-sock): boots at once; tern ctl pause/resume/power-off: status 0.
+: "${API_WAIT:=120}"
+[ -n "$TH_TERN" ] || { echo "API-CHECK name=setup FAIL tern binary not in the test host"; exit 2; }
+command -v curl >/dev/null || { echo "API-CHECK name=setup FAIL curl not in the test host"; exit 2; }
+fails=0
+
+check() {  # check NAME CONDITION-RESULT DETAIL
+    if [ "$2" = 0 ]; then echo "API-CHECK name=$1 PASS $3"; else echo "API-CHECK name=$1 FAIL $3"; fails=$((fails + 1)); fi
+}
+
+# wait_for SECONDS COMMAND...: poll COMMAND every 0.1 s until it succeeds; 1 on timeout.
+wait_for() {
+    n=$(($1 * 10)); shift
+    while [ "$n" -gt 0 ]; do
+        "$@" && return 0
+        sleep 0.1
+        n=$((n - 1))
+    done
+    return 1
+}
+
+api() {  # api METHOD PATH [BODY] -> prints "<status> <body>"
+    if [ -n "$3" ]; then
+        curl -s -m 20 --unix-socket "$S" -X "$1" -w ' %{http_code}' -H 'Content-Type: application/json' \
+            -d "$3" "http://localhost$2"
+    else
+        curl -s -m 20 --unix-socket "$S" -X "$1" -w ' %{http_code}' "http://localhost$2"
+    fi
+}
+
+status_of() { echo "$1" | awk '{ print $NF }'; }
+ticks() { grep -c '^TERN-TICK' "$1" 2>/dev/null || echo 0; }
+ticks_above() { [ "$(ticks "$1")" -gt "$2" ]; }
+has() { grep -q "$2" "$1" 2>/dev/null; }
+
+# ---- case 1: configured purely through the API ----
+S=/tmp/api1.sock
+CON=/tmp/console1.log
+"$TH_TERN" --api-sock "$S" >"$CON" 2>/tmp/tern1.err </dev/null &
+tern_pid=$!
+wait_for 10 test -S "$S"
+check socket $? "api socket $S"
+
+r=$(api PUT /boot-source "{
+        \"kernel_image_path\": \"$TH_GUEST_KERNEL\",
+        \"initrd_path\": \"$TH_GUEST_INITRD\",
+        \"boot_args\": \"console=ttyS0 reboot=k panic=1 quiet tern.action=tick\"
+    }")
+[ "$(status_of "$r")" = 204 ]; check boot-source $? "$r"
+r=$(api PUT /machine-config '{
+        "vcpu_count": 2,
+        "mem_size_mib": 256
+    }')
+[ "$(status_of "$r")" = 204 ]; check machine-config $? "$r"
+dd if=/dev/zero of=/tmp/api-disk.img bs=1M count=8 2>/dev/null
+r=$(api PUT /drives/rootfs '{
+        "drive_id": "rootfs",
+        "path_on_host": "/tmp/api-disk.img",
+        "is_root_device": false,
+        "is_read_only": false
+    }')
+[ "$(status_of "$r")" = 204 ]; check drive $? "$r"
+r=$(api GET /machine-config)
+echo "$r" | grep -q '"vcpu_count":2'; check get-machine-config $? "$r"
+r=$(api PUT /actions '{
+        "action_type": "InstanceStart"
+    }')
+[ "$(status_of "$r")" = 204 ]; check instance-start $? "$r"
+r=$(api PUT /actions '{"action_type": "InstanceStart"}')
+[ "$(status_of "$r")" = 400 ] && echo "$r" | grep -q 'Running'; check instance-start-twice $? "$r"
+r=$(api PUT /boot-source "{\"kernel_image_path\": \"$TH_GUEST_KERNEL\"}")
+[ "$(status_of "$r")" = 400 ]; check config-after-start $? "$r"
+
+wait_for "$API_WAIT" has "$CON" TERN-GUEST-MARKER
+check guest-marker $? "$(grep -a TERN-GUEST-MARKER "$CON" | head -n 1)"
+wait_for 30 has "$CON" 'TERN-TICK-DISK size=16384 ro=0'
+check guest-sees-drive $? "$(grep -a TERN-TICK-DISK "$CON" | head -n 1)"
+wait_for 60 ticks_above "$CON" 5
+check ticking $? "ticks=$(ticks "$CON")"
+
+"$TH_TERN" ctl --api-sock "$S" events >/tmp/events1.log 2>&1 &
+events_pid=$!
+r=$(api PATCH /vm '{
+        "state": "Paused"
+    }')
+[ "$(status_of "$r")" = 204 ]; check pause $? "$r"
+r=$(api GET /)
+echo "$r" | grep -q '"state":"Paused"'; check info-paused $? "$r"
+r=$(api PATCH /vm '{"state": "Paused"}')
+[ "$(status_of "$r")" = 400 ]; check pause-while-paused $? "$r"
+n1=$(ticks "$CON")
+sleep 3  # observe: a paused guest's clock-driven output must not advance
+n2=$(ticks "$CON")
+[ $((n2 - n1)) -le 1 ]; check paused-no-ticks $? "ticks $n1 -> $n2 over 3 s paused"
+r=$(api PATCH /vm '{
+        "state": "Resumed"
+    }')
+[ "$(status_of "$r")" = 204 ]; check resume $? "$r"
+wait_for 30 ticks_above "$CON" $((n2 + 5))
+check resumed-ticks $? "ticks $n2 -> $(ticks "$CON")"
+r=$(api PATCH /vm '{"state": "Resumed"}')
+[ "$(status_of "$r")" = 400 ] && echo "$r" | grep -q Running; check resume-while-running $? "$r"
+
+r=$(api PUT /actions '{
+        "action_type": "SendCtrlAltDel"
+    }')
+[ "$(status_of "$r")" = 204 ]; check ctrl-alt-del $? "$r"
+wait "$tern_pid"
+st=$?
+[ "$st" = 3 ]; check ctrl-alt-del-reboot-status $? "tern exit status $st (3: guest reboot); stderr: $(tr '\n' ' ' </tmp/tern1.err)"
+has "$CON" TERN-GUEST-CTRL-ALT-DEL; check guest-saw-ctrl-alt-del $? "$(grep -a TERN-GUEST-CTRL-ALT-DEL "$CON")"
+wait "$events_pid"  # the events client ends when tern closes the stream
+grep -q '"reason":"reboot"' /tmp/events1.log; check event-reboot $? "$(tr '\n' ' ' </tmp/events1.log)"
+grep -q '"state":"Paused"' /tmp/events1.log; check event-paused $? ""
+echo "--- case 1 console tail"; tail -n 5 "$CON"
+
+# ---- case 2: --config-file (Firecracker's config shape) + tern ctl ----
+S=/tmp/api2.sock
+CON=/tmp/console2.log
+cat >/tmp/vm_config.json <<EOC
+{
+  "boot-source": {
+    "kernel_image_path": "$TH_GUEST_KERNEL",
+    "boot_args": "console=ttyS0 reboot=k panic=1 quiet tern.action=tick",
+    "initrd_path": "$TH_GUEST_INITRD"
+  },
+  "drives": [],
+  "machine-config": {
+    "vcpu_count": 1,
+    "mem_size_mib": 256,
+    "smt": false,
+    "track_dirty_pages": false,
+    "huge_pages": "None"
+  },
+  "cpu-config": null,
+  "balloon": null,
+  "network-interfaces": [],
+  "vsock": null,
+  "logger": null,
+  "metrics": null,
+  "mmds-config": null,
+  "entropy": null,
+  "pmem": [],
+  "memory-hotplug": null
+}
+EOC
+"$TH_TERN" --config-file /tmp/vm_config.json --api-sock "$S" >"$CON" 2>/tmp/tern2.err </dev/null &
+tern_pid=$!
+wait_for "$API_WAIT" ticks_above "$CON" 3
+check config-file-boot $? "$(grep -a TERN-GUEST-MARKER "$CON" | head -n 1)"
+"$TH_TERN" ctl --api-sock "$S" pause; check ctl-pause $? ""
+"$TH_TERN" ctl --api-sock "$S" info | grep -q Paused; check ctl-info-paused $? ""
+"$TH_TERN" ctl --api-sock "$S" resume; check ctl-resume $? ""
+"$TH_TERN" ctl --api-sock "$S" stats >/dev/null; check ctl-stats $? ""
+"$TH_TERN" ctl --api-sock "$S" power-off; check ctl-power-off $? ""
+wait "$tern_pid"
+st=$?
+[ "$st" = 0 ]; check power-off-status $? "tern exit status $st; stderr: $(tr '\n' ' ' </tmp/tern2.err)"
+
+echo "API-SUMMARY fails=$fails"
+[ "$fails" = 0 ]

@@ -1,0 +1,56 @@
+#!/bin/sh
+# Runs inside the test host (L1), started by tests/e2e/disk_test.sh. L1's /dev/vda is an ext4
+# "carrier" holding the test images; each case boots the stock kernel under tern with one image as
+# --disk and the guest initramfs's /actions/<action>, and prints
+#   E2E-CASE case=<name> ...   before,   E2E-RESULT case=<name> status=<tern exit status>   after.
+# Flush cases ("disk-flush") SIGKILL tern as soon as the guest prints TERN-DISK-FLUSHED.
+: "${E2E_CASE_TIMEOUT:=180}"
+[ -n "$TH_TERN" ] || { echo "E2E-ERROR tern binary not in the test host"; exit 2; }
+mkdir -p /carrier
+mount -t ext4 /dev/vda /carrier || { echo "E2E-ERROR cannot mount the carrier disk"; exit 2; }
+
+# name:action:image:extra --disk options (after path=)
+cases="wb:disk-rw:wb.img:cache=writeback,serial=tern-wb
+none:disk-rw:none.img:cache=none,serial=tern-none
+unsafe:disk-rw:unsafe.img:cache=unsafe,serial=tern-unsafe
+directsync:disk-rw:directsync.img:cache=directsync,serial=tern-directsync
+threads:disk-rw:threads.img:cache=writeback,io=threads,serial=tern-threads
+ro:disk-ro:ro.img:readonly=on,serial=tern-ro
+flushwb:disk-flush:flushwb.img:cache=writeback
+flushnone:disk-flush:flushnone.img:cache=none"
+
+for c in $cases; do
+    IFS=: read -r name action image opts <<EOC
+$c
+EOC
+    cmdline="console=ttyS0 quiet tern.action=$action tern.marker=durable-$name"
+    echo "E2E-CASE case=$name action=$action disk=path=$image,$opts"
+    if [ "$action" = disk-flush ]; then
+        out=/tmp/$name.out
+        "$TH_TERN" run --kernel "$TH_GUEST_KERNEL" --initrd "$TH_GUEST_INITRD" --cmdline "$cmdline" \
+            --memory 256M --disk "path=/carrier/$image,$opts" </dev/null >"$out" 2>&1 &
+        pid=$!
+        waited=0
+        # Poll tern's console output for the guest's line (bounded), then SIGKILL at once.
+        while ! grep -q TERN-DISK-FLUSHED "$out" 2>/dev/null; do
+            kill -0 "$pid" 2>/dev/null || break
+            waited=$((waited + 1))
+            [ "$waited" -lt $((E2E_CASE_TIMEOUT * 20)) ] || break
+            sleep 0.05
+        done
+        kill -9 "$pid" 2>/dev/null
+        wait "$pid"
+        status=$?
+        cat "$out"
+        echo  # a killed tern may leave the console mid-line
+    else
+        timeout -s KILL "$E2E_CASE_TIMEOUT" "$TH_TERN" run --kernel "$TH_GUEST_KERNEL" \
+            --initrd "$TH_GUEST_INITRD" --cmdline "$cmdline" --memory 256M \
+            --disk "path=/carrier/$image,$opts" </dev/null
+        status=$?
+    fi
+    echo "E2E-RESULT case=$name status=$status"
+done
+sync
+umount /carrier || echo "E2E-ERROR cannot unmount the carrier disk"
+exit 0

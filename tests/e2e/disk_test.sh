@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# End-to-end virtio-blk test. On the host: tern's --disk input errors (before anything runs). Then
+# one nested test host boot (testhost/run.sh) with an ext4 "carrier" disk holding one image per
+# case; tern boots the stock kernel, which loads the virtio modules from its initramfs and uses
+# /dev/vda (tests/e2e/disk_scenario.sh, guest actions in tests/e2e/disk_guest/actions/). Afterwards
+# this script takes the images out of the carrier (debugfs) and checks them: e2fsck -fn, the bytes
+# of the files the guest wrote (every cache mode), a read-only image byte-identical, and the
+# flushed marker present after SIGKILL (cache=writeback and none).
+#
+# Usage: tests/e2e/disk_test.sh   Environment: TERN_BIN (default build/tern), E2E_LOG.
+# Prints one PASS/FAIL line per check and "N passed, M failed"; exits 1 on any failure.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+source "$repo/testhost/lib.sh"
+export PATH="$PATH:/usr/sbin:/sbin"
+
+tern="${TERN_BIN:-$repo/build/tern}"
+[[ -x "$tern" ]] || th_die "tern binary not found at $tern (build it, or set TERN_BIN)"
+work="$TH_CACHE/disk-e2e"
+rm -rf "$work"
+mkdir -p "$work/seed" "$work/images" "$work/out"
+log="${E2E_LOG:-$TH_CACHE/logs/e2e-disk.log}"
+mkdir -p "$(dirname "$log")"
+: >"$log"
+passed=0 failed=0
+pass() { echo "PASS $*"; passed=$((passed + 1)); }
+failc() { echo "FAIL $*"; failed=$((failed + 1)); }
+
+# ---- 1. Bad user input: a clear error naming the field, before boot (no KVM needed). ----
+kernel="$(th_kernel_image "$(th_kernel_version)")"
+check_error() {  # want-substring, --disk value
+    local want="$1" disk="$2" out rc
+    set +e
+    out="$("$tern" run --kernel "$kernel" --disk "$disk" 2>&1 </dev/null)"
+    rc=$?
+    set -e
+    if [[ $rc -ne 0 && "$out" == *"$want"* ]]; then
+        pass "input --disk '$disk': $out"
+    else
+        failc "input --disk '$disk': rc=$rc, want an error with '$want', got: $out"
+    fi
+}
+truncate -s 1M "$work/plain.img"
+cp "$work/plain.img" "$work/readonly.img"
+chmod 0444 "$work/readonly.img"
+check_error "--disk path" "path=$work/missing.img"
+check_error "--disk cache=fast" "path=$work/plain.img,cache=fast"
+check_error "--disk size" "path=$work/plain.img,size=2G"
+check_error "--disk queues=0" "path=$work/plain.img,queues=0"
+check_error "--disk readonly=yes" "path=$work/plain.img,readonly=yes"
+check_error "not key=value" "$work/plain.img"
+if [[ "$(id -u)" != 0 ]]; then
+    check_error "read-only" "path=$work/readonly.img"
+else
+    echo "SKIP input read-only image: running as root (root may write a 0444 file)"
+fi
+if [[ -d /dev/shm ]]; then
+    truncate -s 1M /dev/shm/tern-disk-e2e.img
+    if dd if=/dev/zero of=/dev/shm/tern-disk-e2e.img bs=4096 count=1 conv=notrunc oflag=direct 2>/dev/null; then
+        echo "SKIP input cache=none without O_DIRECT: this host's tmpfs supports O_DIRECT (Linux >= 6.6)"
+    else
+        check_error "cache=none" "path=/dev/shm/tern-disk-e2e.img,cache=none"
+    fi
+    rm -f /dev/shm/tern-disk-e2e.img
+fi
+
+# ---- 2. Images, carrier, guest initramfs. ----
+echo "seed-from-host $(date +%s)" >"$work/seed/seed.txt"
+seed="$(cat "$work/seed/seed.txt")"
+rw_cases=(wb none unsafe directsync threads)
+for n in "${rw_cases[@]}" ro; do
+    mke2fs -q -F -t ext4 -d "$work/seed" -L "tern-$n" "$work/images/$n.img" 64M
+done
+truncate -s 16M "$work/images/flushwb.img" "$work/images/flushnone.img"
+sha_ro_before="$(sha256sum <"$work/images/ro.img")"
+carrier="$work/carrier.img"
+mke2fs -q -F -t ext4 -d "$work/images" "$carrier" 1024M
+modules="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk"
+guest_initrd="$work/guest-initramfs.cpio.gz"
+"$repo/testhost/build-guest-initramfs.sh" "$guest_initrd" --modules "$modules" \
+    --extra "$here/disk_guest"
+
+# ---- 3. The test host run. ----
+set +e
+"$repo/testhost/run.sh" --scenario "$here/disk_scenario.sh" --tern "$tern" --disk "$carrier" \
+    --modules "$modules" --guest-initramfs "$guest_initrd" --env E2E_CASE_TIMEOUT=180 \
+    --timeout 1500 --log "$log"
+host_rc=$?
+set -e
+
+block_of() {  # console lines of one case
+    awk -v n="$1" '$0 ~ "^E2E-CASE case=" n " " { on = 1 } on { print }
+        on && $0 ~ "E2E-RESULT case=" n " " { exit }' "$log"
+}
+extract() {  # image name -> path of a copy taken out of the carrier
+    debugfs -R "dump /$1 $work/out/$1" "$carrier" >/dev/null 2>&1
+    echo "$work/out/$1"
+}
+fs_cat() { debugfs -R "cat /$2" "$1" 2>/dev/null; }
+
+set +o pipefail  # `yes | head` ends with SIGPIPE on purpose
+expect_lines="$(for ((i = 0; i < 2048; i++)); do printf 'line %05d of the tern disk test\n' $i; done | sha256sum)"
+expect_big="$(yes tern-disk-test | head -c 4194304 | sha256sum)"
+for n in "${rw_cases[@]}"; do
+    b="$(block_of "$n")"
+    problems=()
+    grep -q "^E2E-RESULT case=$n status=0" <<<"$b" || problems+=("tern status not 0: $(grep -a E2E-RESULT <<<"$b")")
+    grep -q "TERN-DISK-INFO size=131072 serial=tern-$n ro=0" <<<"$b" ||
+        problems+=("guest saw: $(grep -a TERN-DISK-INFO <<<"$b" || grep -a TERN-DISK-ERROR <<<"$b" || echo nothing)")
+    grep -qF "TERN-DISK-SEED $seed" <<<"$b" || problems+=("guest did not read the seed file")
+    grep -q "TERN-DISK-WRITTEN" <<<"$b" || problems+=("guest did not finish writing")
+    img="$(extract "$n.img")"
+    if ! fsck_out="$(e2fsck -fn "$img" 2>&1)"; then problems+=("e2fsck -fn: $(tail -n 3 <<<"$fsck_out" | tr '\n' ' ')"); fi
+    [[ "$(fs_cat "$img" hello.txt)" == "written-by-guest" ]] || problems+=("hello.txt wrong")
+    [[ "$(fs_cat "$img" lines.txt | sha256sum)" == "$expect_lines" ]] || problems+=("lines.txt bytes differ")
+    [[ "$(fs_cat "$img" big.txt | sha256sum)" == "$expect_big" ]] || problems+=("big.txt bytes differ")
+    [[ "$(fs_cat "$img" seed-copy.txt)" == "$seed" ]] || problems+=("seed-copy.txt wrong")
+    if ((${#problems[@]} == 0)); then pass "case=$n $(grep -a TERN-DISK-INFO <<<"$b")"; else failc "case=$n: ${problems[*]}"; fi
+done
+
+b="$(block_of ro)"
+problems=()
+grep -q "TERN-DISK-INFO size=131072 serial=tern-ro ro=1" <<<"$b" || problems+=("guest saw: $(grep -a 'TERN-DISK-INFO\|TERN-DISK-ERROR' <<<"$b" || echo nothing)")
+grep -qF "TERN-DISK-SEED $seed" <<<"$b" || problems+=("guest did not read the seed file")
+grep -q "TERN-DISK-RO fs=refused raw=refused" <<<"$b" || problems+=("writes not refused: $(grep -a TERN-DISK-RO <<<"$b")")
+[[ "$(sha256sum <"$(extract ro.img)")" == "$sha_ro_before" ]] || problems+=("image changed")
+if ((${#problems[@]} == 0)); then pass "case=ro $(grep -a 'TERN-DISK-RO ' <<<"$b")"; else failc "case=ro: ${problems[*]}"; fi
+
+for n in flushwb flushnone; do
+    b="$(block_of "$n")"
+    problems=()
+    grep -q "TERN-DISK-FLUSHED marker=durable-$n" <<<"$b" || problems+=("no TERN-DISK-FLUSHED line")
+    grep -q "E2E-RESULT case=$n status=137" <<<"$b" || problems+=("tern not SIGKILLed: $(grep -a E2E-RESULT <<<"$b")")
+    got="$(head -c 64 "$(extract "$n.img")" | tr -d '\0')"
+    [[ "$got" == "durable-$n" ]] || problems+=("sector 0 holds '$got'")
+    if ((${#problems[@]} == 0)); then pass "case=$n marker durable-$n on the host file after SIGKILL"; else failc "case=$n: ${problems[*]}"; fi
+done
+
+if [[ "$host_rc" != 0 ]]; then failc "test host: run.sh exited $host_rc (log: $log)"; fi
+echo "$passed passed, $failed failed"
+((failed == 0))
