@@ -17,6 +17,8 @@ template <class... Ts>
 struct Overloaded : Ts... {
   using Ts::operator()...;
 };
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;  // clang-14 has no aggregate deduction (P1816) yet
 
 // prepare_boot() names command-line options; API users configured the same things by these names.
 Error with_api_field_names(Error e) {
