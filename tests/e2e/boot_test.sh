@@ -18,7 +18,7 @@ vmm="${E2E_VMM:-tern}"
 cases=(c1_256m:1:256:poweroff:0 c2_1g:2:1024:poweroff:0 c2_3328m:2:3328:poweroff:0
     reboot_256m:1:256:reboot:3 stdin_256m:1:256:shell:0)
 # Each boot gets 120 s of test host time (QEMU needs 3-5 s); the whole run, 5 x 120 s + L1 boot.
-run_args=(--scenario "$here/boot_scenario.sh" --env "E2E_VMM=$vmm" --env E2E_CASE_TIMEOUT=120 --timeout 900)
+run_args=(--scenario "$here/boot_scenario.sh" --env "E2E_VMM=$vmm" --env E2E_CASE_TIMEOUT=120 --timeout 600)
 case "$vmm" in
     tern)
         tern="${TERN_BIN:-$repo/build/tern}"
@@ -37,6 +37,15 @@ mkdir -p "$(dirname "$log")"
 set +e
 "$repo/testhost/run.sh" "${run_args[@]}" --log "$log"
 host_rc=$?
+if [[ "$host_rc" != 0 ]] && ! grep -aq '^TESTHOST-DONE' "$log"; then
+    # The nested test host itself wedged (seen once in ~10 runs: L1 at 100% CPU, even its own
+    # per-case timeout stopped firing, see ../shared/TESTHOST.md on TCG soft lockups). That is the
+    # emulator, not a verdict on tern: run the whole test host once more, and say so.
+    echo "RETRY test host did not finish (run.sh exited $host_rc); booting it once more"
+    cp "$log" "$log.first"
+    "$repo/testhost/run.sh" "${run_args[@]}" --log "$log"
+    host_rc=$?
+fi
 set -e
 
 release="$(th_kernel_version)"
