@@ -40,8 +40,9 @@ EOC
             --memory 256M --disk "path=/carrier/$image,$opts" </dev/null >"$out" 2>&1 &
         pid=$!
         waited=0
-        # Poll tern's console output for the guest's line (bounded), then SIGKILL at once.
-        while ! grep -q TERN-DISK-FLUSHED "$out" 2>/dev/null; do
+        # Poll tern's console output for the guest's whole line (bounded), then SIGKILL at once.
+        # The 8250 writes byte by byte: wait for the full marker, not just its prefix.
+        while ! grep -q "TERN-DISK-FLUSHED marker=durable-$name" "$out" 2>/dev/null; do
             kill -0 "$pid" 2>/dev/null || break
             waited=$((waited + 1))
             [ "$waited" -lt $((E2E_CASE_TIMEOUT * 20)) ] || break
