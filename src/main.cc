@@ -11,6 +11,7 @@
 #include "vmm/run_command.h"
 #include "vmm/vmm_runner.h"
 #include "api/ctl_command.h"
+#include "vmm/snapshot_command.h"
 #include "vmm/stat_command.h"
 
 int main(int argc, char** argv) {
@@ -32,6 +33,10 @@ int main(int argc, char** argv) {
   CLI::App* ctl = tern::add_ctl_command(app, ctl_opts);
   tern::StatOptions stat_opts;
   CLI::App* stat = tern::add_stat_command(app, stat_opts);
+  tern::SnapshotOptions snapshot_opts;
+  CLI::App* snapshot = tern::add_snapshot_command(app, snapshot_opts);
+  tern::RestoreOptions restore_opts;
+  CLI::App* restore = tern::add_restore_command(app, restore_opts);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -59,6 +64,11 @@ int main(int argc, char** argv) {
     }
     if (ctl->parsed()) return tern::run_ctl(ctl_opts);
     if (stat->parsed()) return tern::run_stat(stat_opts);
+    if (snapshot->parsed()) return tern::run_snapshot(snapshot_opts);
+    if (restore->parsed()) {
+      if (restore_opts.api_sock.empty()) restore_opts.api_sock = vmm_opts.api_sock;
+      return tern::run_restore(restore_opts);
+    }
     if (vmm_opts.api_sock.empty() && vmm_opts.config_file.empty()) {
       std::fprintf(stderr,
                    "tern: nothing to do: give a subcommand (run, ctl), --api-sock PATH or "

@@ -198,7 +198,7 @@ Parsed invalid_path(std::string_view method, std::string_view path) {
 bool unsupported_firecracker_path(std::string_view p) {
   static const std::array<std::string_view, 11> exact = {
       "/balloon", "/cpu-config", "/logger", "/metrics", "/mmds", "/entropy",
-      "/serial",  "/vsock",      "/hotplug/memory", "/snapshot/create", "/snapshot/load"};
+      "/serial",  "/vsock",      "/hotplug/memory", "/snapshot/create", "/snapshot/load"};  // the latter two are served before
   static const std::array<std::string_view, 5> prefixes = {"/balloon/", "/mmds/", "/pmem/",
                                                            "/network-interfaces/", "/hotplug/"};
   for (auto e : exact)
@@ -236,6 +236,92 @@ Parsed parse_action(std::string_view body) {
   return tl::unexpected(ApiResponse::error(
       400, "action_type: \"" + *type + "\": unknown action (InstanceStart, SendCtrlAltDel, "
                                        "FlushMetrics)"));
+}
+
+// The directory `path` would be created in exists and is writable (checked again when writing).
+Result<void> check_writable_target(const std::string& path, const std::string& field) {
+  if (path.empty()) return fail(field, "empty path");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return fail(field, path + ": is a directory");
+  auto slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  if (::access(dir.c_str(), W_OK) != 0) return fail_errno(field, dir);
+  return {};
+}
+
+Parsed parse_snapshot_create(std::string_view body) {
+  auto run = [&]() -> Result<api::CreateSnapshot> {
+    ASSIGN_OR_RETURN(auto j, body_json(body));
+    ASSIGN_OR_RETURN(JsonReader r, JsonReader::open(j, ""));
+    SnapshotCreateSpec s;
+    ASSIGN_OR_RETURN(s.snapshot_path, r.required_string("snapshot_path"));
+    ASSIGN_OR_RETURN(s.mem_file_path, r.required_string("mem_file_path"));
+    ASSIGN_OR_RETURN(auto type, r.optional_string("snapshot_type"));
+    if (type && *type != "Full")
+      return fail("snapshot_type", "\"" + *type + "\": " +
+                                       (*type == "Diff" ? "diff snapshots are not supported by tern"
+                                                        : "unknown type (Full)"));
+    ASSIGN_OR_RETURN(auto rate, r.optional_uint("rate_limit_bytes_per_s", 0, uint64_t{1} << 50));
+    s.rate_limit_bytes_per_s = rate.value_or(0);
+    ASSIGN_OR_RETURN(auto direct, r.optional_bool("direct"));
+    s.direct = direct.value_or(false);
+    (void)r.raw("version");  // deprecated in Firecracker; ignored
+    TRY(r.finish());
+    if (s.snapshot_path == s.mem_file_path)
+      return fail("mem_file_path", "must differ from snapshot_path");
+    TRY(check_writable_target(s.snapshot_path, "snapshot_path"));
+    TRY(check_writable_target(s.mem_file_path, "mem_file_path"));
+    return api::CreateSnapshot{std::move(s)};
+  };
+  auto r = run();
+  if (!r) return tl::unexpected(bad_request(r.error()));
+  return *r;
+}
+
+Parsed parse_snapshot_load(std::string_view body) {
+  auto run = [&]() -> Result<api::LoadSnapshot> {
+    ASSIGN_OR_RETURN(auto j, body_json(body));
+    ASSIGN_OR_RETURN(JsonReader r, JsonReader::open(j, ""));
+    SnapshotLoadSpec s;
+    ASSIGN_OR_RETURN(s.snapshot_path, r.required_string("snapshot_path"));
+    ASSIGN_OR_RETURN(auto old_mem, r.optional_string("mem_file_path"));
+    const nlohmann::json* backend = r.raw("mem_backend");
+    if (backend && old_mem)
+      return fail("mem_backend", "give either mem_backend or mem_file_path, not both");
+    if (backend) {
+      ASSIGN_OR_RETURN(JsonReader b, JsonReader::open(*backend, "mem_backend"));
+      ASSIGN_OR_RETURN(auto type, b.required_string("backend_type"));
+      if (type != "File")
+        return fail(b.field("backend_type"),
+                    "\"" + type + "\": " +
+                        (type == "Uffd" ? "userfaultfd backends are not supported by tern (tern maps "
+                                          "the file copy-on-write)"
+                                        : "unknown type (File)"));
+      ASSIGN_OR_RETURN(s.mem_file_path, b.required_string("backend_path"));
+      TRY(b.finish());
+    } else if (old_mem) {
+      s.mem_file_path = *old_mem;
+    } else {
+      return fail("mem_backend", "missing: give mem_backend {backend_type: File, backend_path}");
+    }
+    ASSIGN_OR_RETURN(auto resume, r.optional_bool("resume_vm"));
+    s.resume_vm = resume.value_or(false);
+    for (const char* f : {"enable_diff_snapshots", "track_dirty_pages", "clock_realtime"}) {
+      ASSIGN_OR_RETURN(auto v, r.optional_bool(f));
+      if (v && *v) return fail(f, "true is not supported by tern");
+    }
+    if (const auto* n = r.raw("network_overrides"); n && !(n->is_array() && n->empty()))
+      return fail("network_overrides", "tern VMs have no network interfaces");
+    if (r.raw("vsock_override")) return fail("vsock_override", "tern VMs have no vsock device");
+    TRY(r.finish());
+    TRY(check_readable_file(s.snapshot_path, "snapshot_path"));
+    TRY(check_readable_file(s.mem_file_path, backend ? "mem_backend.backend_path" : "mem_file_path"));
+    return api::LoadSnapshot{std::move(s)};
+  };
+  auto r = run();
+  if (!r) return tl::unexpected(bad_request(r.error()));
+  return *r;
 }
 
 Parsed parse_vm_state(std::string_view body) {
@@ -293,6 +379,8 @@ tl::expected<ApiRequest, ApiResponse> parse_api_request(std::string_view method,
   if (path == "/tern/metrics" && get) return api::GetMetrics{};
   if (path == "/tern/events" && get) return api::GetEvents{};
   if (path == "/tern/power-off" && put) return api::PowerOff{};
+  if (path == "/snapshot/create" && put) return parse_snapshot_create(body);
+  if (path == "/snapshot/load" && put) return parse_snapshot_load(body);
   if (unsupported_firecracker_path(path))
     return tl::unexpected(ApiResponse::error(
         400, std::string(method) + " " + std::string(path) +

@@ -122,6 +122,48 @@ TEST(ApiParser, ErrorsNameTheField) {
   EXPECT_EQ(fault(parse_api_request("PUT", "/actions", "[1]")), "body: expected a JSON object, got array");
 }
 
+TEST(ApiParser, SnapshotBodiesInFirecrackersShape) {
+  auto create = parse_api_request("PUT", "/snapshot/create", R"({
+            "snapshot_type": "Full",
+            "snapshot_path": "/tmp/snapshot_file",
+            "mem_file_path": "/tmp/mem_file"
+        })");
+  ASSERT_TRUE(create) << create.error().body;
+  const auto& c = std::get<api::CreateSnapshot>(*create).value;
+  EXPECT_EQ(c.snapshot_path, "/tmp/snapshot_file");
+  EXPECT_EQ(c.mem_file_path, "/tmp/mem_file");
+  EXPECT_EQ(c.rate_limit_bytes_per_s, 0u);
+  auto load = parse_api_request("PUT", "/snapshot/load", R"({
+            "snapshot_path": "/proc/self/exe",
+            "mem_backend": {"backend_path": "/proc/self/exe", "backend_type": "File"},
+            "enable_diff_snapshots": false,
+            "resume_vm": true
+        })");
+  ASSERT_TRUE(load) << load.error().body;
+  EXPECT_TRUE(std::get<api::LoadSnapshot>(*load).value.resume_vm);
+  EXPECT_EQ(std::get<api::LoadSnapshot>(*load).value.mem_file_path, "/proc/self/exe");
+
+  EXPECT_EQ(fault(parse_api_request("PUT", "/snapshot/create",
+                                    R"({"snapshot_type": "Diff", "snapshot_path": "/tmp/s", "mem_file_path": "/tmp/m"})")),
+            "snapshot_type: \"Diff\": diff snapshots are not supported by tern");
+  EXPECT_EQ(fault(parse_api_request("PUT", "/snapshot/create", R"({"snapshot_path": "/tmp/s"})")),
+            "mem_file_path: missing required field");
+  EXPECT_NE(fault(parse_api_request("PUT", "/snapshot/create",
+                                    R"({"snapshot_path": "/nonexistent/s", "mem_file_path": "/tmp/m"})"))
+                .find("snapshot_path: /nonexistent: No such file"),
+            std::string::npos);
+  EXPECT_EQ(fault(parse_api_request("PUT", "/snapshot/load",
+                                    R"({"snapshot_path": "/proc/self/exe", "mem_backend": {"backend_type": "Uffd", "backend_path": "/x"}})")),
+            "mem_backend.backend_type: \"Uffd\": userfaultfd backends are not supported by tern (tern "
+            "maps the file copy-on-write)");
+  EXPECT_NE(fault(parse_api_request("PUT", "/snapshot/load",
+                                    R"({"snapshot_path": "/nonexistent/s", "mem_file_path": "/proc/self/exe"})"))
+                .find("snapshot_path: /nonexistent/s: No such file"),
+            std::string::npos);
+  EXPECT_EQ(fault(parse_api_request("PUT", "/snapshot/load", R"({"snapshot_path": "/proc/self/exe"})")),
+            "mem_backend: missing: give mem_backend {backend_type: File, backend_path}");
+}
+
 TEST(ApiParser, MalformedJson) {
   EXPECT_NE(fault(parse_api_request("PUT", "/actions", R"({"action_type": "Inst)")).find("JSON body"),
             std::string::npos);

@@ -47,6 +47,21 @@ struct MachineConfigPatch {
   std::optional<std::string> huge_pages;
 };
 
+/// PUT /snapshot/create (Firecracker SnapshotCreateParams, Full only) plus tern's extensions.
+struct SnapshotCreateSpec {
+  std::string snapshot_path;            ///< The state file (sections, checksummed).
+  std::string mem_file_path;            ///< Guest RAM at file offset = guest-physical address.
+  uint64_t rate_limit_bytes_per_s = 0;  ///< tern extension "rate_limit_bytes_per_s"; 0: none.
+  bool direct = false;                  ///< tern extension "direct": O_DIRECT memory file writes.
+};
+
+/// PUT /snapshot/load (Firecracker SnapshotLoadParams, mem_backend File only).
+struct SnapshotLoadSpec {
+  std::string snapshot_path;
+  std::string mem_file_path;  ///< mem_backend.backend_path (or the deprecated mem_file_path).
+  bool resume_vm = false;
+};
+
 namespace api {
 struct GetInstanceInfo {};                                  ///< GET /
 struct GetVersion {};                                       ///< GET /version
@@ -65,6 +80,8 @@ struct GetStats {};                                         ///< GET /tern/stats
 struct GetMetrics {};                                       ///< GET /tern/metrics
 struct GetEvents {};                                        ///< GET /tern/events (a stream)
 struct PowerOff {};                                         ///< PUT /tern/power-off
+struct CreateSnapshot { SnapshotCreateSpec value; };        ///< PUT /snapshot/create
+struct LoadSnapshot { SnapshotLoadSpec value; };            ///< PUT /snapshot/load
 }  // namespace api
 
 /// One validated request of the control API.
@@ -73,7 +90,7 @@ using ApiRequest =
                  api::PutMachineConfig, api::PatchMachineConfig, api::PutDrive,
                  api::InstanceStart, api::SendCtrlAltDel, api::FlushMetrics, api::PauseVm,
                  api::ResumeVm, api::GetVmConfig, api::GetStats, api::GetMetrics, api::GetEvents,
-                 api::PowerOff>;
+                 api::PowerOff, api::CreateSnapshot, api::LoadSnapshot>;
 
 /// The answer to one request: status, content type and body (empty for 204).
 struct ApiResponse {

@@ -38,7 +38,16 @@ class FakeMachine : public Machine {
     return true;
   }
   const StatsSource& stats() const override { return stats_; }
+  Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec& spec,
+                                       const SaveProgress& progress) override {
+    saved_paths = spec.snapshot_path + " " + spec.mem_file_path;
+    progress(1 << 20, 2 << 20);
+    progress(2 << 20, 2 << 20);
+    if (spec.snapshot_path.ends_with("/fail.state")) return fail("write", "disk full");
+    return SnapshotReport{2 << 20, 1 << 20, 100, 0.5};
+  }
 
+  std::string saved_paths;
   std::atomic<bool> started{false};
   std::atomic<int> pauses{0}, resumes{0};
   StopLatch latch;
@@ -172,7 +181,9 @@ TEST(ApiServer, FirecrackerFlowPauseResumeCtrlAltDel) {
   auto cfg = nlohmann::json::parse(h.call("GET", "/vm/config").body);
   EXPECT_EQ(cfg["boot-source"]["kernel_image_path"], "/proc/self/exe");
   EXPECT_EQ(cfg["machine-config"]["vcpu_count"], 2);
-  EXPECT_EQ(h.call("GET", "/tern/stats").body, R"({"fake":true})");
+  auto stats = nlohmann::json::parse(h.call("GET", "/tern/stats").body);
+  EXPECT_EQ(stats["fake"], true);
+  EXPECT_EQ(stats["snapshot"]["phase"], "idle");
   auto metrics = h.call("GET", "/tern/metrics");
   EXPECT_EQ(metrics.body, "tern_fake 1\n");
   EXPECT_EQ(metrics.content_type, "text/plain; version=0.0.4");
@@ -183,6 +194,37 @@ TEST(ApiServer, FirecrackerFlowPauseResumeCtrlAltDel) {
   ASSERT_GE(lines.size(), 6u);
   EXPECT_NE(lines[lines.size() - 2].find(R"("reason":"reboot")"), std::string::npos);
   EXPECT_NE(lines.back().find(R"("state":"Stopped")"), std::string::npos);
+}
+
+TEST(ApiServer, SnapshotCreateNeedsPausedVmReportsProgressAndFailures) {
+  ApiHarness h;
+  const std::string body =
+      R"({"snapshot_type": "Full", "snapshot_path": "/tmp/a.state", "mem_file_path": "/tmp/a.mem"})";
+  EXPECT_EQ(fault_of(h.call("PUT", "/snapshot/create", body)),
+            R"(snapshot/create: the VM must be paused first (PATCH /vm {"state": "Paused"}); it is Not started)");
+  h.configure_and_start();
+  EXPECT_EQ(h.call("PUT", "/snapshot/create", body).status, 400);  // running
+  EXPECT_EQ(h.call("PATCH", "/vm", R"({"state": "Paused"})").status, 204);
+  EXPECT_EQ(h.call("PUT", "/snapshot/create", body).status, 204);
+  EXPECT_EQ(h.machine->saved_paths, "/tmp/a.state /tmp/a.mem");
+  auto snap = nlohmann::json::parse(h.call("GET", "/tern/stats").body)["snapshot"];
+  EXPECT_EQ(snap["phase"], "done");
+  EXPECT_EQ(snap["total_bytes"], 2 << 20);
+  EXPECT_EQ(snap["written_bytes"], 1 << 20);
+  // A failed save answers 400 with the reason; the VM stays paused and can resume.
+  auto failed = h.call("PUT", "/snapshot/create",
+                       R"({"snapshot_path": "/tmp/fail.state", "mem_file_path": "/tmp/b.mem"})");
+  EXPECT_EQ(fault_of(failed), "snapshot/create: write: disk full");
+  EXPECT_EQ(nlohmann::json::parse(h.call("GET", "/tern/stats").body)["snapshot"]["phase"], "failed");
+  EXPECT_EQ(nlohmann::json::parse(h.call("GET", "/").body)["state"], "Paused");
+  // Loading a snapshot needs a fresh tern.
+  EXPECT_NE(fault_of(h.call("PUT", "/snapshot/load",
+                            R"({"snapshot_path": "/proc/self/exe", "mem_backend": {"backend_type": "File", "backend_path": "/proc/self/exe"}})"))
+                .find("already has a VM"),
+            std::string::npos);
+  EXPECT_EQ(h.call("PATCH", "/vm", R"({"state": "Resumed"})").status, 204);
+  EXPECT_EQ(h.call("PUT", "/tern/power-off").status, 204);
+  EXPECT_EQ(h.wait_exit(), 0);
 }
 
 TEST(ApiServer, WrongStateErrorsNameTheState) {

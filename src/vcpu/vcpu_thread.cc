@@ -37,7 +37,7 @@ void VcpuThread::install_kick_handler() {
 }
 
 void VcpuThread::start() {
-  state_ = VcpuState::kRunning;
+  state_ = VcpuThreadState::kRunning;
   thread_ = std::thread([this] {
     handle_ = pthread_self();
     tid_ = ::gettid();
@@ -48,7 +48,7 @@ void VcpuThread::start() {
     loop();
     {
       std::lock_guard lock(pause_mu_);
-      state_ = VcpuState::kExited;
+      state_ = VcpuThreadState::kExited;
     }
     pause_cv_.notify_all();
   });
@@ -61,7 +61,7 @@ void VcpuThread::stop() {
     vcpu_.run_state()->immediate_exit = 1;
   }
   pause_cv_.notify_all();
-  if (thread_started_ && state_ != VcpuState::kExited) pthread_kill(handle_, kick_signal());
+  if (thread_started_ && state_ != VcpuThreadState::kExited) pthread_kill(handle_, kick_signal());
 }
 
 // Pause ordering rule (KVM api.rst, "immediate_exit" and KVM_EXIT_IO/MMIO): a PIO/MMIO exit that
@@ -78,16 +78,16 @@ void VcpuThread::stop() {
 //                    nor a stop is pending, so a request that races with the clear is never lost.
 void VcpuThread::request_pause() {
   std::lock_guard lock(pause_mu_);
-  if (state_ != VcpuState::kRunning) return;
+  if (state_ != VcpuThreadState::kRunning) return;
   pause_requested_ = true;
-  state_ = VcpuState::kPausing;
+  state_ = VcpuThreadState::kPausing;
   vcpu_.run_state()->immediate_exit = 1;
   if (thread_started_) pthread_kill(handle_, kick_signal());
 }
 
 void VcpuThread::wait_paused() {
   std::unique_lock lock(pause_mu_);
-  pause_cv_.wait(lock, [&] { return state_ != VcpuState::kPausing; });
+  pause_cv_.wait(lock, [&] { return state_ != VcpuThreadState::kPausing; });
 }
 
 void VcpuThread::resume() {
@@ -95,7 +95,7 @@ void VcpuThread::resume() {
     std::lock_guard lock(pause_mu_);
     if (!pause_requested_) return;
     pause_requested_ = false;
-    if (state_ == VcpuState::kPausing) state_ = VcpuState::kRunning;  // kicked, not yet parked
+    if (state_ == VcpuThreadState::kPausing) state_ = VcpuThreadState::kRunning;  // kicked, not yet parked
   }
   pause_cv_.notify_all();
 }
@@ -103,10 +103,10 @@ void VcpuThread::resume() {
 bool VcpuThread::after_kick() {
   std::unique_lock lock(pause_mu_);
   if (pause_requested_ && !stop_requested_) {
-    state_ = VcpuState::kPaused;
+    state_ = VcpuThreadState::kPaused;
     pause_cv_.notify_all();
     pause_cv_.wait(lock, [&] { return !pause_requested_ || stop_requested_; });
-    if (!stop_requested_) state_ = VcpuState::kRunning;
+    if (!stop_requested_) state_ = VcpuThreadState::kRunning;
   }
   if (stop_requested_) return false;
   vcpu_.run_state()->immediate_exit = 0;

@@ -18,7 +18,7 @@
 namespace tern {
 
 /// States of the vCPU thread: created → running ⇄ (pausing → paused) → exited.
-enum class VcpuState { kCreated, kRunning, kPausing, kPaused, kExited };
+enum class VcpuThreadState { kCreated, kRunning, kPausing, kPaused, kExited };
 
 /// Owns a KvmVcpu and the thread that runs it.
 ///
@@ -63,7 +63,7 @@ class VcpuThread {
 
   [[nodiscard]] const ExitStats& stats() const { return stats_; }
   [[nodiscard]] KvmVcpu& vcpu() { return vcpu_; }
-  [[nodiscard]] VcpuState state() const { return state_.load(); }
+  [[nodiscard]] VcpuThreadState state() const { return state_.load(); }
 
  private:
   void loop();
@@ -80,7 +80,7 @@ class VcpuThread {
   StopLatch& stop_latch_;
   ExitStats stats_;
   std::atomic<bool> stop_requested_{false};
-  std::atomic<VcpuState> state_{VcpuState::kCreated};
+  std::atomic<VcpuThreadState> state_{VcpuThreadState::kCreated};
   std::atomic<bool> thread_started_{false};
   std::atomic<pid_t> tid_{0};
   // Pause handshake: pause_requested_ and kvm_run.immediate_exit are written under pause_mu_.

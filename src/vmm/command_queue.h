@@ -11,6 +11,7 @@
 #include "base/fd.h"
 #include "base/result.h"
 #include "vcpu/stop_event.h"
+#include "vmm/machine.h"
 
 namespace tern {
 
@@ -28,9 +29,13 @@ struct Signal {
 struct GuestStopped {
   StopEvent event;
 };
+/// A snapshot save running on its own thread finished (successfully or not).
+struct SnapshotSaved {
+  Result<SnapshotReport> result;
+};
 }  // namespace cmd
 
-using Command = std::variant<cmd::Api, cmd::Signal, cmd::GuestStopped>;
+using Command = std::variant<cmd::Api, cmd::Signal, cmd::GuestStopped, cmd::SnapshotSaved>;
 
 /// Multi-producer, single-consumer queue whose eventfd becomes readable when commands are waiting
 /// (the control loop polls it). push() never blocks for long: any thread may call it.

@@ -33,8 +33,10 @@ Error with_api_field_names(Error e) {
 
 }  // namespace
 
-Result<std::unique_ptr<ControlLoop>> ControlLoop::create(MachineFactory factory, EventLog& events) {
-  auto loop = std::unique_ptr<ControlLoop>(new ControlLoop(std::move(factory), events));
+Result<std::unique_ptr<ControlLoop>> ControlLoop::create(MachineFactory factory, EventLog& events,
+                                                         RestoreFactory restore) {
+  auto loop = std::unique_ptr<ControlLoop>(
+      new ControlLoop(std::move(factory), events, std::move(restore)));
   ASSIGN_OR_RETURN(loop->queue_, CommandQueue::create());
   loop->config_.memory_bytes = loop->machine_cfg_.mem_size_mib << 20;
   loop->config_.cmdline = kDefaultCmdline;
@@ -43,6 +45,7 @@ Result<std::unique_ptr<ControlLoop>> ControlLoop::create(MachineFactory factory,
 }
 
 ControlLoop::~ControlLoop() {
+  if (saver_.joinable()) saver_.join();
   if (machine_) {
     machine_->stop(StopEvent{StopKind::kStopped, -1, 0, "tern is exiting"});
     if (stop_waiter_.joinable()) stop_waiter_.join();
@@ -68,14 +71,45 @@ tl::expected<void, StartFailure> ControlLoop::start() {
   if (!m) return tl::unexpected(m.error());
   machine_ = std::move(*m);
   machine_->start();
+  machine_started_ = true;
+  watch_stop();
+  set_state(VmState::kRunning);
+  return {};
+}
+
+void ControlLoop::watch_stop() {
   Machine* raw = machine_.get();
   CommandQueue* q = queue_.get();
   stop_waiter_ = std::thread([raw, q] {
     pthread_setname_np(pthread_self(), "stop-waiter");
     q->push(cmd::GuestStopped{raw->wait_stopped()});
   });
-  set_state(VmState::kRunning);
+}
+
+tl::expected<void, StartFailure> ControlLoop::restore(const SnapshotLoadSpec& spec,
+                                                      const std::string& console) {
+  if (!restore_factory_)
+    return tl::unexpected(StartFailure{kExitError, Error{"snapshot", "restore is not available here", 0}});
+  auto m = restore_factory_(spec, console);
+  if (!m) return tl::unexpected(m.error());
+  machine_ = std::move(*m);
+  watch_stop();
+  events_.publish({{"event", "snapshot-loaded"}, {"snapshot_path", spec.snapshot_path}});
+  set_state(VmState::kPaused);
+  if (spec.resume_vm) resume_machine();
   return {};
+}
+
+// Order: a restored VM's vCPU threads are first started here (they were never started, so there
+// is nothing to unpark); a paused running VM's vCPUs are unparked.
+void ControlLoop::resume_machine() {
+  if (!machine_started_) {
+    machine_->start();
+    machine_started_ = true;
+  } else {
+    machine_->resume();
+  }
+  set_state(VmState::kRunning);
 }
 
 int ControlLoop::run() {
@@ -93,7 +127,72 @@ int ControlLoop::run() {
   return exit_status_;
 }
 
-void ControlLoop::handle(cmd::Api& c) { c.reply(execute(c.request)); }
+void ControlLoop::handle(cmd::Api& c) {
+  if (auto* create = std::get_if<api::CreateSnapshot>(&c.request)) {
+    create_snapshot(create->value, std::move(c.reply));
+    return;
+  }
+  c.reply(execute(c.request));
+}
+
+// PUT /snapshot/create: the VM must be paused (as in Firecracker). The save runs on its own
+// thread so GET /tern/stats keeps answering with its progress; the reply waits for the result.
+void ControlLoop::create_snapshot(const SnapshotCreateSpec& spec,
+                                  std::function<void(ApiResponse)> reply) {
+  if (progress_.saving()) {
+    reply(ApiResponse::error(400, "snapshot/create: a snapshot is already being saved"));
+    return;
+  }
+  if (state_ != VmState::kPaused) {
+    reply(ApiResponse::error(400, std::string("snapshot/create: the VM must be paused first "
+                                              "(PATCH /vm {\"state\": \"Paused\"}); it is ") +
+                                      vm_state_name(state_)));
+    return;
+  }
+  if (saver_.joinable()) saver_.join();
+  progress_.begin(spec.snapshot_path, spec.mem_file_path);
+  events_.publish({{"event", "snapshot-start"}, {"snapshot_path", spec.snapshot_path},
+                   {"mem_file_path", spec.mem_file_path}});
+  save_reply_ = std::move(reply);
+  Machine* m = machine_.get();
+  CommandQueue* q = queue_.get();
+  SnapshotProgress* p = &progress_;
+  saver_ = std::thread([m, q, p, spec] {
+    pthread_setname_np(pthread_self(), "snapshot-save");
+    auto r = m->save_snapshot(spec, [p](uint64_t done, uint64_t total) { p->update(done, total); });
+    q->push(cmd::SnapshotSaved{std::move(r)});
+  });
+}
+
+void ControlLoop::handle(cmd::SnapshotSaved& c) {
+  if (saver_.joinable()) saver_.join();
+  ApiResponse resp;
+  if (c.result) {
+    const SnapshotReport& r = *c.result;
+    progress_.succeed(r);
+    events_.publish({{"event", "snapshot-done"},
+                     {"total_bytes", r.total_bytes},
+                     {"written_bytes", r.written_bytes},
+                     {"seconds", r.seconds}});
+    resp = ApiResponse::no_content();
+  } else {
+    progress_.fail(c.result.error().message());
+    events_.publish({{"event", "snapshot-failed"}, {"error", c.result.error().message()}});
+    resp = ApiResponse::error(400, "snapshot/create: " + c.result.error().message());
+  }
+  if (save_reply_) std::exchange(save_reply_, nullptr)(std::move(resp));
+}
+
+// PUT /snapshot/load: only into a tern that has no VM yet.
+ApiResponse ControlLoop::load_snapshot(const SnapshotLoadSpec& spec) {
+  if (state_ != VmState::kNotStarted || machine_)
+    return ApiResponse::error(
+        400, std::string("snapshot/load: this tern already has a VM (") + vm_state_name(state_) +
+                 "); load a snapshot into a fresh tern --api-sock");
+  auto ok = restore(spec, config_.console);
+  if (!ok) return ApiResponse::error(400, "snapshot/load: " + ok.error().error.message());
+  return ApiResponse::no_content();
+}
 
 void ControlLoop::handle(cmd::Signal& c) {
   if (signo_ == 0) signo_ = c.signo;
@@ -111,6 +210,12 @@ void ControlLoop::handle(cmd::Signal& c) {
 
 void ControlLoop::handle(cmd::GuestStopped& c) {
   if (stop_waiter_.joinable()) stop_waiter_.join();
+  // A save in progress reads vCPU and device state: let it finish before the VM is torn down.
+  if (saver_.joinable()) {
+    saver_.join();
+    for (Command& pending : queue_->drain())  // its SnapshotSaved is among these: answer it
+      std::visit([this](auto& x) { handle(x); }, pending);
+  }
   machine_->finish();
   const StopEvent& e = c.event;
   int status = exit_status_for(e.kind);
@@ -253,15 +358,16 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
           },
           [&](const api::ResumeVm&) {
             if (state_ != VmState::kPaused) return state_error("cannot resume");
-            machine_->resume();
-            set_state(VmState::kRunning);
+            if (progress_.saving())
+              return ApiResponse::error(400, "cannot resume: a snapshot is being saved");
+            resume_machine();
             return ok();
           },
           [&](const api::GetVmConfig&) { return ApiResponse::json(vm_config_json().dump()); },
           [&](const api::GetStats&) {
-            if (!machine_) return ApiResponse::json("{}");
-            return ApiResponse::json(machine_->stats().stats_json().dump(
-                -1, ' ', false, nlohmann::json::error_handler_t::replace));
+            nlohmann::json j = machine_ ? machine_->stats().stats_json() : nlohmann::json::object();
+            j["snapshot"] = progress_.json();
+            return ApiResponse::json(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
           },
           [&](const api::GetMetrics&) {
             return ApiResponse::text(machine_ ? machine_->stats().metrics_text() : std::string(),
@@ -271,9 +377,15 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
             // Served by the API server from the EventLog; never queued.
             return ApiResponse::error(500, "GET /tern/events reached the control loop");
           },
+          [&](const api::CreateSnapshot&) {
+            return ApiResponse::error(500, "PUT /snapshot/create reached execute()");
+          },
+          [&](const api::LoadSnapshot& r) { return load_snapshot(r.value); },
           [&](const api::PowerOff&) {
             if (state_ != VmState::kRunning && state_ != VmState::kPaused)
               return state_error("power-off");
+            if (progress_.saving())
+              return ApiResponse::error(400, "power-off: a snapshot is being saved");
             power_off_requested_ = true;
             machine_->stop(StopEvent{StopKind::kStopped, -1, 0, "power-off requested through the API"});
             return ok();

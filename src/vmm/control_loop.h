@@ -15,6 +15,7 @@
 #include "vmm/command_queue.h"
 #include "vmm/event_log.h"
 #include "vmm/machine.h"
+#include "vmm/snapshot_progress.h"
 #include "vmm/vm_config.h"
 #include "vmm/vm_machine.h"
 #include "vmm/vm_state.h"
@@ -25,12 +26,19 @@ namespace tern {
 using MachineFactory = std::function<tl::expected<std::unique_ptr<Machine>, StartFailure>(
     const VmConfig&, const std::vector<DriveSpec>&)>;
 
+/// Builds a Machine from a snapshot (create_restored_machine() for real; a fake in tests): checks
+/// the state and memory files, the disks and the host, and applies the state; no vCPU runs.
+using RestoreFactory = std::function<tl::expected<std::unique_ptr<Machine>, StartFailure>(
+    const SnapshotLoadSpec&, const std::string& console)>;
+
 /// Owns the VM and its configuration. Construct, optionally configure() and start() (the CLI and
 /// --config-file paths), then run() on the thread that will be the control thread; other threads
 /// only push() commands onto queue().
 class ControlLoop {
  public:
-  static Result<std::unique_ptr<ControlLoop>> create(MachineFactory factory, EventLog& events);
+  /// `restore` may be empty (PUT /snapshot/load then answers 400).
+  static Result<std::unique_ptr<ControlLoop>> create(MachineFactory factory, EventLog& events,
+                                                     RestoreFactory restore = {});
   ~ControlLoop();
 
   [[nodiscard]] CommandQueue& queue() { return *queue_; }
@@ -40,6 +48,9 @@ class ControlLoop {
                  const MachineConfig& machine, std::vector<DriveSpec> drives);
   /// Builds and starts the VM now (before run()); errors keep their `tern run` exit status.
   tl::expected<void, StartFailure> start();
+  /// Builds the VM from a snapshot now (before run(); `tern restore`): the VM is left Paused, or
+  /// Running when spec.resume_vm. The guest console goes to `console` (stdio or file:PATH).
+  tl::expected<void, StartFailure> restore(const SnapshotLoadSpec& spec, const std::string& console);
 
   /// Executes commands until the VM has stopped, or until a stop signal arrives while no VM runs.
   /// Returns tern's exit status (README: 0 power-off, 3 reboot, ..., 128+N signal N) and prints
@@ -48,16 +59,23 @@ class ControlLoop {
 
   /// The VM's statistics while a VM exists (also after it stopped), else null. Control thread.
   [[nodiscard]] const StatsSource* stats() const { return machine_ ? &machine_->stats() : nullptr; }
+  /// Progress of the current or last snapshot save (any thread).
+  [[nodiscard]] const SnapshotProgress& snapshot_progress() const { return progress_; }
 
   /// The current state (control thread only; tests read it after run() returned).
   [[nodiscard]] VmState state() const { return state_; }
 
  private:
-  ControlLoop(MachineFactory factory, EventLog& events)
-      : factory_(std::move(factory)), events_(events) {}
+  ControlLoop(MachineFactory factory, EventLog& events, RestoreFactory restore)
+      : factory_(std::move(factory)), restore_factory_(std::move(restore)), events_(events) {}
   void handle(cmd::Api& c);
   void handle(cmd::Signal& c);
   void handle(cmd::GuestStopped& c);
+  void handle(cmd::SnapshotSaved& c);
+  void create_snapshot(const SnapshotCreateSpec& spec, std::function<void(ApiResponse)> reply);
+  ApiResponse load_snapshot(const SnapshotLoadSpec& spec);
+  void watch_stop();
+  void resume_machine();
   ApiResponse execute(const ApiRequest& r);
   ApiResponse instance_start();
   ApiResponse state_error(const std::string& what) const;
@@ -66,6 +84,7 @@ class ControlLoop {
   nlohmann::json vm_config_json() const;
 
   MachineFactory factory_;
+  RestoreFactory restore_factory_;
   EventLog& events_;
   std::unique_ptr<CommandQueue> queue_;
   VmState state_ = VmState::kNotStarted;
@@ -76,7 +95,12 @@ class ControlLoop {
   std::vector<DriveSpec> drives_;
 
   std::unique_ptr<Machine> machine_;
+  bool machine_started_ = false;  // a restored VM's vCPUs start at its first resume
   std::thread stop_waiter_;
+  // Snapshot save: runs on saver_ while the control thread keeps serving (stats, progress).
+  SnapshotProgress progress_;
+  std::thread saver_;
+  std::function<void(ApiResponse)> save_reply_;
   bool done_ = false;
   int exit_status_ = 0;
   bool power_off_requested_ = false;

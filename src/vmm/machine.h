@@ -2,10 +2,26 @@
 // real; tests implement it with a fake to drive the lifecycle without KVM.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+
+#include "api/api_request.h"
+#include "base/result.h"
 #include "stats/stats_source.h"
 #include "vcpu/stop_event.h"
 
 namespace tern {
+
+/// What one snapshot save did (PUT /snapshot/create, `tern snapshot`).
+struct SnapshotReport {
+  uint64_t total_bytes = 0;    ///< Guest RAM saved (bytes), zero pages included.
+  uint64_t written_bytes = 0;  ///< Bytes actually written to the memory file (non-zero pages).
+  uint64_t state_bytes = 0;    ///< Size of the state file.
+  double seconds = 0;          ///< Whole save: quiesce, state, memory file, state file.
+};
+
+/// Called by a save with guest RAM bytes done (zero pages included) and the total.
+using SaveProgress = std::function<void(uint64_t done_bytes, uint64_t total_bytes)>;
 
 /// A built, not yet started VM. Every call except wait_stopped() and stop() comes from the control
 /// thread.
@@ -25,6 +41,12 @@ class Machine {
   virtual void resume() = 0;
   /// Types Ctrl+Alt+Del on the guest's keyboard; false if it cannot take it now.
   virtual bool send_ctrl_alt_del() = 0;
+  /// Saves the VM (which the caller has paused) to spec's state and memory files; the VM stays
+  /// paused and can resume afterwards. May run on a thread other than the control thread while
+  /// the control thread only reads stats. Errors (ENOSPC, EACCES, ...) name the file; a failed
+  /// save leaves no partial file behind and the VM intact.
+  [[nodiscard]] virtual Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec& spec,
+                                                             const SaveProgress& progress) = 0;
   /// The VM's statistics (GET /tern/stats, /tern/metrics).
   [[nodiscard]] virtual const StatsSource& stats() const = 0;
 };

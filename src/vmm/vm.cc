@@ -11,6 +11,7 @@
 #include "vmm/host_check.h"
 #include "vmm/legacy_devices.h"
 #include "vmm/pci_devices.h"
+#include "virtio/block/virtio_block.h"
 
 namespace tern {
 
@@ -28,37 +29,12 @@ Result<std::unique_ptr<Vm>> Vm::create(const BootInputs& inputs) {
 
 Result<void> Vm::build(const BootInputs& in) {
   const VmConfig& c = in.config;
-  // 1. KVM: capabilities first, so a host that cannot run us says why.
-  auto sys = KvmSystem::open();
-  if (!sys) return fail("/dev/kvm", sys.error().message());
-  kvm_.emplace(std::move(*sys));
-  TRY(kvm_->require(KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP"));
-  TRY(kvm_->require(KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY"));
-  TRY(kvm_->require(KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR"));
-  TRY(kvm_->require(KVM_CAP_PIT2, "KVM_CAP_PIT2"));
-  TRY(kvm_->require(KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID"));
-  TRY(kvm_->require(KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT"));
-  int max_vcpus = kvm_->check_extension(KVM_CAP_MAX_VCPUS);
-  if (max_vcpus > 0 && c.vcpus > static_cast<uint32_t>(max_vcpus))
-    return fail("--cpus", std::to_string(c.vcpus) + " exceeds this host KVM's maximum of " +
-                              std::to_string(max_vcpus));
-  ASSIGN_OR_RETURN(KvmVm vm, kvm_->create_vm());
-  vm_.emplace(std::move(vm));
-  // Order: TSS and identity map before the irqchip and any vCPU (VMX requirement); irqchip before
-  // the PIT and before vCPUs are created, so each vCPU gets an in-kernel LAPIC.
-  TRY(vm_->set_tss_addr(x86::kTssAddr));
-  TRY(vm_->set_identity_map_addr(x86::kIdentityMapAddr));
-  TRY(vm_->create_irqchip());
-  TRY(vm_->create_pit2());
-
+  TRY(build_kvm(c.vcpus));
   // 2. Guest RAM and memslots.
   auto specs = x86::ram_regions(c.memory_bytes);
   auto mem = GuestMemory::create(specs);
   if (!mem) return fail("--memory", mem.error().message());
-  memory_.emplace(std::move(*mem));
-  uint32_t slot = 0;
-  for (const auto& r : memory_->regions())
-    TRY(vm_->set_user_memory_region(slot++, r.gpa, r.size, r.host));
+  TRY(add_memory(std::move(*mem)));
 
   // 3. Kernel, initrd, command line, boot_params, firmware tables, page tables.
   auto boot = x86::load_linux(*memory_, c.memory_bytes, in.kernel, c.cmdline, in.initrd);
@@ -70,9 +46,67 @@ Result<void> Vm::build(const BootInputs& in) {
   TRY(x86::write_boot_page_tables_and_gdt(*memory_));
 
   // 4. Devices.
+  TRY(build_devices(in.console, in.disks));
+  // 5. vCPUs: CPUID before MSRs/regs (KVM validates some state against CPUID).
+  for (uint32_t i = 0; i < c.vcpus; ++i) {
+    ASSIGN_OR_RETURN(KvmVcpu * vcpu, add_vcpu(i, c.vcpus));
+    TRY(x86::setup_boot_vcpu(*vcpu, boot->entry_rip, boot->boot_params_gpa));
+  }
+  build_stats();
+  machine_.memory_bytes = c.memory_bytes;
+  machine_.vcpus = c.vcpus;
+  machine_.cmdline = c.cmdline;
+  for (size_t i = 0; i < in.disks.size(); ++i) {
+    auto* blk = dynamic_cast<VirtioBlock*>(in.disks[i].get());
+    TERN_CHECK(blk != nullptr && i < c.disks.size());
+    machine_.disks.push_back({c.disks[i], blk->disk().size_bytes()});
+  }
+  spdlog::debug("VM ready: {} vCPU(s), {} RAM, kernel entry {:#x}", c.vcpus,
+                format_size(c.memory_bytes), boot->entry_rip);
+  return {};
+}
+
+Result<void> Vm::build_kvm(uint32_t vcpus) {
+  // 1. KVM: capabilities first, so a host that cannot run us says why.
+  auto sys = KvmSystem::open();
+  if (!sys) return fail("/dev/kvm", sys.error().message());
+  kvm_.emplace(std::move(*sys));
+  TRY(kvm_->require(KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP"));
+  TRY(kvm_->require(KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY"));
+  TRY(kvm_->require(KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR"));
+  TRY(kvm_->require(KVM_CAP_PIT2, "KVM_CAP_PIT2"));
+  TRY(kvm_->require(KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID"));
+  TRY(kvm_->require(KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT"));
+  int max_vcpus = kvm_->check_extension(KVM_CAP_MAX_VCPUS);
+  if (max_vcpus > 0 && vcpus > static_cast<uint32_t>(max_vcpus))
+    return fail("--cpus", std::to_string(vcpus) + " exceeds this host KVM's maximum of " +
+                              std::to_string(max_vcpus));
+  ASSIGN_OR_RETURN(KvmVm vm, kvm_->create_vm());
+  vm_.emplace(std::move(vm));
+  // Order: TSS and identity map before the irqchip and any vCPU (VMX requirement); irqchip before
+  // the PIT and before vCPUs are created, so each vCPU gets an in-kernel LAPIC.
+  TRY(vm_->set_tss_addr(x86::kTssAddr));
+  TRY(vm_->set_identity_map_addr(x86::kIdentityMapAddr));
+  TRY(vm_->create_irqchip());
+  TRY(vm_->create_pit2());
+  ASSIGN_OR_RETURN(supported_cpuid_, kvm_->supported_cpuid());
+  tsc_deadline_ = kvm_->check_extension(KVM_CAP_TSC_DEADLINE_TIMER) > 0;
+  return {};
+}
+
+Result<void> Vm::add_memory(GuestMemory mem) {
+  memory_.emplace(std::move(mem));
+  uint32_t slot = 0;
+  for (const auto& r : memory_->regions())
+    TRY(vm_->set_user_memory_region(slot++, r.gpa, r.size, r.host));
+  return {};
+}
+
+Result<void> Vm::build_devices(const ConsoleTarget& console,
+                               const std::vector<std::shared_ptr<VirtioDevice>>& disks) {
   KvmVm* kvm_vm = &*vm_;
   ASSIGN_OR_RETURN(devices_, LegacyDevices::create(
-                                 in.console,
+                                 console,
                                  [kvm_vm](uint32_t irq, bool level) {
                                    static RateLimit limit;
                                    auto r = kvm_vm->irq_line(irq, level);
@@ -84,27 +118,25 @@ Result<void> Vm::build(const BootInputs& in) {
                                  stop_));
   TRY(devices_->attach(pio_));
   // PCI bus 0 (always: the DSDT describes its host bridge), virtio-blk disks in --disk order.
-  ASSIGN_OR_RETURN(pci_, PciDevices::create(*vm_, *memory_, in.disks));
+  ASSIGN_OR_RETURN(pci_, PciDevices::create(*vm_, *memory_, disks));
   TRY(pci_->attach(pio_, mmio_));
+  return {};
+}
 
-  // 5. vCPUs: CPUID before MSRs/regs (KVM validates some state against CPUID).
-  ASSIGN_OR_RETURN(auto supported, kvm_->supported_cpuid());
-  const bool tsc_deadline = kvm_->check_extension(KVM_CAP_TSC_DEADLINE_TIMER) > 0;
+Result<KvmVcpu*> Vm::add_vcpu(uint32_t id, uint32_t count) {
   VcpuThread::install_kick_handler();
-  for (uint32_t i = 0; i < c.vcpus; ++i) {
-    ASSIGN_OR_RETURN(KvmVcpu vcpu, vm_->create_vcpu(i));
-    TRY(vcpu.set_cpuid(x86::vcpu_cpuid(supported, i, c.vcpus, tsc_deadline)));
-    TRY(x86::setup_boot_vcpu(vcpu, boot->entry_rip, boot->boot_params_gpa));
-    vcpus_.push_back(std::make_unique<VcpuThread>(std::move(vcpu), pio_, mmio_, stop_));
-  }
+  ASSIGN_OR_RETURN(KvmVcpu vcpu, vm_->create_vcpu(id));
+  TRY(vcpu.set_cpuid(x86::vcpu_cpuid(supported_cpuid_, id, count, tsc_deadline_)));
+  vcpus_.push_back(std::make_unique<VcpuThread>(std::move(vcpu), pio_, mmio_, stop_));
+  return &vcpus_.back()->vcpu();
+}
+
+void Vm::build_stats() {
   // 6. Statistics: in-kernel stats fds are optional (older kernels, some software KVMs).
   stats_ = std::make_unique<VmStats>(pio_, mmio_, queues_);
   stats_->set_vm_kvm_stats(KvmStatsReader::open(vm_->fd()));
   for (auto& v : vcpus_)
     stats_->add_vcpu(v->vcpu().id(), v->stats(), KvmStatsReader::open(v->vcpu().fd()));
-  spdlog::debug("VM ready: {} vCPU(s), {} RAM, kernel entry {:#x}", c.vcpus,
-                format_size(c.memory_bytes), boot->entry_rip);
-  return {};
 }
 
 StopEvent Vm::run() {

@@ -14,7 +14,11 @@
 #include "stats/vm_stats.h"
 #include "vcpu/stop_event.h"
 #include "vcpu/vcpu_thread.h"
+#include "snapshot/machine_state.h"
+#include "snapshot/state_file.h"
 #include "vmm/boot_inputs.h"
+#include "vmm/machine.h"
+#include "vmm/restore_inputs.h"
 
 namespace tern {
 
@@ -26,6 +30,10 @@ class Vm {
   /// Builds the whole VM from validated inputs (see prepare_boot()): KVM VM, RAM, kernel, firmware
   /// tables, devices, vCPUs. Errors here are host/KVM failures. No vCPU runs until run().
   static Result<std::unique_ptr<Vm>> create(const BootInputs& inputs);
+  /// Rebuilds a VM from a snapshot (see prepare_restore()): KVM VM, RAM mapped copy-on-write from
+  /// the memory file, devices, vCPUs, and every saved state applied in KVM's order (vm_snapshot.cc).
+  /// No vCPU runs until start(). Errors name the section or file.
+  static Result<std::unique_ptr<Vm>> restore(const RestoreInputs& inputs);
   ~Vm();
 
   /// Starts the vCPUs and console and blocks until the guest stops (or stop() is called).
@@ -47,6 +55,12 @@ class Vm {
   void pause();
   /// Lets paused vCPUs run again.
   void resume();
+  /// Saves the VM to spec's files. The vCPUs must be parked (pause()) or never started. Devices
+  /// are quiesced (in-flight disk requests completed) for the save and resumed after it; the VM
+  /// itself stays paused. Writes the memory file, then the state file (so a state file on disk
+  /// always has its memory file); a failure removes both. See vm_snapshot.cc.
+  [[nodiscard]] Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec& spec,
+                                                     const SaveProgress& progress);
   /// Types Ctrl+Alt+Del on the i8042 keyboard. False if the guest's keyboard cannot take it.
   bool send_ctrl_alt_del();
 
@@ -61,8 +75,22 @@ class Vm {
  private:
   Vm() = default;
   Result<void> build(const BootInputs& in);
+  Result<void> build_restored(const RestoreInputs& in);
+  // The pieces both builds share, in the order they run.
+  Result<void> build_kvm(uint32_t vcpus);
+  Result<void> add_memory(GuestMemory mem);
+  Result<void> build_devices(const ConsoleTarget& console,
+                             const std::vector<std::shared_ptr<VirtioDevice>>& disks);
+  /// Creates vCPU `id` of `count` with its CPUID; returns it (owned by its VcpuThread).
+  Result<KvmVcpu*> add_vcpu(uint32_t id, uint32_t count);
+  void build_stats();
+  Result<snap::StateFile> collect_state();
 
   std::optional<KvmSystem> kvm_;
+  std::vector<kvm_cpuid_entry2> supported_cpuid_;
+  bool tsc_deadline_ = false;
+  snap::MachineState machine_;     // what a snapshot needs to rebuild this VM
+  std::vector<uint32_t> msr_list_;  // MSRs a snapshot saves (computed at the first save)
   std::optional<KvmVm> vm_;
   std::optional<GuestMemory> memory_;
   Bus pio_{"pio"};

@@ -21,6 +21,10 @@ class VmMachine : public Machine {
   void pause() override { vm_->pause(); }
   void resume() override { vm_->resume(); }
   bool send_ctrl_alt_del() override { return vm_->send_ctrl_alt_del(); }
+  Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec& spec,
+                                       const SaveProgress& progress) override {
+    return vm_->save_snapshot(spec, progress);
+  }
   [[nodiscard]] const StatsSource& stats() const override { return vm_->stats(); }
 
  private:
@@ -50,6 +54,18 @@ Result<void> apply_drives(const std::vector<DriveSpec>& drives, VmConfig& config
     config.cmdline += " root=" + dev + (root.disk.read_only ? " ro" : " rw");
   }
   return {};
+}
+
+tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine(
+    const SnapshotLoadSpec& spec, const std::string& console) {
+  // User input first (the files), then the host.
+  auto inputs = prepare_restore(spec, console);
+  if (!inputs) return tl::unexpected(StartFailure{kExitError, inputs.error()});
+  if (::access("/dev/kvm", R_OK | W_OK) != 0 || !host_has_hw_virt())
+    return tl::unexpected(StartFailure{kExitNoHwVirt, Error{no_hw_virt_message(), "", 0}});
+  auto vm = Vm::restore(*inputs);
+  if (!vm) return tl::unexpected(StartFailure{kExitError, vm.error()});
+  return std::make_unique<VmMachine>(std::move(*vm));
 }
 
 tl::expected<std::unique_ptr<Machine>, StartFailure> create_vm_machine(

@@ -26,6 +26,11 @@ struct StartFailure {
 [[nodiscard]] tl::expected<std::unique_ptr<Machine>, StartFailure> create_vm_machine(
     const VmConfig& config, const std::vector<DriveSpec>& drives);
 
+/// Checks the snapshot (prepare_restore()), then the host, and rebuilds the VM it describes with
+/// its state applied; the guest console goes to `console`. Nothing runs until Machine::start().
+[[nodiscard]] tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine(
+    const SnapshotLoadSpec& spec, const std::string& console);
+
 /// Puts the validated drives into `config.disks` (the root device first, as /dev/vda, adding
 /// root=/dev/vda or root=PARTUUID=... to the command line when it names no root=).
 [[nodiscard]] Result<void> apply_drives(const std::vector<DriveSpec>& drives, VmConfig& config);

@@ -9,7 +9,8 @@
 
 namespace tern {
 
-int run_vmm(ControlLoop& loop, EventLog& events, const std::string& api_sock, bool start_now) {
+int run_vmm(ControlLoop& loop, EventLog& events, const std::string& api_sock, bool start_now,
+            const std::function<tl::expected<void, StartFailure>()>& first) {
   // Block the stop signals before any thread exists, so they reach the watcher only.
   CommandQueue& q = loop.queue();
   auto watcher = SignalWatcher::start([&q](int s) { q.push(cmd::Signal{s}); });
@@ -31,8 +32,8 @@ int run_vmm(ControlLoop& loop, EventLog& events, const std::string& api_sock, bo
     }
     server = std::move(*s);
   }
-  if (start_now) {
-    auto ok = loop.start();
+  if (start_now || first) {
+    auto ok = first ? first() : loop.start();
     if (!ok) {
       std::fprintf(stderr, "tern: %s\n", ok.error().error.message().c_str());
       return ok.error().exit_status;
@@ -46,7 +47,7 @@ int run_vmm(ControlLoop& loop, EventLog& events, const std::string& api_sock, bo
 
 int run_vmm_command(const VmmOptions& o) {
   EventLog events;
-  auto loop = ControlLoop::create(create_vm_machine, events);
+  auto loop = ControlLoop::create(create_vm_machine, events, create_restored_machine);
   if (!loop) {
     std::fprintf(stderr, "tern: %s\n", loop.error().message().c_str());
     return kExitError;

@@ -80,7 +80,7 @@ TEST(PauseResume, HundredCyclesParkedAndConsistent) {
     ASSERT_TRUE(dev->wait_beyond(dev->echoes())) << "guest not running, cycle " << cycle;
     t.request_pause();
     t.wait_paused();
-    ASSERT_EQ(t.state(), VcpuState::kPaused) << "cycle " << cycle;
+    ASSERT_EQ(t.state(), VcpuThreadState::kPaused) << "cycle " << cycle;
     uint64_t at_pause = dev->echoes();
     // Parked on a condition variable: the kernel reports the thread sleeping. It is briefly
     // runnable between announcing kPaused and blocking, so look until it is seen asleep (a spinning
@@ -101,7 +101,7 @@ TEST(PauseResume, HundredCyclesParkedAndConsistent) {
   t.wait_paused();
   t.stop();
   t.join();
-  EXPECT_EQ(t.state(), VcpuState::kExited);
+  EXPECT_EQ(t.state(), VcpuThreadState::kExited);
 }
 
 TEST(PauseResume, ResumeBeforeParkedAndPauseWhenExited) {
@@ -115,12 +115,12 @@ TEST(PauseResume, ResumeBeforeParkedAndPauseWhenExited) {
   t.request_pause();
   t.resume();  // may land before the thread parks: it must simply keep running
   ASSERT_TRUE(dev->wait_beyond(dev->echoes()));
-  EXPECT_EQ(t.state(), VcpuState::kRunning);
+  EXPECT_EQ(t.state(), VcpuThreadState::kRunning);
   t.stop();
   t.join();
   t.request_pause();  // no-op on an exited thread
   t.wait_paused();    // returns at once
-  EXPECT_EQ(t.state(), VcpuState::kExited);
+  EXPECT_EQ(t.state(), VcpuThreadState::kExited);
   EXPECT_EQ(dev->mismatches(), 0u);
 }
 

@@ -1,0 +1,24 @@
+// The sections of a tern state file (state_file.h) and their versions. A reader refuses a section
+// version it does not know; a new field means a new section version.
+#pragma once
+
+#include <cstdint>
+
+namespace tern::snap {
+
+/// Section ids. vCPU i is kVcpuBase + i.
+enum SectionId : uint32_t {
+  kMachineSection = 1,  ///< MachineState: RAM size, vCPU count, command line, disks.
+  kVmKvmSection = 2,    ///< VmKvmState: PIC, IOAPIC, PIT, kvmclock.
+  kLegacySection = 3,   ///< LegacyDevices: 8250, i8042, RTC, ACPI PM.
+  kPciSection = 4,      ///< PciDevices: PCI config spaces, MSI-X, virtio-pci transports, queues.
+  kVcpuBase = 0x100,    ///< VcpuState of vCPU (id - kVcpuBase).
+};
+
+inline constexpr uint32_t kMachineSectionVersion = 1;
+inline constexpr uint32_t kVmKvmSectionVersion = 1;
+inline constexpr uint32_t kLegacySectionVersion = 1;
+inline constexpr uint32_t kPciSectionVersion = 1;
+inline constexpr uint32_t kVcpuSectionVersion = 1;
+
+}  // namespace tern::snap

@@ -1,0 +1,88 @@
+#include "vmm/restore_inputs.h"
+
+#include <fcntl.h>
+
+#include "arch/x86/layout.h"
+#include "base/size.h"
+#include "snapshot/memory_file.h"
+#include "snapshot/sections.h"
+#include "virtio/block/virtio_block.h"
+#include "vmm/boot_inputs.h"
+#include "vmm/host_check.h"
+
+namespace tern {
+
+namespace {
+
+// The section `id` with `version`, or an error naming it.
+Result<const snap::StateSection*> section(const snap::StateFile& f, uint32_t id, uint32_t version,
+                                          const std::string& name, const std::string& path) {
+  const snap::StateSection* s = f.find(id);
+  if (!s) return fail("snapshot", path + ": no " + name + " section");
+  if (s->version != version)
+    return fail("snapshot", path + ": " + name + " section version " + std::to_string(s->version) +
+                                " (this tern reads version " + std::to_string(version) + ")");
+  return s;
+}
+
+}  // namespace
+
+Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::string& console) {
+  RestoreInputs in;
+  const std::string& path = spec.snapshot_path;
+  ASSIGN_OR_RETURN(in.state, snap::read_state_file(path));
+
+  ASSIGN_OR_RETURN(auto* ms, section(in.state, snap::kMachineSection, snap::kMachineSectionVersion,
+                                     "machine", path));
+  snap::ByteReader mr(ms->data, path + ": machine section");
+  ASSIGN_OR_RETURN(in.machine, snap::decode_machine_state(mr));
+  uint64_t limit = host_memory_limit();
+  if (in.machine.memory_bytes > limit)
+    return fail("snapshot", path + ": the guest has " + format_size(in.machine.memory_bytes) +
+                                " of RAM, more than this host can back (" + format_size(limit) + ")");
+
+  ASSIGN_OR_RETURN(auto* ks, section(in.state, snap::kVmKvmSection, snap::kVmKvmSectionVersion,
+                                     "KVM VM", path));
+  snap::ByteReader kr(ks->data, path + ": KVM VM section");
+  ASSIGN_OR_RETURN(in.vm_kvm, decode_vm_kvm_state(kr));
+  TRY(kr.expect_end());
+  for (uint32_t i = 0; i < in.machine.vcpus; ++i) {
+    std::string name = "vCPU " + std::to_string(i);
+    ASSIGN_OR_RETURN(auto* vs, section(in.state, snap::kVcpuBase + i, snap::kVcpuSectionVersion,
+                                       name, path));
+    snap::ByteReader vr(vs->data, path + ": " + name + " section");
+    ASSIGN_OR_RETURN(auto v, decode_vcpu_state(vr));
+    TRY(vr.expect_end());
+    in.vcpus.push_back(std::move(v));
+  }
+  TRY(section(in.state, snap::kLegacySection, snap::kLegacySectionVersion, "legacy devices", path));
+  TRY(section(in.state, snap::kPciSection, snap::kPciSectionVersion, "PCI devices", path));
+
+  // The memory file: long enough for the saved layout (a short file would fault the guest later).
+  auto specs = x86::ram_regions(in.machine.memory_bytes);
+  TRY(snap::check_memory_file(spec.mem_file_path, specs));
+  int fd = ::open(spec.mem_file_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail_errno("snapshot memory file", spec.mem_file_path);
+  in.mem_fd = UniqueFd(fd);
+
+  auto target = ConsoleTarget::parse(console, "--console");
+  if (!target) return tl::unexpected(target.error());
+  in.console = *target;
+
+  // Disks: contents live in the images, so each must still be there with the size it had.
+  for (size_t i = 0; i < in.machine.disks.size(); ++i) {
+    const snap::SavedDisk& d = in.machine.disks[i];
+    std::string name = "snapshot disk " + std::to_string(i);
+    auto blk = VirtioBlock::create(d.config, "virtio-blk" + std::to_string(i));
+    if (!blk) return fail(name, blk.error().message());
+    uint64_t now = (*blk)->disk().size_bytes();
+    if (now != d.size_bytes)
+      return fail(name, d.config.path + ": image is " + std::to_string(now) +
+                            " bytes, the snapshot was taken with " + std::to_string(d.size_bytes) +
+                            " (the disk changed size)");
+    in.disks.push_back(std::move(*blk));
+  }
+  return in;
+}
+
+}  // namespace tern

@@ -1,0 +1,38 @@
+// RestoreInputs: a snapshot read and validated — state file, memory file, disks — before KVM or
+// any thread is touched (the restore counterpart of BootInputs).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/api_request.h"
+#include "base/fd.h"
+#include "base/result.h"
+#include "devices/console/console_target.h"
+#include "kvm/vcpu_state.h"
+#include "kvm/vm_kvm_state.h"
+#include "snapshot/machine_state.h"
+#include "snapshot/state_file.h"
+#include "virtio/virtio_device.h"
+
+namespace tern {
+
+struct RestoreInputs {
+  snap::StateFile state;          ///< All sections (device sections are decoded by the devices).
+  snap::MachineState machine;     ///< The VM to rebuild.
+  VmKvmState vm_kvm;              ///< PIC, IOAPIC, PIT, kvmclock.
+  std::vector<VcpuState> vcpus;   ///< One per vCPU, in id order.
+  ConsoleTarget console;
+  std::vector<std::shared_ptr<VirtioDevice>> disks;  ///< Re-opened, same order as saved.
+  UniqueFd mem_fd;                ///< The memory file, open read-only.
+};
+
+/// Reads and checks a snapshot: the state file (magic, format version, checksum, every section
+/// present and decodable), the memory file (exists, long enough for the saved RAM layout), each
+/// disk image (still there, same size as when saved, opened with the saved options) and the
+/// console target. Errors name the file and what is wrong; nothing is built.
+[[nodiscard]] Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec,
+                                                    const std::string& console);
+
+}  // namespace tern

@@ -1,0 +1,183 @@
+#include "vmm/snapshot_command.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "api/api_client.h"
+#include "base/size.h"
+#include "stats/stats_table.h"
+#include "vmm/control_loop.h"
+#include "vmm/exit_status.h"
+#include "vmm/vmm_runner.h"
+
+namespace tern {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int die(const std::string& msg) {
+  std::fprintf(stderr, "tern: snapshot: %s\n", msg.c_str());
+  return kExitError;
+}
+
+std::string fault_of(const HttpReply& r) {
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_object() && j.contains("fault_message") && j["fault_message"].is_string())
+    return j["fault_message"].get<std::string>();
+  return "HTTP " + std::to_string(r.status) + " " + r.body;
+}
+
+// One progress line: "[#####.....] 312/1024 MiB  845 MiB/s". On a terminal it redraws in place.
+void draw_progress(const nlohmann::json& s, bool tty) {
+  uint64_t done = s.value("done_bytes", uint64_t{0}), total = s.value("total_bytes", uint64_t{0});
+  uint64_t rate = s.value("bytes_per_s", uint64_t{0});
+  int filled = total ? static_cast<int>(30 * done / total) : 0;
+  std::string bar(filled, '#');
+  bar.resize(30, '.');
+  std::fprintf(stderr, "%stern: snapshot [%s] %llu/%llu MiB  %llu MiB/s%s", tty ? "\r" : "",
+               bar.c_str(), static_cast<unsigned long long>(done >> 20),
+               static_cast<unsigned long long>(total >> 20),
+               static_cast<unsigned long long>(rate >> 20), tty ? "" : "\n");
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+CLI::App* add_snapshot_command(CLI::App& app, SnapshotOptions& o) {
+  CLI::App* c = app.add_subcommand(
+      "snapshot", "Save a running tern's VM to a state file and a memory file (through its API)");
+  c->add_option("--api-sock", o.api_sock, "The running tern's API socket")->required();
+  c->add_option("--state", o.state, "State file to write (vCPU, device and KVM state)")->required();
+  c->add_option("--mem", o.mem, "Memory file to write (guest RAM by guest-physical address, sparse)")
+      ->required();
+  c->add_option("--rate-limit", o.rate_limit,
+                "Cap the memory file write rate, bytes per second, e.g. 100M (default: none)");
+  c->add_flag("--direct", o.direct, "Write the memory file with O_DIRECT (bypass the page cache)");
+  c->add_flag("--exit", o.exit_after, "Power the VM off once saved (its tern exits with status 0)");
+  c->add_flag("--keep-paused", o.keep_paused, "Leave the VM paused once saved");
+  return c;
+}
+
+CLI::App* add_restore_command(CLI::App& app, RestoreOptions& o) {
+  CLI::App* c = app.add_subcommand(
+      "restore", "Rebuild a VM from a snapshot in this process and run it until it stops");
+  c->add_option("--state", o.state, "State file written by tern snapshot")->required();
+  c->add_option("--mem", o.mem, "Memory file written by tern snapshot (mapped copy-on-write)")
+      ->required();
+  c->add_option("--api-sock", o.api_sock, "Serve the control API on this Unix socket");
+  c->add_flag("--resume", o.resume,
+              "Resume the guest at once (default: wait paused for PATCH /vm Resumed)");
+  c->add_option("--console", o.console, "Guest serial console: stdio or file:PATH")
+      ->capture_default_str();
+  c->add_flag("--stats-on-exit", o.stats_on_exit,
+              "Print exit, device, KVM and CPU statistics on stderr when the VM stops");
+  return c;
+}
+
+int run_snapshot(const SnapshotOptions& o) {
+  if (o.exit_after && o.keep_paused) return die("--exit and --keep-paused exclude each other");
+  uint64_t rate = 0;
+  if (!o.rate_limit.empty()) {
+    auto r = parse_size(o.rate_limit, "--rate-limit");
+    if (!r) return die(r.error().message());
+    rate = *r;
+  }
+  nlohmann::json body = {{"snapshot_type", "Full"},
+                         {"snapshot_path", o.state},
+                         {"mem_file_path", o.mem},
+                         {"rate_limit_bytes_per_s", rate},
+                         {"direct", o.direct}};
+  auto info = api_request(o.api_sock, "GET", "/");
+  if (!info) return die(info.error().message());
+  auto state = nlohmann::json::parse(info->body, nullptr, false).value("state", std::string());
+  bool paused_here = false;
+  auto pause_t0 = Clock::now();
+  if (state == "Running") {
+    auto r = api_request(o.api_sock, "PATCH", "/vm", R"({"state":"Paused"})");
+    if (!r) return die(r.error().message());
+    if (r->status >= 300) return die("pause: " + fault_of(*r));
+    paused_here = true;
+  } else if (state != "Paused") {
+    return die("the VM is " + (state.empty() ? std::string("unknown") : state) +
+               "; only a running or paused VM can be saved");
+  }
+  auto resume_if_paused_here = [&] {
+    if (paused_here) (void)api_request(o.api_sock, "PATCH", "/vm", R"({"state":"Resumed"})");
+  };
+
+  const bool tty = ::isatty(STDERR_FILENO);
+  auto create = std::async(std::launch::async, [&] {
+    return api_request(o.api_sock, "PUT", "/snapshot/create", body.dump(), std::chrono::hours(24));
+  });
+  auto last_line = Clock::now() - std::chrono::seconds(10);
+  while (create.wait_for(std::chrono::milliseconds(tty ? 100 : 250)) != std::future_status::ready) {
+    if (!tty && Clock::now() - last_line < std::chrono::seconds(1)) continue;
+    auto st = api_request(o.api_sock, "GET", "/tern/stats");
+    if (!st || st->status != 200) continue;
+    auto j = nlohmann::json::parse(st->body, nullptr, false);
+    if (!j.is_object() || !j.contains("snapshot")) continue;
+    if (j["snapshot"].value("phase", "") != "saving") continue;
+    draw_progress(j["snapshot"], tty);
+    last_line = Clock::now();
+  }
+  auto created = create.get();
+  if (tty) std::fputc('\n', stderr);
+  if (!created) {
+    resume_if_paused_here();
+    return die(created.error().message());
+  }
+  if (created->status >= 300) {
+    resume_if_paused_here();
+    return die(fault_of(*created) + (paused_here ? " (the VM was resumed)" : ""));
+  }
+  nlohmann::json done;
+  if (auto st = api_request(o.api_sock, "GET", "/tern/stats"); st && st->status == 200) {
+    auto j = nlohmann::json::parse(st->body, nullptr, false);
+    if (j.is_object() && j.contains("snapshot")) done = j["snapshot"];
+  }
+  if (o.exit_after) {
+    auto r = api_request(o.api_sock, "PUT", "/tern/power-off");
+    if (!r || r->status >= 300)
+      return die("saved, but power-off failed: " + (r ? fault_of(*r) : r.error().message()));
+  } else if (!o.keep_paused) {
+    resume_if_paused_here();
+  }
+  double pause_ms =
+      paused_here ? std::chrono::duration<double, std::milli>(Clock::now() - pause_t0).count() : 0;
+  double secs = done.value("seconds", 0.0);
+  uint64_t total = done.value("total_bytes", uint64_t{0});
+  std::fprintf(stderr,
+               "tern: snapshot: wrote %s and %s: %llu MiB (%llu MiB allocated) in %.3f s "
+               "(%.0f MiB/s), paused %.0f ms\n",
+               o.state.c_str(), o.mem.c_str(), static_cast<unsigned long long>(total >> 20),
+               static_cast<unsigned long long>(done.value("written_bytes", uint64_t{0}) >> 20),
+               secs, secs > 0 ? (total / 1048576.0) / secs : 0.0, pause_ms);
+  return 0;
+}
+
+int run_restore(const RestoreOptions& o) {
+  EventLog events;
+  auto loop = ControlLoop::create(create_vm_machine, events, create_restored_machine);
+  if (!loop) {
+    std::fprintf(stderr, "tern: %s\n", loop.error().message().c_str());
+    return kExitError;
+  }
+  SnapshotLoadSpec spec{o.state, o.mem, o.resume};
+  ControlLoop* l = loop->get();
+  int status = run_vmm(**loop, events, o.api_sock, false,
+                       [l, &spec, &o] { return l->restore(spec, o.console); });
+  if (o.stats_on_exit) {
+    if (const StatsSource* stats = (*loop)->stats())
+      std::fputs(render_summary(stats->stats_json()).c_str(), stderr);
+  }
+  return status;
+}
+
+}  // namespace tern

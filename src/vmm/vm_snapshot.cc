@@ -1,0 +1,139 @@
+// Vm save and restore (issue #5): what is saved, and the order KVM needs it applied in.
+#include <unistd.h>
+
+#include <chrono>
+
+#include "arch/x86/layout.h"
+#include "base/log.h"
+#include "kvm/vcpu_state.h"
+#include "kvm/vm_kvm_state.h"
+#include "snapshot/memory_file.h"
+#include "snapshot/sections.h"
+#include "vmm/legacy_devices.h"
+#include "vmm/pci_devices.h"
+#include "vmm/vm.h"
+
+namespace tern {
+
+namespace {
+
+snap::StateSection make_section(uint32_t id, uint32_t version, snap::ByteWriter& w) {
+  return snap::StateSection{id, version, w.take()};
+}
+
+// Unquiesces the PCI devices when the save is over, whatever happened.
+struct Unquiesce {
+  PciDevices* pci;
+  ~Unquiesce() { pci->unquiesce(); }
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Vm>> Vm::restore(const RestoreInputs& inputs) {
+  auto vm = std::unique_ptr<Vm>(new Vm());
+  TRY(vm->build_restored(inputs));
+  return vm;
+}
+
+// Restore order (each step's reason next to it). Nothing here runs a vCPU: their threads start at
+// the first resume, after every step below.
+Result<void> Vm::build_restored(const RestoreInputs& in) {
+  const snap::MachineState& m = in.machine;
+  // 1. KVM VM with its in-kernel irqchip and PIT, exactly as a boot creates them.
+  TRY(build_kvm(m.vcpus));
+  // 2. RAM: the memory file mapped MAP_PRIVATE at the same guest-physical layout. Pages are read
+  //    on first touch, so this costs the same for 128 MiB and 128 GiB.
+  auto specs = x86::ram_regions(m.memory_bytes);
+  auto mem = GuestMemory::create_from_file(specs, in.mem_fd.borrow());
+  if (!mem) return fail("snapshot memory file", mem.error().message());
+  TRY(add_memory(std::move(*mem)));
+  // 3. VM-wide KVM state: PIC, IOAPIC and PIT, then kvmclock. KVM_SET_CLOCK must come before any
+  //    vCPU runs (the guest's kvmclock pages are computed from it on first entry).
+  TRY(restore_vm_kvm_state(*vm_, in.vm_kvm));
+  // 4. Devices, created as at boot, then given their saved registers. The virtio-pci transports
+  //    re-place their BARs (ioeventfds), re-program MSI-X routes (GSI routing + irqfds) and
+  //    re-activate their devices at the saved ring positions.
+  TRY(build_devices(in.console, in.disks));
+  const snap::StateSection* legacy = in.state.find(snap::kLegacySection);
+  const snap::StateSection* pci = in.state.find(snap::kPciSection);
+  TERN_CHECK(legacy && pci);  // prepare_restore() checked
+  snap::ByteReader lr(legacy->data, "snapshot: legacy devices section");
+  TRY(devices_->restore_state(lr));
+  TRY(lr.expect_end());
+  snap::ByteReader pr(pci->data, "snapshot: PCI devices section");
+  TRY(pci_->restore_state(pr));
+  TRY(pr.expect_end());
+  // 5. vCPUs: CPUID first (KVM checks MSRs and XSAVE state against it), then the saved state in
+  //    restore_vcpu_state()'s order (kvm/vcpu_state.cc: sregs before LAPIC, LAPIC before MSRs,
+  //    TSC before TSC_DEADLINE, events last).
+  for (uint32_t i = 0; i < m.vcpus; ++i) {
+    ASSIGN_OR_RETURN(KvmVcpu * vcpu, add_vcpu(i, m.vcpus));
+    if (auto ok = restore_vcpu_state(*vcpu, in.vcpus[i]); !ok)
+      return fail("snapshot: vCPU " + std::to_string(i), ok.error().message());
+  }
+  build_stats();
+  machine_ = m;
+  spdlog::debug("VM restored: {} vCPU(s), {} RAM", m.vcpus, format_size(m.memory_bytes));
+  return {};
+}
+
+Result<snap::StateFile> Vm::collect_state() {
+  snap::StateFile f;
+  f.tern_version = TERN_VERSION;
+  snap::ByteWriter w;
+  snap::encode_machine_state(w, machine_);
+  f.sections.push_back(make_section(snap::kMachineSection, snap::kMachineSectionVersion, w));
+
+  ASSIGN_OR_RETURN(auto vm_state, save_vm_kvm_state(*vm_));
+  encode_vm_kvm_state(w, vm_state);
+  f.sections.push_back(make_section(snap::kVmKvmSection, snap::kVmKvmSectionVersion, w));
+
+  if (msr_list_.empty() && !vcpus_.empty())
+    ASSIGN_OR_RETURN(msr_list_, snapshot_msr_list(*kvm_, vcpus_.front()->vcpu()));
+  for (auto& v : vcpus_) {
+    ASSIGN_OR_RETURN(auto s, save_vcpu_state(v->vcpu(), msr_list_));
+    encode_vcpu_state(w, s);
+    f.sections.push_back(
+        make_section(snap::kVcpuBase + v->vcpu().id(), snap::kVcpuSectionVersion, w));
+  }
+  devices_->save_state(w);
+  f.sections.push_back(make_section(snap::kLegacySection, snap::kLegacySectionVersion, w));
+  pci_->save_state(w);
+  f.sections.push_back(make_section(snap::kPciSection, snap::kPciSectionVersion, w));
+  return f;
+}
+
+Result<SnapshotReport> Vm::save_snapshot(const SnapshotCreateSpec& spec,
+                                         const SaveProgress& progress) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (auto& v : vcpus_) {
+    VcpuThreadState s = v->state();
+    TERN_CHECK(s != VcpuThreadState::kRunning && s != VcpuThreadState::kPausing);
+  }
+  // A consistent point: vCPUs are parked outside KVM_RUN (any PIO/MMIO they had pending was
+  // completed by the immediate_exit re-entry), and no disk request is in flight.
+  pci_->quiesce();
+  Unquiesce unquiesce{pci_.get()};
+  ASSIGN_OR_RETURN(auto state, collect_state());
+
+  snap::MemorySaveOptions o;
+  o.direct = spec.direct;
+  o.rate_limit_bytes_per_s = spec.rate_limit_bytes_per_s;
+  o.progress = progress;
+  // Memory first, state last: a state file on disk always has a complete memory file beside it.
+  ASSIGN_OR_RETURN(auto mem, snap::save_memory_file(*memory_, spec.mem_file_path, o));
+  if (auto ok = snap::write_state_file(spec.snapshot_path, state); !ok) {
+    ::unlink(spec.mem_file_path.c_str());
+    return tl::unexpected(ok.error());
+  }
+  SnapshotReport r;
+  r.total_bytes = mem.total_bytes;
+  r.written_bytes = mem.written_bytes;
+  for (const auto& s : state.sections) r.state_bytes += s.data.size();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("snapshot: {} of RAM ({} written) to {} in {:.3f} s", format_size(r.total_bytes),
+               format_size(r.written_bytes), spec.mem_file_path, r.seconds);
+  return r;
+}
+
+}  // namespace tern

@@ -1,0 +1,182 @@
+#!/bin/sh
+# Runs inside the test host (L1), started by tests/e2e/snapshot_test.sh through testhost/run.sh.
+# Prints one line per check:  SNAP-CHECK name=<check> PASS|FAIL <detail>
+# Case 1: a 2-vCPU guest with a counter per vCPU and a disk writer (actions/snap-counter). A save to
+#   a full tmpfs and to a missing directory fail and the VM keeps running; the real save (while
+#   running) ends tern; every bad restore input is refused with its own message; PUT /snapshot/load
+#   into a tern that already has a VM is refused; then `tern restore --resume` continues the guest:
+#   counters go on from the saved values, timers tick on both vCPUs, the disk writer's records are
+#   all in the image, the console keeps printing.
+# Case 2: a 512 MiB guest with 128 MiB random data of which 64 MiB were zeroed (actions/snap-mem):
+#   the memory file's allocated blocks stay far below 512 MiB, and the data reads back identical.
+: "${SNAP_WAIT:=120}"
+[ -n "$TH_TERN" ] || { echo "SNAP-CHECK name=setup FAIL tern binary not in the test host"; exit 2; }
+command -v curl >/dev/null || { echo "SNAP-CHECK name=setup FAIL curl not in the test host"; exit 2; }
+T="$TH_TERN"
+fails=0
+check() {  # check NAME RESULT DETAIL
+    if [ "$2" = 0 ]; then echo "SNAP-CHECK name=$1 PASS $3"; else echo "SNAP-CHECK name=$1 FAIL $3"; fails=$((fails + 1)); fi
+}
+wait_for() {  # wait_for SECONDS COMMAND...: poll every 0.1 s
+    n=$(($1 * 10)); shift
+    while [ "$n" -gt 0 ]; do
+        "$@" && return 0
+        sleep 0.1
+        n=$((n - 1))
+    done
+    return 1
+}
+# last_n FILE CPU: the last counter value vCPU CPU printed (0 if none).
+last_n() { sed -n "s/^TERN-COUNT cpu=$2 n=\([0-9]*\) .*/\1/p" "$1" | tail -n 1 | grep . || echo 0; }
+first_n() { sed -n "s/^TERN-COUNT cpu=$2 n=\([0-9]*\) .*/\1/p" "$1" | head -n 1 | grep . || echo 0; }
+counted() { [ "$(sed -n "s/^TERN-COUNT cpu=$2 .*/x/p" "$1" | wc -l)" -ge "$3" ]; }
+last_rec() { sed -n 's/^TERN-REC n=\([0-9]*\).*/\1/p' "$1" | tail -n 1 | grep . || echo 0; }
+first_rec() { sed -n 's/^TERN-REC n=\([0-9]*\).*/\1/p' "$1" | head -n 1 | grep . || echo 0; }
+loc_of() { sed -n "s/^TERN-COUNT cpu=$2 n=[0-9]* loc=\([0-9]*\).*/\1/p" "$1" | sed -n "$3p"; }
+has() { grep -q "$2" "$1" 2>/dev/null; }
+api() {  # api SOCK METHOD PATH [BODY] -> "<body> <status>"
+    curl -s -m 60 --unix-socket "$1" -X "$2" -w ' %{http_code}' -H 'Content-Type: application/json' \
+        ${4:+-d "$4"} "http://localhost$3"
+}
+# restore_fails NAME WANT STATE MEM: tern restore must exit 1 with WANT in its message.
+restore_fails() {
+    out=$("$T" restore --state "$3" --mem "$4" --resume 2>&1 </dev/null)
+    rc=$?
+    case "$out" in *"$2"*) ok=0 ;; *) ok=1 ;; esac
+    [ "$rc" = 1 ] || ok=1
+    check "$1" "$ok" "rc=$rc $(echo "$out" | head -n 2 | tr '\n' ' ')"
+}
+
+# ---------------- case 1: counters on 2 vCPUs + disk writer ----------------
+truncate -s 64M /tmp/w.img
+cmd1="console=ttyS0 quiet tern.action=snap-counter"
+"$T" run --kernel "$TH_GUEST_KERNEL" --initrd "$TH_GUEST_INITRD" --cmdline "$cmd1" --cpus 2 \
+    --memory 256M --disk path=/tmp/w.img --api-sock /tmp/a.sock >/tmp/a.out 2>/tmp/a.err </dev/null &
+pid_a=$!
+wait_for "$SNAP_WAIT" sh -c "grep -q 'TERN-COUNT cpu=1 n=3 ' /tmp/a.out && grep -q 'TERN-REC n=3' /tmp/a.out"
+check guest-counting $? "$(grep -c TERN-COUNT /tmp/a.out) counter lines before the save"
+
+# A save to a full file system fails cleanly; nothing is left there; the VM keeps running.
+mkdir -p /mnt/full && mount -t tmpfs -o size=8m tmpfs /mnt/full
+out=$("$T" snapshot --api-sock /tmp/a.sock --state /mnt/full/s.state --mem /mnt/full/s.mem 2>&1)
+rc=$?
+case "$out" in *"No space left"*) ok=0 ;; *) ok=1 ;; esac
+[ "$rc" = 1 ] || ok=1
+check save-full-disk "$ok" "rc=$rc $(echo "$out" | tail -n 1)"
+check save-full-disk-leaves-nothing "$([ -z "$(ls -A /mnt/full)" ]; echo $?)" "left: $(ls -A /mnt/full | tr '\n' ' ')"
+before=$(last_n /tmp/a.out 0)
+wait_for 30 sh -c "[ \$(sed -n 's/^TERN-COUNT cpu=0 n=\([0-9]*\) .*/\1/p' /tmp/a.out | tail -n 1) -gt $before ]"
+check running-after-failed-save $? "vCPU 0 counter moved on from $before; state: $(api /tmp/a.sock GET /)"
+out=$("$T" snapshot --api-sock /tmp/a.sock --state /nonexistent/dir/s.state --mem /tmp/x.mem 2>&1)
+rc=$?
+case "$out" in *"snapshot_path: /nonexistent/dir"*) ok=0 ;; *) ok=1 ;; esac
+[ "$rc" = 1 ] || ok=1
+check save-unwritable-path "$ok" "rc=$rc $out"
+
+# The real save, while the guest runs; tern exits 0 afterwards.
+out=$("$T" snapshot --api-sock /tmp/a.sock --state /tmp/s.state --mem /tmp/s.mem --exit 2>&1)
+rc=$?
+echo "$out" | sed 's/^/  /'
+check save "$rc" "$(echo "$out" | tail -n 1)"
+wait "$pid_a"
+check save-exit-status "$?" "tern run exited after --exit"
+c0=$(last_n /tmp/a.out 0); c1=$(last_n /tmp/a.out 1); rec=$(last_rec /tmp/a.out)
+echo "SNAP-INFO saved at cpu0 n=$c0 cpu1 n=$c1 rec=$rec state_bytes=$(stat -c %s /tmp/s.state)"
+
+# ---- bad restore input: each refused with its own message, before any vCPU runs ----
+head -c 100 /tmp/s.state >/tmp/trunc.state
+restore_fails bad-truncated-state "truncated" /tmp/trunc.state /tmp/s.mem
+cp /tmp/s.state /tmp/flip.state
+size=$(stat -c %s /tmp/flip.state)
+off=$((size / 2))
+b=$(dd if=/tmp/flip.state bs=1 skip=$off count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
+printf "$(printf '\\%03o' $(((b + 1) % 256)))" | dd of=/tmp/flip.state bs=1 seek=$off conv=notrunc 2>/dev/null
+restore_fails bad-flipped-byte "checksum" /tmp/flip.state /tmp/s.mem
+cp /tmp/s.state /tmp/major.state
+printf '\002' | dd of=/tmp/major.state bs=1 seek=8 conv=notrunc 2>/dev/null
+restore_fails bad-major-version "format version 2" /tmp/major.state /tmp/s.mem
+restore_fails bad-missing-mem "No such file" /tmp/s.state /tmp/none.mem
+head -c 1048576 /tmp/s.mem >/tmp/short.mem
+restore_fails bad-short-mem "1048576" /tmp/s.state /tmp/short.mem
+mv /tmp/w.img /tmp/w.img.away
+restore_fails bad-disk-gone "/tmp/w.img" /tmp/s.state /tmp/s.mem
+cp /tmp/w.img.away /tmp/w.img && truncate -s 65M /tmp/w.img
+restore_fails bad-disk-size "changed size" /tmp/s.state /tmp/s.mem
+mv /tmp/w.img.away /tmp/w.img
+# PUT /snapshot/load (Firecracker's body) on a fresh tern works; a second load is refused.
+"$T" --api-sock /tmp/c.sock >/tmp/c.out 2>/tmp/c.err </dev/null &
+pid_c=$!
+wait_for 10 test -S /tmp/c.sock
+load='{"snapshot_path": "/tmp/s.state", "mem_backend": {"backend_path": "/tmp/s.mem", "backend_type": "File"}, "resume_vm": false}'
+r=$(api /tmp/c.sock PUT /snapshot/load "$load")
+check api-load "$([ "${r##* }" = 204 ]; echo $?)" "$r; state: $(api /tmp/c.sock GET /)"
+r=$(api /tmp/c.sock PUT /snapshot/load "$load")
+case "$r" in *"already has a VM"*" 400") ok=0 ;; *) ok=1 ;; esac
+check bad-load-into-existing-vm "$ok" "$r"
+api /tmp/c.sock PUT /tern/power-off >/dev/null
+wait "$pid_c"
+check api-load-power-off "$?" "tern exited after power-off of the loaded (never resumed) VM"
+
+# ---- the real restore ----
+"$T" restore --state /tmp/s.state --mem /tmp/s.mem --resume --api-sock /tmp/b.sock \
+    >/tmp/b.out 2>/tmp/b.err </dev/null &
+pid_b=$!
+wait_for "$SNAP_WAIT" sh -c "[ \$(grep -c '^TERN-COUNT cpu=0 ' /tmp/b.out) -ge 4 ] && [ \$(grep -c '^TERN-COUNT cpu=1 ' /tmp/b.out) -ge 4 ] && grep -q '^TERN-REC' /tmp/b.out"
+check restored-guest-runs $? "$(grep -c TERN-COUNT /tmp/b.out) counter lines after the restore; stderr: $(head -c 300 /tmp/b.err)"
+for c in 0 1; do
+    saved=$(last_n /tmp/a.out $c); first=$(first_n /tmp/b.out $c)
+    ok=1; { [ "$first" = $((saved + 1)) ] || [ "$first" = $((saved + 2)) ]; } && ok=0
+    check "counter-continues-cpu$c" "$ok" "saved n=$saved, first after restore n=$first"
+    l1=$(loc_of /tmp/b.out $c 1); l4=$(loc_of /tmp/b.out $c 4)
+    ok=1; [ -n "$l1" ] && [ -n "$l4" ] && [ "$l4" -gt "$l1" ] && ok=0
+    check "timer-ticks-cpu$c" "$ok" "local timer interrupts on vCPU $c: $l1 -> $l4 over 3 sleeps"
+done
+first=$(first_rec /tmp/b.out)
+ok=1; { [ "$first" = $((rec + 1)) ] || [ "$first" = $((rec + 2)) ]; } && ok=0
+check disk-writer-continues "$ok" "saved rec=$rec, first after restore rec=$first"
+r=$(api /tmp/b.sock GET /tern/stats)
+case "$r" in *'"snapshot"'*) ok=0 ;; *) ok=1 ;; esac
+check restored-api "$ok" "GET /tern/stats answers on the restored tern"
+"$T" ctl --api-sock /tmp/b.sock power-off >/dev/null
+wait "$pid_b"
+check restored-exit-status "$?" "tern restore exited after power-off"
+last=$(last_rec /tmp/b.out)
+bad=""
+i=1
+while [ "$i" -le "$last" ]; do
+    got=$(dd if=/tmp/w.img bs=512 skip="$i" count=1 2>/dev/null | head -c 12)
+    [ "$got" = "$(printf 'rec %08d' "$i")" ] || bad="$bad $i"
+    i=$((i + 1))
+done
+check disk-records-intact "$([ -z "$bad" ]; echo $?)" "records 1..$last on the image; missing/wrong:${bad:- none}"
+
+# ---------------- case 2: 512 MiB, 128 MiB random of which 64 MiB zeroed ----------------
+rm -f /tmp/s.mem /tmp/s.state /tmp/*.state /tmp/short.mem
+cmd2="console=ttyS0 quiet tern.action=snap-mem"
+"$T" run --kernel "$TH_GUEST_KERNEL" --initrd "$TH_GUEST_INITRD" --cmdline "$cmd2" --cpus 1 \
+    --memory 512M --api-sock /tmp/m.sock >/tmp/m.out 2>/tmp/m.err </dev/null &
+pid_m=$!
+wait_for "$SNAP_WAIT" has /tmp/m.out TERN-MEM-READY
+check mem-guest-ready $? "$(grep TERN-MEM-READY /tmp/m.out)"
+out=$("$T" snapshot --api-sock /tmp/m.sock --state /tmp/m.state --mem /tmp/m.mem --exit 2>&1)
+check mem-save "$?" "$(echo "$out" | tail -n 1)"
+wait "$pid_m"
+alloc_kb=$(du -k /tmp/m.mem | cut -f1)
+size=$(stat -c %s /tmp/m.mem)
+echo "SNAP-INFO memfile size=$size allocated_kb=$alloc_kb"
+ok=1; [ "$alloc_kb" -lt $((256 * 1024)) ] && ok=0
+check mem-file-sparse "$ok" "memory file: $size bytes, $alloc_kb KiB allocated (guest RAM 524288 KiB; < 262144 wanted)"
+"$T" restore --state /tmp/m.state --mem /tmp/m.mem --resume --api-sock /tmp/m2.sock \
+    >/tmp/m2.out 2>/tmp/m2.err </dev/null &
+pid_m2=$!
+wait_for "$SNAP_WAIT" sh -c "[ \$(grep -c '^TERN-MEM-SUM' /tmp/m2.out) -ge 2 ]"
+check mem-restored-runs $? "$(grep -c TERN-MEM-SUM /tmp/m2.out) sums after restore; stderr: $(head -c 300 /tmp/m2.err)"
+want=$(sed -n 's/^TERN-MEM-READY sum=\([0-9a-f]*\).*/\1/p' /tmp/m.out)
+sums=$(sed -n 's/^TERN-MEM-SUM \([0-9a-f]*\).*/\1/p' /tmp/m2.out | sort -u)
+ok=1; [ -n "$want" ] && [ "$sums" = "$want" ] && ok=0
+check mem-identical "$ok" "before: $want; after restore: $(echo $sums)"
+"$T" ctl --api-sock /tmp/m2.sock power-off >/dev/null
+wait "$pid_m2"
+check mem-restored-exit "$?" "tern restore exited after power-off"
+echo "SNAP-DONE fails=$fails"
+exit 0
