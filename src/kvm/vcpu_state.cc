@@ -18,11 +18,11 @@ constexpr size_t kMsrsPerIoctl = 255;
 /// MSRs KVM emulates and saves/restores but KVM_GET_MSR_INDEX_LIST does not list: the MTRRs
 /// (MTRRdefType, the 11 fixed-range MTRRs, KVM's 8 variable-range pairs). QEMU migrates them too.
 constexpr uint32_t kExtraMsrs[] = {
-    0x2ff,                                                  // IA32_MTRR_DEF_TYPE
-    0x250, 0x258, 0x259,                                    // FIX64K_00000, FIX16K_80000/A0000
-    0x268, 0x269, 0x26a, 0x26b, 0x26c, 0x26d, 0x26e, 0x26f, // FIX4K_C0000 .. FIX4K_F8000
-    0x200, 0x201, 0x202, 0x203, 0x204, 0x205, 0x206, 0x207, // PHYSBASE0/PHYSMASK0 ..
-    0x208, 0x209, 0x20a, 0x20b, 0x20c, 0x20d, 0x20e, 0x20f, // .. PHYSBASE7/PHYSMASK7
+    0x2ff,                                                   // IA32_MTRR_DEF_TYPE
+    0x250, 0x258, 0x259,                                     // FIX64K_00000, FIX16K_80000/A0000
+    0x268, 0x269, 0x26a, 0x26b, 0x26c, 0x26d, 0x26e, 0x26f,  // FIX4K_C0000 .. FIX4K_F8000
+    0x200, 0x201, 0x202, 0x203, 0x204, 0x205, 0x206, 0x207,  // PHYSBASE0/PHYSMASK0 ..
+    0x208, 0x209, 0x20a, 0x20b, 0x20c, 0x20d, 0x20e, 0x20f,  // .. PHYSBASE7/PHYSMASK7
 };
 
 std::string hex(uint64_t v) {
@@ -31,7 +31,9 @@ std::string hex(uint64_t v) {
   return b;
 }
 
-std::string vcpu_ctx(const KvmVcpu& v) { return "vCPU " + std::to_string(v.id()); }
+std::string vcpu_ctx(const KvmVcpu& v) {
+  return "vCPU " + std::to_string(v.id());
+}
 
 /// Reads `indices` in batches; stops at the first MSR KVM does not read (result is shorter).
 Result<std::vector<MsrValue>> read_msrs(KvmVcpu& v, std::span<const uint32_t> indices) {

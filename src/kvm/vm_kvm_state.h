@@ -16,7 +16,7 @@ struct VmKvmState {
   kvm_irqchip pic_slave{};   ///< chip_id KVM_IRQCHIP_PIC_SLAVE (1)
   kvm_irqchip ioapic{};      ///< chip_id KVM_IRQCHIP_IOAPIC (2)
   kvm_pit_state2 pit{};
-  kvm_clock_data clock{};    ///< clock = kvmclock in ns at save time
+  kvm_clock_data clock{};  ///< clock = kvmclock in ns at save time
 };
 
 /// Reads the irqchips, the PIT and the kvmclock of `vm` (needs create_irqchip() and
