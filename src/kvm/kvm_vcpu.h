@@ -21,11 +21,13 @@ struct MsrValue {
 
 class KvmVcpu {
  public:
-  KvmVcpu(uint32_t id, UniqueFd fd, kvm_run* run, size_t run_size)
-      : id_(id), fd_(std::move(fd)), run_(run), run_size_(run_size) {}
+  /// `xsave2_size`: KVM_CHECK_EXTENSION(KVM_CAP_XSAVE2) on the VM fd (bytes), 0 when the host
+  /// lacks it (then KVM_GET_XSAVE's 4096 bytes are used).
+  KvmVcpu(uint32_t id, UniqueFd fd, kvm_run* run, size_t run_size, size_t xsave2_size = 0)
+      : id_(id), fd_(std::move(fd)), run_(run), run_size_(run_size), xsave2_size_(xsave2_size) {}
   KvmVcpu(KvmVcpu&& o) noexcept
       : id_(o.id_), fd_(std::move(o.fd_)), run_(std::exchange(o.run_, nullptr)),
-        run_size_(o.run_size_) {}
+        run_size_(o.run_size_), xsave2_size_(o.xsave2_size_) {}
   KvmVcpu& operator=(KvmVcpu&&) = delete;
   KvmVcpu(const KvmVcpu&) = delete;
   ~KvmVcpu();
@@ -52,11 +54,44 @@ class KvmVcpu {
   [[nodiscard]] Result<kvm_lapic_state> get_lapic() const;
   [[nodiscard]] Result<void> set_lapic(const kvm_lapic_state& s);
 
+  /// KVM_RUN with kvm_run.immediate_exit = 1: finishes a PIO/MMIO exit still pending in the kernel
+  /// (its state is in no GET ioctl) without running guest code. Call on a stopped vCPU before
+  /// saving its state. Expects KVM_RUN to return -EINTR; any other result is an error.
+  [[nodiscard]] Result<void> complete_pending_io();
+
+  /// Bytes of the kvm_xsave image get_xsave() returns and set_xsave() hands to KVM: the
+  /// KVM_CAP_XSAVE2 size, or 4096 without it.
+  [[nodiscard]] size_t xsave_size() const;
+  /// KVM_GET_XSAVE2 (xsave_size() bytes), or KVM_GET_XSAVE (4096 bytes) without KVM_CAP_XSAVE2:
+  /// the raw struct kvm_xsave image (legacy FXSAVE area, XSAVE header, extended components at
+  /// the host's CPUID 0xD offsets). Supersedes KVM_GET_FPU.
+  [[nodiscard]] Result<std::vector<uint8_t>> get_xsave() const;
+  /// KVM_SET_XSAVE with an image from get_xsave(). A shorter image is zero-padded to
+  /// xsave_size() (KVM reads that many bytes); a longer one is refused when the bytes beyond
+  /// xsave_size() are not all zero (state this host's KVM cannot load).
+  [[nodiscard]] Result<void> set_xsave(std::span<const uint8_t> image);
+  [[nodiscard]] Result<kvm_xcrs> get_xcrs() const;
+  [[nodiscard]] Result<void> set_xcrs(const kvm_xcrs& x);
+  [[nodiscard]] Result<kvm_debugregs> get_debugregs() const;
+  [[nodiscard]] Result<void> set_debugregs(const kvm_debugregs& d);
+  /// KVM_GET_MSRS for `indices`. KVM stops at the first MSR it cannot read: the result holds
+  /// the values of the first N indices it did read (N <= indices.size()), in order.
+  [[nodiscard]] Result<std::vector<MsrValue>> get_msrs(std::span<const uint32_t> indices) const;
+  [[nodiscard]] Result<kvm_mp_state> get_mp_state() const;
+  [[nodiscard]] Result<void> set_mp_state(const kvm_mp_state& s);
+  [[nodiscard]] Result<kvm_vcpu_events> get_vcpu_events() const;
+  [[nodiscard]] Result<void> set_vcpu_events(const kvm_vcpu_events& e);
+  /// KVM_GET_TSC_KHZ: the guest TSC frequency in kHz.
+  [[nodiscard]] Result<uint32_t> get_tsc_khz() const;
+  /// KVM_SET_TSC_KHZ (needs KVM_CAP_TSC_CONTROL for frequencies other than the host's).
+  [[nodiscard]] Result<void> set_tsc_khz(uint32_t khz);
+
  private:
   uint32_t id_;
   UniqueFd fd_;
   kvm_run* run_;
   size_t run_size_;
+  size_t xsave2_size_;
 };
 
 }  // namespace tern

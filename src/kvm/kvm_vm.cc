@@ -107,7 +107,48 @@ Result<KvmVcpu> KvmVm::create_vcpu(uint32_t id) {
   UniqueFd vfd(fd);
   void* run = ::mmap(nullptr, vcpu_mmap_size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (run == MAP_FAILED) return fail_errno("mmap kvm_run", "vCPU " + std::to_string(id));
-  return KvmVcpu(id, std::move(vfd), static_cast<kvm_run*>(run), vcpu_mmap_size_);
+  // KVM_CAP_XSAVE2 is answered on the VM fd (api.rst): the kvm_xsave size KVM_GET_XSAVE2 and
+  // KVM_SET_XSAVE transfer for this VM's vCPUs.
+  int xsave2 = check_extension(KVM_CAP_XSAVE2);
+  return KvmVcpu(id, std::move(vfd), static_cast<kvm_run*>(run), vcpu_mmap_size_,
+                 xsave2 > 0 ? static_cast<size_t>(xsave2) : 0);
+}
+
+Result<kvm_irqchip> KvmVm::get_irqchip(uint32_t chip_id) const {
+  kvm_irqchip c{};
+  c.chip_id = chip_id;
+  if (::ioctl(fd_.get(), KVM_GET_IRQCHIP, &c) < 0)
+    return fail_errno("KVM_GET_IRQCHIP", "chip " + std::to_string(chip_id));
+  return c;
+}
+
+Result<void> KvmVm::set_irqchip(const kvm_irqchip& chip) {
+  if (::ioctl(fd_.get(), KVM_SET_IRQCHIP, &chip) < 0)
+    return fail_errno("KVM_SET_IRQCHIP", "chip " + std::to_string(chip.chip_id));
+  return {};
+}
+
+Result<kvm_pit_state2> KvmVm::get_pit2() const {
+  kvm_pit_state2 s{};
+  if (::ioctl(fd_.get(), KVM_GET_PIT2, &s) < 0) return fail_errno("KVM_GET_PIT2");
+  return s;
+}
+
+Result<void> KvmVm::set_pit2(const kvm_pit_state2& s) {
+  if (::ioctl(fd_.get(), KVM_SET_PIT2, &s) < 0) return fail_errno("KVM_SET_PIT2");
+  return {};
+}
+
+Result<kvm_clock_data> KvmVm::get_clock() const {
+  kvm_clock_data c{};
+  if (::ioctl(fd_.get(), KVM_GET_CLOCK, &c) < 0) return fail_errno("KVM_GET_CLOCK");
+  return c;
+}
+
+Result<void> KvmVm::set_clock(const kvm_clock_data& c) {
+  if (::ioctl(fd_.get(), KVM_SET_CLOCK, &c) < 0)
+    return fail_errno("KVM_SET_CLOCK", "flags " + fmt_hex(c.flags));
+  return {};
 }
 
 int KvmVm::check_extension(long cap) const {

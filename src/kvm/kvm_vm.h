@@ -39,6 +39,19 @@ class KvmVm {
   /// KVM_SET_GSI_ROUTING: replaces the WHOLE routing table with `entries` (the caller includes the
   /// irqchip routes for GSIs 0-23; see kvm/gsi_router.h). Uses kvm_abi.h's header layout.
   [[nodiscard]] Result<void> set_gsi_routing(std::span<const kvm_irq_routing_entry> entries);
+  /// KVM_GET_IRQCHIP for `chip_id` (KVM_IRQCHIP_PIC_MASTER = 0, KVM_IRQCHIP_PIC_SLAVE = 1,
+  /// KVM_IRQCHIP_IOAPIC = 2) of the in-kernel irqchip.
+  [[nodiscard]] Result<kvm_irqchip> get_irqchip(uint32_t chip_id) const;
+  /// KVM_SET_IRQCHIP: replaces the chip named by `chip.chip_id`.
+  [[nodiscard]] Result<void> set_irqchip(const kvm_irqchip& chip);
+  /// KVM_GET_PIT2 / KVM_SET_PIT2: the in-kernel i8254 PIT (needs create_pit2()).
+  [[nodiscard]] Result<kvm_pit_state2> get_pit2() const;
+  [[nodiscard]] Result<void> set_pit2(const kvm_pit_state2& s);
+  /// KVM_GET_CLOCK: the VM's kvmclock in ns (plus KVM_CLOCK_* flags describing extra fields).
+  [[nodiscard]] Result<kvm_clock_data> get_clock() const;
+  /// KVM_SET_CLOCK: sets the kvmclock every vCPU sees to `c.clock` ns. The caller chooses
+  /// `c.flags` (KVM_CLOCK_TSC_STABLE is output-only; older kernels refuse any flag).
+  [[nodiscard]] Result<void> set_clock(const kvm_clock_data& c);
   /// KVM_CREATE_VCPU with vCPU id `id` (= its initial APIC ID) and maps its kvm_run.
   [[nodiscard]] Result<KvmVcpu> create_vcpu(uint32_t id);
   /// KVM_CHECK_EXTENSION on the VM fd.
