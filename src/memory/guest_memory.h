@@ -47,6 +47,16 @@ class GuestMemory {
   /// allows. Pages are allocated on first touch. Fails naming the size when it cannot be mapped.
   static Result<GuestMemory> create(std::span<const RegionSpec> specs);
 
+  /// Guest RAM mapped copy-on-write from `fd` (a memory file written by snap::save_memory_file,
+  /// guest-physical address == file offset): one PROT_READ|PROT_WRITE, MAP_PRIVATE mapping per
+  /// region at file offset = region gpa, placed inside one reserved 2 MiB-aligned area exactly like
+  /// create() lays regions out (same host layout, same fd_offset values). Pages are read from the
+  /// file on first touch (no copy, no populate up front), so the cost does not grow with RAM size;
+  /// guest writes never reach the file. The file must be a regular file at least as long as the
+  /// end of the highest region (checked; error names the sizes) and must not be truncated while
+  /// mapped (a touched page past its end would SIGBUS). `fd` may be closed after the call.
+  static Result<GuestMemory> create_from_file(std::span<const RegionSpec> specs, BorrowedFd fd);
+
   /// Wraps caller-owned buffers (for tests and fuzzers): nothing is mapped or freed.
   static GuestMemory wrap(std::vector<MemoryRegion> regions);
 

@@ -1,0 +1,324 @@
+#include "snapshot/memory_file.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <vector>
+
+#include "base/fd.h"
+
+namespace tern::snap {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string t = (std::filesystem::temp_directory_path() / "tern-mem-XXXXXX").string();
+    path_ = ::mkdtemp(t.data()) ? t : "";
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Three regions with a gap (like the PCI hole): RAM ends at 0x700000.
+const std::array<RegionSpec, 3> kSpecs{{{0, 0x100000}, {0x200000, 0x80000}, {0x400000, 0x300000}}};
+constexpr uint64_t kEnd = 0x700000;
+
+/// Fills every third page with random bytes and one more page with a single non-zero byte at its
+/// end; returns the number of non-zero bytes (whole pages).
+uint64_t fill(const GuestMemory& m, uint32_t seed) {
+  std::mt19937 rng(seed);
+  uint64_t nonzero = 0;
+  for (const auto& r : m.regions()) {
+    for (uint64_t off = 0; off < r.size; off += kPage) {
+      if ((off / kPage) % 3 == 0) {
+        for (uint64_t i = 0; i < kPage; i += 4) {
+          uint32_t v = rng() | 1;
+          std::memcpy(r.host + off + i, &v, 4);
+        }
+        nonzero += kPage;
+      } else if ((off / kPage) % 7 == 1) {
+        r.host[off + kPage - 1] = 0x5A;
+        nonzero += kPage;
+      }
+    }
+  }
+  return nonzero;
+}
+
+uint64_t allocated_bytes(const std::string& p) {
+  struct stat st {};
+  EXPECT_EQ(::stat(p.c_str(), &st), 0);
+  return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+
+TEST(MemoryFile, SaveIsSparseAndRestoreMatchesEveryByte) {
+  auto mem = GuestMemory::create(kSpecs);
+  ASSERT_TRUE(mem) << mem.error().message();
+  uint64_t nonzero = fill(*mem, 1);
+  TempDir d;
+  const std::string p = d.path() + "/vm.mem";
+  auto r = save_memory_file(*mem, p);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->total_bytes, mem->total_size());
+  EXPECT_EQ(r->written_bytes, nonzero);
+  EXPECT_EQ(r->zero_bytes, mem->total_size() - nonzero);
+  EXPECT_EQ(std::filesystem::file_size(p), kEnd);
+  EXPECT_LT(allocated_bytes(p), nonzero + 256 * 1024);
+  struct stat st {};
+  ASSERT_EQ(::stat(p.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  ASSERT_TRUE(check_memory_file(p, kSpecs));
+  auto fd = open_file(p, O_RDONLY);
+  ASSERT_TRUE(fd);
+  auto back = GuestMemory::create_from_file(kSpecs, fd->borrow());
+  ASSERT_TRUE(back) << back.error().message();
+  ASSERT_EQ(back->regions().size(), mem->regions().size());
+  for (size_t i = 0; i < back->regions().size(); ++i) {
+    const auto& a = mem->regions()[i];
+    const auto& b = back->regions()[i];
+    EXPECT_EQ(a.gpa, b.gpa);
+    EXPECT_EQ(a.size, b.size);
+    EXPECT_EQ(a.fd_offset, b.fd_offset);
+    EXPECT_EQ(b.host - back->regions()[0].host, a.host - mem->regions()[0].host);  // same layout
+    EXPECT_EQ(std::memcmp(a.host, b.host, a.size), 0) << "region " << i;
+  }
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(back->regions()[0].host) % (2 << 20), 0u);
+}
+
+TEST(MemoryFile, RestoredMemoryIsCopyOnWrite) {
+  auto mem = GuestMemory::create(kSpecs);
+  ASSERT_TRUE(mem);
+  fill(*mem, 2);
+  TempDir d;
+  const std::string p = d.path() + "/vm.mem";
+  ASSERT_TRUE(save_memory_file(*mem, p));
+  auto fd = open_file(p, O_RDWR);  // even a writable fd must not let guest writes through
+  ASSERT_TRUE(fd);
+  auto back = GuestMemory::create_from_file(kSpecs, fd->borrow());
+  ASSERT_TRUE(back) << back.error().message();
+  std::vector<uint8_t> junk(3 * kPage, 0xC3);
+  ASSERT_TRUE(back->write(0x400000 + 100, junk));
+  ASSERT_TRUE(back->write_obj<uint64_t>(0x10, 0x1122334455667788));
+  auto v = back->read_obj<uint64_t>(0x10);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(*v, 0x1122334455667788u);
+
+  std::vector<uint8_t> file(junk.size());
+  ASSERT_EQ(::pread(fd->get(), file.data(), file.size(), 0x400000 + 100), ssize_t(file.size()));
+  auto orig = mem->slice(0x400000 + 100, junk.size());
+  ASSERT_TRUE(orig);
+  EXPECT_EQ(std::memcmp(file.data(), orig->data(), file.size()), 0);
+  auto again = GuestMemory::create_from_file(kSpecs, fd->borrow());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(std::memcmp(again->regions()[0].host, mem->regions()[0].host, 0x100000), 0);
+}
+
+TEST(MemoryFile, CreateFromFileRefusesShortFileNamingSizes) {
+  TempDir d;
+  const std::string p = d.path() + "/short.mem";
+  auto fd = open_file(p, O_RDWR | O_CREAT, 0600);
+  ASSERT_TRUE(fd);
+  ASSERT_EQ(::ftruncate(fd->get(), 0x100000), 0);
+  auto m = GuestMemory::create_from_file(kSpecs, fd->borrow());
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message().find("1048576 bytes"), std::string::npos) << m.error().message();
+  EXPECT_NE(m.error().message().find(std::to_string(kEnd)), std::string::npos);
+  std::array<RegionSpec, 1> bad{{{0x123, 0x1000}}};
+  EXPECT_FALSE(GuestMemory::create_from_file(bad, fd->borrow()));
+}
+
+TEST(MemoryFile, DirectWritesRoundTrip) {
+  auto mem = GuestMemory::create(kSpecs);
+  ASSERT_TRUE(mem);
+  fill(*mem, 3);
+  TempDir d;
+  const std::string p = d.path() + "/direct.mem";
+  MemorySaveOptions o;
+  o.direct = true;
+  auto r = save_memory_file(*mem, p, o);
+  if (!r && r.error().errnum == EINVAL) GTEST_SKIP() << r.error().message();
+  ASSERT_TRUE(r) << r.error().message();
+  auto fd = open_file(p, O_RDONLY);
+  ASSERT_TRUE(fd);
+  auto back = GuestMemory::create_from_file(kSpecs, fd->borrow());
+  ASSERT_TRUE(back);
+  for (size_t i = 0; i < kSpecs.size(); ++i)
+    EXPECT_EQ(std::memcmp(mem->regions()[i].host, back->regions()[i].host, kSpecs[i].size), 0);
+}
+
+TEST(MemoryFile, ProgressCountsZeroBytesAndEndsAtTotal) {
+  auto mem = GuestMemory::create(kSpecs);
+  ASSERT_TRUE(mem);
+  TempDir d;
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  MemorySaveOptions o;
+  o.progress = [&](uint64_t done, uint64_t total) { calls.emplace_back(done, total); };
+  auto r = save_memory_file(*mem, d.path() + "/zero.mem", o);
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(calls.back(), std::make_pair(mem->total_size(), mem->total_size()));
+  EXPECT_EQ(r->written_bytes, 0u);
+}
+
+TEST(MemoryFile, RateLimitPacesTheWrites) {
+  // 1 MiB of non-zero memory at 2 MiB/s takes >= 0.5 s, so progress (every >= 50 ms) is reported
+  // several times; unpaced, this save would take a few milliseconds.
+  std::array<RegionSpec, 1> spec{{{0, 1 << 20}}};
+  auto mem = GuestMemory::create(spec);
+  ASSERT_TRUE(mem);
+  std::memset(mem->regions()[0].host, 0x11, 1 << 20);
+  TempDir d;
+  std::vector<uint64_t> done;
+  MemorySaveOptions o;
+  o.rate_limit_bytes_per_s = 2 << 20;
+  o.progress = [&](uint64_t n, uint64_t) { done.push_back(n); };
+  auto r = save_memory_file(*mem, d.path() + "/paced.mem", o);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_GE(done.size(), 4u);
+  EXPECT_TRUE(std::is_sorted(done.begin(), done.end()));
+  EXPECT_EQ(done.back(), uint64_t{1} << 20);
+}
+
+TEST(MemoryFile, SixtyFourMiBOfZerosAllocatesNothing) {
+  std::array<RegionSpec, 1> spec{{{0, 64 << 20}}};
+  auto mem = GuestMemory::create(spec);
+  ASSERT_TRUE(mem);
+  TempDir d;
+  const std::string p = d.path() + "/zeros.mem";
+  auto r = save_memory_file(*mem, p);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->written_bytes, 0u);
+  EXPECT_EQ(r->zero_bytes, uint64_t{64} << 20);
+  EXPECT_EQ(std::filesystem::file_size(p), uint64_t{64} << 20);
+  EXPECT_LE(allocated_bytes(p), 4096u);
+}
+
+TEST(MemoryFile, CheckMemoryFile) {
+  TempDir d;
+  auto missing = check_memory_file(d.path() + "/none.mem", kSpecs);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().errnum, ENOENT);
+  EXPECT_NE(missing.error().message().find("none.mem"), std::string::npos);
+
+  const std::string p = d.path() + "/short.mem";
+  auto fd = open_file(p, O_RDWR | O_CREAT, 0600);
+  ASSERT_TRUE(fd);
+  ASSERT_EQ(::ftruncate(fd->get(), 1048576), 0);
+  auto shortf = check_memory_file(p, kSpecs);
+  ASSERT_FALSE(shortf);
+  EXPECT_NE(shortf.error().message().find(p + ": memory file is 1048576 bytes, the snapshot needs " +
+                                          std::to_string(kEnd)),
+            std::string::npos)
+      << shortf.error().message();
+
+  auto dir = check_memory_file(d.path(), kSpecs);
+  ASSERT_FALSE(dir);
+  EXPECT_NE(dir.error().message().find("not a regular file"), std::string::npos);
+
+  ASSERT_EQ(::ftruncate(fd->get(), kEnd), 0);
+  EXPECT_TRUE(check_memory_file(p, kSpecs));
+}
+
+TEST(MemoryFile, SaveToDeviceRefusedAndDeviceKept) {
+  auto mem = GuestMemory::create(kSpecs);
+  ASSERT_TRUE(mem);
+  fill(*mem, 4);
+  auto r = save_memory_file(*mem, "/dev/full");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("/dev/full"), std::string::npos);
+  struct stat st {};
+  ASSERT_EQ(::stat("/dev/full", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
+TEST(MemoryFile, SaveToUnwritableDirFailsNamingPath) {
+  auto mem = GuestMemory::create(kSpecs);
+  ASSERT_TRUE(mem);
+  TempDir d;
+  // root ignores directory permissions; /sys refuses new files even for root.
+  std::string dir = "/sys";
+  if (::geteuid() != 0) {
+    dir = d.path() + "/ro";
+    ASSERT_EQ(::mkdir(dir.c_str(), 0500), 0);
+  }
+  for (const std::string& p : {dir + "/vm.mem", d.path() + "/no/dir/vm.mem"}) {
+    auto r = save_memory_file(*mem, p);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message().find(p), std::string::npos) << r.error().message();
+    EXPECT_FALSE(std::filesystem::exists(p));
+  }
+}
+
+/// Runs `body` in a child process; returns its exit status (77: skipped).
+template <class F>
+int in_child(F body) {
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(body());
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST(MemoryFile, FailedSaveUnlinksThePartialFile) {
+  // A file size limit below the memory's end makes the ftruncate fail after the file exists.
+  auto mem = GuestMemory::create(kSpecs);
+  ASSERT_TRUE(mem);
+  TempDir d;
+  const std::string p = d.path() + "/limited.mem";
+  int rc = in_child([&] {
+    std::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{kEnd / 2, kEnd / 2};
+    if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) return 77;
+    auto r = save_memory_file(*mem, p);
+    if (r) return 1;
+    if (r.error().message().find(p) == std::string::npos) return 2;
+    return std::filesystem::exists(p) ? 3 : 0;
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_FALSE(std::filesystem::exists(p));
+}
+
+TEST(MemoryFile, NoSpaceFailsNamingPathAndUnlinks) {
+  // A 256 KiB tmpfs in a private mount namespace (needs CAP_SYS_ADMIN; skipped otherwise).
+  auto mem = GuestMemory::create(kSpecs);
+  ASSERT_TRUE(mem);
+  fill(*mem, 5);
+  TempDir d;
+  const std::string p = d.path() + "/vm.mem";
+  int rc = in_child([&] {
+    if (::unshare(CLONE_NEWNS) != 0) return 77;
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return 77;
+    if (::mount("tern-test", d.path().c_str(), "tmpfs", 0, "size=256k") != 0) return 77;
+    auto r = save_memory_file(*mem, p);
+    if (r) return 1;
+    if (r.error().errnum != ENOSPC) return 2;
+    if (r.error().message().find(p) == std::string::npos) return 3;
+    return std::filesystem::exists(p) ? 4 : 0;
+  });
+  if (rc == 77) GTEST_SKIP() << "cannot mount a tmpfs here";
+  EXPECT_EQ(rc, 0);
+}
+
+}  // namespace
+}  // namespace tern::snap
