@@ -5,6 +5,7 @@
 
 #include "arch/x86/layout.h"
 #include "base/log.h"
+#include "base/size.h"
 #include "kvm/vcpu_state.h"
 #include "kvm/vm_kvm_state.h"
 #include "snapshot/memory_file.h"
@@ -88,8 +89,9 @@ Result<snap::StateFile> Vm::collect_state() {
   encode_vm_kvm_state(w, vm_state);
   f.sections.push_back(make_section(snap::kVmKvmSection, snap::kVmKvmSectionVersion, w));
 
-  if (msr_list_.empty() && !vcpus_.empty())
+  if (msr_list_.empty() && !vcpus_.empty()) {
     ASSIGN_OR_RETURN(msr_list_, snapshot_msr_list(*kvm_, vcpus_.front()->vcpu()));
+  }
   for (auto& v : vcpus_) {
     ASSIGN_OR_RETURN(auto s, save_vcpu_state(v->vcpu(), msr_list_));
     encode_vcpu_state(w, s);
