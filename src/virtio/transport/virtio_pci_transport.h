@@ -73,10 +73,11 @@ class VirtioPciTransport final : public PciDevice {
   void save_state(snap::ByteWriter& w) const;
   /// Restores save_state()'s bytes into a transport freshly created for the same device
   /// configuration, before any vCPU runs and after guest memory holds the snapshot's contents.
-  /// Everything is validated first (untrusted input; errors name the device and the field),
-  /// then applied: registers, ioeventfds moved to the restored BAR0, MSI routes re-programmed,
-  /// and if the device was active, activate() with the restored queues and positions (no feature
-  /// negotiation). Fails if the transport was already used or activation fails.
+  /// Every field is validated (untrusted input; errors name the device and the field) and
+  /// applied: registers, ioeventfds moved to the restored BAR0, MSI routes re-programmed, and if
+  /// the device was active, activate() with the restored queues and positions (no feature
+  /// negotiation) as the last step. Fails if the transport was already used or activation
+  /// fails; after an error the transport may be partly restored (discard it).
   [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
 
  private:
