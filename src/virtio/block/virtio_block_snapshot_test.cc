@@ -3,6 +3,8 @@
 // restored from the bytes keeps serving the same rings with used indices continuing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "devices/testing/fake_pci_platform.h"
 #include "virtio/block/testing/block_test_fixture.h"
 #include "virtio/transport/testing/virtio_pci_test_driver.h"
@@ -78,14 +80,18 @@ class BlockSnapshotTest : public BlockDeviceTest,
       if (!wait_eventfd(vm.queue_irqfd())) return false;
     return true;
   }
-  /// Used elements [from, to) name `heads` in order and report success.
-  void expect_completed(uint16_t from, const std::vector<uint16_t>& heads,
+  /// Used elements [from, from + heads.size()) name exactly `heads` (in any order: requests
+  /// complete out of order) and every request reported success.
+  void expect_completed(uint16_t from, std::vector<uint16_t> heads,
                         const std::vector<unsigned>& slots) {
-    for (size_t i = 0; i < heads.size(); ++i) {
-      auto e = drv().used_elem(static_cast<uint16_t>(from + i));
-      EXPECT_EQ(e.id, heads[i]) << "used index " << from + i;
-      EXPECT_EQ(ram_.mem().read_obj<uint8_t>(status(slots[i])).value(), VIRTIO_BLK_S_OK);
-    }
+    std::vector<uint16_t> used;
+    for (size_t i = 0; i < heads.size(); ++i)
+      used.push_back(static_cast<uint16_t>(drv().used_elem(static_cast<uint16_t>(from + i)).id));
+    std::sort(used.begin(), used.end());
+    std::sort(heads.begin(), heads.end());
+    EXPECT_EQ(used, heads) << "used elements from index " << from;
+    for (unsigned s : slots)
+      EXPECT_EQ(ram_.mem().read_obj<uint8_t>(status(s)).value(), VIRTIO_BLK_S_OK) << "slot " << s;
   }
   /// Reads blocks back through the device (8 at a time) and checks their contents.
   void expect_blocks(Vm& vm, const std::vector<unsigned>& blocks) {
