@@ -31,6 +31,12 @@ size_t ByteRing::pop(std::span<uint8_t> out) {
   return n;
 }
 
+std::vector<uint8_t> ByteRing::contents() const {
+  std::vector<uint8_t> out(size_);
+  for (size_t i = 0; i < size_; ++i) out[i] = buf_[(head_ + i) % buf_.size()];
+  return out;
+}
+
 uint8_t ByteRing::pop_front() {
   TERN_CHECK(size_ > 0);
   uint8_t b = buf_[head_];

@@ -25,6 +25,8 @@ class ByteRing {
   uint8_t pop_front();
 
   void clear() { head_ = size_ = 0; }
+  /// The stored bytes, front first (for snapshots).
+  [[nodiscard]] std::vector<uint8_t> contents() const;
   [[nodiscard]] size_t size() const { return size_; }
   [[nodiscard]] size_t capacity() const { return buf_.size(); }
   [[nodiscard]] size_t free() const { return buf_.size() - size_; }

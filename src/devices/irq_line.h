@@ -29,6 +29,9 @@ class IrqPin {
   }
 
   [[nodiscard]] bool level() const { return level_; }
+  /// Snapshot restore: adopts `level` without reporting it (the interrupt controller's own
+  /// restored state already holds the line's level; reporting it could inject a second edge).
+  void restore_level(bool level) { level_ = level; }
 
  private:
   IrqLine line_;

@@ -10,7 +10,10 @@ Virtqueue::Virtqueue(const GuestMemory& mem, const VirtqueueConfig& config, uint
     : mem_(mem),
       config_(config),
       event_idx_((features & feature(VIRTIO_F_EVENT_IDX)) != 0),
-      indirect_((features & feature(VIRTIO_F_INDIRECT_DESC)) != 0) {}
+      indirect_((features & feature(VIRTIO_F_INDIRECT_DESC)) != 0),
+      last_avail_(config.position.next_avail),
+      used_idx_(config.position.next_used),
+      published_used_(config.position.next_used) {}
 
 Result<void> Virtqueue::validate() const {
   uint16_t n = config_.size;

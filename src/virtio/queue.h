@@ -34,7 +34,8 @@ struct PopResult {
 
 class Virtqueue {
  public:
-  /// `features` are the negotiated feature bits (INDIRECT_DESC, EVENT_IDX are honoured).
+  /// `features` are the negotiated feature bits (INDIRECT_DESC, EVENT_IDX are honoured). The
+  /// queue starts at `config.position` (snapshot restore; {0, 0} otherwise).
   Virtqueue(const GuestMemory& mem, const VirtqueueConfig& config, uint64_t features);
 
   /// Checks the configuration: size a power of two in 1..32768, and the descriptor table,

@@ -12,6 +12,7 @@
 #include "base/fd.h"
 #include "base/result.h"
 #include "memory/guest_memory.h"
+#include "snapshot/codec.h"
 
 namespace tern {
 
@@ -31,6 +32,13 @@ class VirtioInterrupt {
   virtual void set_needs_reset() = 0;
 };
 
+/// Where the device is in a virtqueue's rings (free-running 16-bit indices, §2.7).
+struct QueuePosition {
+  uint16_t next_avail = 0;  ///< Next available-ring index the device will read.
+  uint16_t next_used = 0;   ///< Next used-ring index the device will write.
+  bool operator==(const QueuePosition&) const = default;
+};
+
 /// One virtqueue as the driver configured it through the transport (§4.1.4.3).
 struct VirtqueueConfig {
   uint16_t size = 0;        ///< Entries; a power of two ≤ the device's max_queue_size().
@@ -38,6 +46,9 @@ struct VirtqueueConfig {
   uint64_t avail_gpa = 0;   ///< Available ("driver") ring.
   uint64_t used_gpa = 0;    ///< Used ("device") ring.
   bool enabled = false;     ///< queue_enable was written 1.
+  /// Where activate() starts: {0, 0} after feature negotiation; a snapshot restore starts the
+  /// queue mid-stream at the positions queue_positions() reported when it was saved.
+  QueuePosition position{};
 };
 
 /// A virtio device, independent of the transport.
@@ -72,6 +83,26 @@ class VirtioDevice {
   /// Stops device threads (in-flight requests completed or cancelled first) and forgets the
   /// queues. Idempotent.
   virtual void reset() = 0;
+
+  // ---- snapshots ----
+
+  /// Brings the device to a consistent point: every request taken from an available ring is
+  /// completed into its used ring (with its interrupt), and no new one is taken; returns when
+  /// nothing is in flight. Kicks arriving meanwhile stay pending in the kick eventfds. No-op when
+  /// not activated. The default suits devices without threads.
+  virtual void quiesce() {}
+  /// Ends quiesce(): workers resume and re-check their queues.
+  virtual void unquiesce() {}
+  /// Per queue (num_queues() entries; {0, 0} for queues not running): where the device is in the
+  /// rings. Valid while quiesced (or not activated).
+  [[nodiscard]] virtual std::vector<QueuePosition> queue_positions() const {
+    return std::vector<QueuePosition>(num_queues());
+  }
+  /// Device-specific state beyond the transport's registers and the queue positions (virtio-blk:
+  /// none; its config space is derived from the disk). Called while quiesced.
+  virtual void save_device_state(snap::ByteWriter&) const {}
+  /// Restores save_device_state()'s bytes, before activate(). Errors name the device and field.
+  [[nodiscard]] virtual Result<void> restore_device_state(snap::ByteReader&) { return {}; }
 };
 
 }  // namespace tern

@@ -65,3 +65,31 @@ void LegacyDevices::shutdown() {
 }
 
 }  // namespace tern
+
+namespace tern {
+
+namespace {
+constexpr uint32_t kLegacyVersion = 1;
+}  // namespace
+
+void LegacyDevices::save_state(snap::ByteWriter& w) const {
+  w.u32(kLegacyVersion);
+  serial_->save_state(w);
+  i8042_->save_state(w);
+  acpi_pm_->save_state(w);
+  rtc_->save_state(w);
+}
+
+Result<void> LegacyDevices::restore_state(snap::ByteReader& r) {
+  ASSIGN_OR_RETURN(uint32_t v, r.u32());
+  if (v != kLegacyVersion)
+    return fail("restore legacy devices", "version " + std::to_string(v) + " (this tern reads " +
+                                              std::to_string(kLegacyVersion) + ")");
+  TRY(serial_->restore_state(r));
+  TRY(i8042_->restore_state(r));
+  TRY(acpi_pm_->restore_state(r));
+  TRY(rtc_->restore_state(r));
+  return r.expect_end();
+}
+
+}  // namespace tern

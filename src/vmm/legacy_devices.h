@@ -15,6 +15,7 @@
 #include "devices/legacy/i8042.h"
 #include "devices/legacy/post_code_sink.h"
 #include "devices/legacy/serial8250.h"
+#include "snapshot/codec.h"
 #include "vcpu/stop_event.h"
 
 namespace tern {
@@ -38,6 +39,13 @@ class LegacyDevices {
   void start();
   /// Stops console input and writes out what the guest printed (bounded wait).
   void shutdown();
+
+  /// The "legacy" section (version 1): UART, i8042, ACPI PM registers, CMOS RTC, each with its
+  /// own leading version. Call with the vCPUs paused.
+  void save_state(snap::ByteWriter& w) const;
+  /// Restores the "legacy" section; call before start() and before vCPUs run. Errors name the
+  /// device and field; trailing bytes are an error.
+  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
 
   [[nodiscard]] I8042& i8042() { return *i8042_; }
   [[nodiscard]] Serial8250& serial() { return *serial_; }

@@ -56,3 +56,59 @@ PciDevices::~PciDevices() {
 Result<void> PciDevices::attach(Bus& pio, Bus& mmio) { return root_->attach(pio, mmio); }
 
 }  // namespace tern
+
+namespace tern {
+
+namespace {
+constexpr uint32_t kPciVersion = 1;
+}  // namespace
+
+void PciDevices::quiesce() {
+  for (auto& t : transports_) t->device().quiesce();
+  quiesced_ = true;
+}
+
+void PciDevices::unquiesce() {
+  for (auto& t : transports_) t->device().unquiesce();
+  quiesced_ = false;
+}
+
+void PciDevices::save_state(snap::ByteWriter& w) const {
+  TERN_CHECK(quiesced_);  // queue positions are only consistent while quiesced
+  w.u32(kPciVersion);
+  root_->save_state(w);
+  w.u32(static_cast<uint32_t>(transports_.size()));
+  for (const auto& t : transports_) {
+    w.u32(t->device().device_type());
+    w.string(t->device().name());
+    t->save_state(w);
+  }
+}
+
+Result<void> PciDevices::restore_state(snap::ByteReader& r) {
+  ASSIGN_OR_RETURN(uint32_t v, r.u32());
+  if (v != kPciVersion)
+    return fail("restore pci devices", "version " + std::to_string(v) + " (this tern reads " +
+                                           std::to_string(kPciVersion) + ")");
+  TRY(root_->restore_state(r));
+  ASSIGN_OR_RETURN(uint32_t n, r.u32());
+  if (n != transports_.size())
+    return fail("restore pci devices",
+                "the snapshot has " + std::to_string(n) + " virtio-pci function(s), this VM " +
+                    std::to_string(transports_.size()) + " (restore with the same devices)");
+  for (size_t i = 0; i < n; ++i) {
+    VirtioDevice& dev = transports_[i]->device();
+    ASSIGN_OR_RETURN(uint32_t type, r.u32());
+    ASSIGN_OR_RETURN(std::string name, r.string(256));
+    if (type != dev.device_type() || name != dev.name())
+      return fail("restore pci devices",
+                  "function " + std::to_string(i) + " is " + name + " (virtio type " +
+                      std::to_string(type) + ") in the snapshot, " + std::string(dev.name()) +
+                      " (virtio type " + std::to_string(dev.device_type()) + ") in this VM");
+    TRY(transports_[i]->restore_state(r));
+  }
+  root_->refresh_bar_mappings();
+  return r.expect_end();
+}
+
+}  // namespace tern

@@ -14,6 +14,7 @@
 #include "kvm/gsi_router.h"
 #include "kvm/kvm_vm.h"
 #include "memory/guest_memory.h"
+#include "snapshot/codec.h"
 #include "virtio/transport/virtio_pci_transport.h"
 #include "virtio/virtio_device.h"
 
@@ -51,6 +52,19 @@ class PciDevices {
   /// Claims 0xCF8-0xCFF on `pio` and the 32-bit PCI MMIO window on `mmio`.
   [[nodiscard]] Result<void> attach(Bus& pio, Bus& mmio);
 
+  /// Snapshots. quiesce() brings every virtio device to a consistent point (in-flight requests
+  /// completed into the used rings, workers parked, kicks left pending); unquiesce() resumes
+  /// them. Call with the vCPUs paused.
+  void quiesce();
+  void unquiesce();
+  /// The "pci" section (version 1): root (CONFIG_ADDRESS, host bridge) and, per function in slot
+  /// order, its device type and name then the transport's state. Must be quiesced.
+  void save_state(snap::ByteWriter& w) const;
+  /// Restores the "pci" section into a freshly created PciDevices with the same devices in the
+  /// same order (a different count, type or name is an error naming it). Before any vCPU runs
+  /// and after guest memory is restored: active devices start serving their queues.
+  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
+
   [[nodiscard]] PciRoot& root() { return *root_; }
   [[nodiscard]] const std::vector<std::shared_ptr<VirtioPciTransport>>& transports() const {
     return transports_;
@@ -61,6 +75,7 @@ class PciDevices {
   std::unique_ptr<KvmPciPlatform> platform_;
   std::unique_ptr<PciRoot> root_;
   std::vector<std::shared_ptr<VirtioPciTransport>> transports_;
+  bool quiesced_ = false;
 };
 
 }  // namespace tern

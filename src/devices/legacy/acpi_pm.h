@@ -7,7 +7,9 @@
 #include <string_view>
 
 #include "base/log.h"
+#include "base/result.h"
 #include "devices/legacy/byte_io_device.h"
+#include "snapshot/codec.h"
 
 namespace tern {
 
@@ -41,6 +43,12 @@ class AcpiPm final : public ByteIoDevice {
 
   [[nodiscard]] std::string_view name() const override { return "acpi-pm"; }
   [[nodiscard]] Stats stats() const;
+
+  /// Snapshot: PM1_STS (WAK_STS), PM1_EN, PM1_CNT. Version 1.
+  void save_state(snap::ByteWriter& w) const;
+  /// Restores what save_state() wrote (PM1_CNT with SLP_EN set is refused); errors name
+  /// "acpi-pm" and the field.
+  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
 
  protected:
   uint8_t read_byte(uint64_t offset) override;

@@ -9,7 +9,9 @@
 #include <optional>
 #include <string_view>
 
+#include "base/result.h"
 #include "devices/legacy/byte_io_device.h"
+#include "snapshot/codec.h"
 
 namespace tern {
 
@@ -43,6 +45,13 @@ class CmosRtc final : public ByteIoDevice {
 
   [[nodiscard]] std::string_view name() const override { return "cmos-rtc"; }
   [[nodiscard]] bool nmi_masked() const;
+
+  /// Snapshot: index register and NMI mask, the 128 bytes of CMOS RAM, the guest's offset from
+  /// the host clock (seconds) and the frozen time while register B's SET bit is on. The clock
+  /// itself is the host's: a restored guest sees the current time plus its own offset. Version 1.
+  void save_state(snap::ByteWriter& w) const;
+  /// Restores what save_state() wrote; errors name "cmos-rtc" and the field.
+  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
 
  protected:
   uint8_t read_byte(uint64_t offset) override;

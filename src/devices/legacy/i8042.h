@@ -11,6 +11,7 @@
 #include "devices/byte_ring.h"
 #include "devices/irq_line.h"
 #include "devices/legacy/ps2_keyboard.h"
+#include "snapshot/codec.h"
 
 namespace tern {
 
@@ -56,6 +57,13 @@ class I8042 {
   bool trigger_ctrl_alt_del();
 
   [[nodiscard]] Stats stats() const;
+
+  /// Snapshot: controller RAM (CTR at byte 0), output buffer and reply queue, pending command,
+  /// output port, status flags, translation state and the keyboard's state and buffer. Version 1.
+  void save_state(snap::ByteWriter& w) const;
+  /// Restores what save_state() wrote; errors name "i8042" and the field. The IRQ line is not
+  /// driven (its level comes with the interrupt controller's state).
+  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
 
  private:
   uint8_t& ctr() { return ram_[0]; }

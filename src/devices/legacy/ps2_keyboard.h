@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <optional>
 
+#include "base/result.h"
 #include "devices/byte_ring.h"
+#include "snapshot/codec.h"
 
 namespace tern {
 
@@ -31,6 +33,11 @@ class Ps2Keyboard {
   [[nodiscard]] uint8_t scan_code_set() const { return scan_set_; }
   [[nodiscard]] bool scanning() const { return scanning_; }
   [[nodiscard]] uint8_t leds() const { return leds_; }
+
+  /// Snapshot of the keyboard (buffer, pending command, scan set, scanning, LEDs, typematic);
+  /// part of I8042's state. Errors name "i8042 keyboard" and the field.
+  void save_state(snap::ByteWriter& w) const;
+  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
 
  private:
   void send(uint8_t byte) { out_.push(byte); }

@@ -14,6 +14,7 @@
 #include "devices/irq_line.h"
 #include "devices/legacy/byte_io_device.h"
 #include "devices/legacy/serial_registers.h"
+#include "snapshot/codec.h"
 
 namespace tern {
 
@@ -49,6 +50,14 @@ class Serial8250 final : public ByteIoDevice, public InputSink {
   size_t enqueue_input(std::span<const uint8_t> bytes) override;
 
   [[nodiscard]] Stats stats() const;
+
+  /// Snapshot: every register (DLL/DLM, IER, FCR, LCR, MCR, SCR, RBR latch), pending LSR error
+  /// and MSR delta bits, the THRE interrupt state and the receive FIFO bytes. Version 1.
+  void save_state(snap::ByteWriter& w) const;
+  /// Restores what save_state() wrote into a device built with the same rx capacity. Validates
+  /// register bits and the FIFO length (≤ capacity); errors name "serial0" and the field. The IRQ
+  /// line is not driven (its level comes with the interrupt controller's state).
+  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
 
  protected:
   uint8_t read_byte(uint64_t offset) override;

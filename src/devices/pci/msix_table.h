@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/result.h"
 #include "devices/pci/pci_platform.h"
+#include "snapshot/codec.h"
 
 namespace tern {
 
@@ -44,6 +45,14 @@ class MsixTable {
   bool fire(uint16_t v);
   /// Masks every vector, clears addresses, data and pending bits (function reset).
   void reset();
+
+  /// Snapshot: per vector address, data, vector control and pending bit. Enable and Function
+  /// Mask are PCI config space state (restored through set_control()).
+  void save_state(snap::ByteWriter& w) const;
+  /// Restores save_state()'s bytes into a table of the same size, then installs the MSI route
+  /// (KVM_SET_GSI_ROUTING through the platform) of every unmasked vector; the irqfds were bound
+  /// by create(). Errors name `device` and the field; nothing changes on error.
+  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r, std::string_view device);
 
   /// For tests and statistics.
   [[nodiscard]] BorrowedFd irqfd(uint16_t v) const { return entries_[v].irqfd.borrow(); }

@@ -7,7 +7,9 @@
 #include <optional>
 #include <span>
 
+#include "base/result.h"
 #include "devices/pci/pci_device.h"
+#include "snapshot/codec.h"
 
 namespace tern {
 
@@ -57,6 +59,13 @@ class PciConfigSpace {
   void set8(uint32_t off, uint8_t v) { bytes_[off] = v; }
   void set16(uint32_t off, uint16_t v);
   void set32(uint32_t off, uint32_t v);
+
+  /// Snapshot: the 256 bytes as the guest sees them (BAR values included).
+  void save_state(snap::ByteWriter& w) const;
+  /// Restores saved bytes into a config space built the same way: every bit the guest cannot
+  /// write must equal this one's (else an error naming `device` and the offset), so BARs stay
+  /// size-aligned and identity, capabilities and read-only fields cannot change.
+  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r, std::string_view device);
 
  private:
   std::array<uint8_t, 256> bytes_{};

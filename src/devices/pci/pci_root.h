@@ -14,6 +14,7 @@
 #include "base/result.h"
 #include "bus/bus.h"
 #include "devices/pci/pci_device.h"
+#include "snapshot/codec.h"
 
 namespace tern {
 
@@ -48,6 +49,14 @@ class PciRoot {
   [[nodiscard]] std::shared_ptr<BusDevice> mmio_window() const { return mmio_window_; }
   [[nodiscard]] uint64_t mmio_base() const { return mmio_base_; }
   [[nodiscard]] uint64_t mmio_size() const { return mmio_size_; }
+  /// Snapshot (version 1): the CONFIG_ADDRESS register (0xCF8) and the host bridge's config
+  /// space. The functions in slots 1-31 save their own state.
+  void save_state(snap::ByteWriter& w) const;
+  /// Restores save_state()'s bytes; errors name "pci-root" and the field.
+  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
+  /// Rebuilds the BAR dispatch table from the devices (after their state was restored).
+  void refresh_bar_mappings() { refresh_mappings(); }
+
   /// MMIO accesses inside the window that hit no BAR.
   [[nodiscard]] uint64_t stray_mmio() const { return stray_mmio_.load(); }
 
@@ -64,7 +73,7 @@ class PciRoot {
 
   uint64_t mmio_base_, mmio_size_, next_mmio_;
   std::array<std::shared_ptr<PciDevice>, 32> slots_;
-  std::mutex config_mu_;  // serialises config mechanism accesses and mapping rebuilds
+  mutable std::mutex config_mu_;  // serialises config mechanism accesses and mapping rebuilds
   uint32_t config_address_ = 0;
   std::shared_mutex map_mu_;
   std::vector<Mapping> mappings_;

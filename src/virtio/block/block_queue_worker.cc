@@ -16,7 +16,7 @@
 namespace tern::virtio {
 
 namespace {
-constexpr uint64_t kTagKick = 1, kTagStop = 2, kTagIo = 3;
+constexpr uint64_t kTagKick = 1, kTagStop = 2, kTagIo = 3, kTagPause = 4;
 
 // user_data = slot << 32 | op index within the request.
 uint64_t user_data(uint16_t slot, uint32_t op) { return (uint64_t{slot} << 32) | op; }
@@ -37,6 +37,7 @@ Result<std::unique_ptr<BlockQueueWorker>> BlockQueueWorker::start(BlockQueueCont
   TRY(w->vq_.validate());
   ASSIGN_OR_RETURN(w->engine_, make_io_engine(engine, w->ctx_.disk->fd(), w->ctx_.queue.size));
   ASSIGN_OR_RETURN(w->stop_, make_eventfd(0, EFD_NONBLOCK));
+  ASSIGN_OR_RETURN(w->pause_, make_eventfd(0, EFD_NONBLOCK));
   // The kick eventfd is read without blocking: a spurious wakeup must not stall the worker.
   int fl = ::fcntl(w->kick_.get(), F_GETFL);
   if (fl < 0 || ::fcntl(w->kick_.get(), F_SETFL, fl | O_NONBLOCK) != 0)
@@ -45,7 +46,8 @@ Result<std::unique_ptr<BlockQueueWorker>> BlockQueueWorker::start(BlockQueueCont
   if (ep < 0) return fail_errno("epoll_create1");
   w->epoll_.reset(ep);
   for (auto [fd, tag] : {std::pair{w->kick_.get(), kTagKick}, std::pair{w->stop_.get(), kTagStop},
-                         std::pair{w->engine_->completion_fd().get(), kTagIo}}) {
+                         std::pair{w->engine_->completion_fd().get(), kTagIo},
+                         std::pair{w->pause_.get(), kTagPause}}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = tag;
@@ -59,6 +61,11 @@ Result<std::unique_ptr<BlockQueueWorker>> BlockQueueWorker::start(BlockQueueCont
 
 BlockQueueWorker::~BlockQueueWorker() {
   if (thread_.joinable()) {
+    {
+      std::lock_guard lock(park_mu_);
+      stopping_ = true;
+    }
+    park_cv_.notify_all();
     uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(stop_.get(), &one, sizeof one);
     thread_.join();
@@ -69,26 +76,36 @@ void BlockQueueWorker::run() {
   // A kick may have arrived before the eventfd was handed to us.
   process_queue();
   for (;;) {
-    epoll_event evs[3];
-    int n = ::epoll_wait(epoll_.get(), evs, 3, -1);
+    epoll_event evs[4];
+    int n = ::epoll_wait(epoll_.get(), evs, 4, -1);
     if (n < 0) {
       if (errno == EINTR) continue;
       spdlog::error("{}: queue {}: epoll_wait: {}", ctx_.name, ctx_.index, std::strerror(errno));
       break;
     }
-    bool stop = false;
+    bool stop = false, pause = false;
     for (int i = 0; i < n; ++i) {
       switch (evs[i].data.u64) {
         case kTagKick: drain_eventfd(kick_.get()); break;
         case kTagStop: stop = true; break;
         case kTagIo: handle_completions(); break;
+        case kTagPause: drain_eventfd(pause_.get()); pause = true; break;
       }
     }
     if (stop) break;
+    // Quiesce: no new requests until resumed (a kick drained above is re-checked then).
+    if (pause && !park()) break;
     // Kicked, or slots were freed: serve the ring.
     process_queue();
   }
   // Stopping: finish what the engine holds (its buffers are guest memory) and publish it.
+  drain_engine();
+  std::lock_guard lock(park_mu_);
+  exited_ = true;
+  park_cv_.notify_all();
+}
+
+void BlockQueueWorker::drain_engine() {
   while (engine_->in_flight() > 0) {
     pollfd p{engine_->completion_fd().get(), POLLIN, 0};
     if (::poll(&p, 1, -1) < 0 && errno != EINTR) break;

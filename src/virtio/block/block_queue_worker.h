@@ -5,8 +5,10 @@
 // batch. A broken ring (§2.1.2) makes the worker call set_needs_reset() and ignore the queue.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,6 +54,14 @@ class BlockQueueWorker {
 
   /// Name of the engine actually in use ("io_uring" or "threads").
   [[nodiscard]] std::string_view engine_name() const { return engine_->name(); }
+  [[nodiscard]] uint16_t index() const { return ctx_.index; }
+
+  /// Parks the worker: it completes (used ring + interrupt) every request it took, then stops
+  /// reading the ring and the kick eventfd. Returns once parked (or the thread has ended), with
+  /// the queue position at that point.
+  QueuePosition pause();
+  /// Unparks a paused worker; it re-checks the ring at once. No-op if not paused.
+  void resume();
 
  private:
   struct FreeDeleter {
@@ -76,6 +86,9 @@ class BlockQueueWorker {
   void complete(uint16_t head, uint8_t* status, uint8_t value, uint32_t used_len);
   void publish();
   void mark_broken(const std::string& why);
+  void drain_engine();
+  /// Parks until resume() or the destructor. Returns false if the worker must stop.
+  bool park();
 
   BlockQueueContext ctx_;
   Virtqueue vq_;
@@ -87,6 +100,16 @@ class BlockQueueWorker {
   std::vector<uint16_t> free_slots_;
   std::vector<IoCompletion> completions_;
   bool broken_ = false;
+
+  UniqueFd pause_;  // signalled by pause(): the thread parks at its next wakeup
+  std::mutex park_mu_;
+  std::condition_variable park_cv_;
+  bool pause_requested_ = false;  // park_mu_
+  bool parked_ = false;           // park_mu_
+  bool stopping_ = false;         // park_mu_: the destructor wants the thread to end
+  bool exited_ = false;           // park_mu_: run() returned
+  QueuePosition parked_at_;       // park_mu_
+
   std::thread thread_;
 };
 

@@ -76,6 +76,8 @@ Result<void> VirtioBlock::activate(const GuestMemory& mem, uint64_t acked_featur
                                    std::shared_ptr<VirtioInterrupt> interrupt) {
   std::lock_guard lock(mu_);
   workers_.clear();
+  quiesced_ = false;
+  positions_.clear();
   if (queues.size() != config_.queues || kicks.size() != queues.size())
     return fail(name_, "activate: expected " + std::to_string(config_.queues) + " queues");
   if (!interrupt) return fail(name_, "activate: no interrupt");
@@ -121,6 +123,29 @@ Result<void> VirtioBlock::activate(const GuestMemory& mem, uint64_t acked_featur
 void VirtioBlock::reset() {
   std::lock_guard lock(mu_);
   workers_.clear();  // each destructor drains its engine and joins its thread
+  quiesced_ = false;
+  positions_.clear();
+}
+
+void VirtioBlock::quiesce() {
+  std::lock_guard lock(mu_);
+  positions_.assign(config_.queues, QueuePosition{});
+  // Each worker completes what it took from its ring, then parks.
+  for (auto& w : workers_) positions_[w->index()] = w->pause();
+  quiesced_ = true;
+}
+
+void VirtioBlock::unquiesce() {
+  std::lock_guard lock(mu_);
+  if (!quiesced_) return;
+  for (auto& w : workers_) w->resume();
+  quiesced_ = false;
+}
+
+std::vector<QueuePosition> VirtioBlock::queue_positions() const {
+  std::lock_guard lock(mu_);
+  if (positions_.size() != config_.queues) return std::vector<QueuePosition>(config_.queues);
+  return positions_;
 }
 
 }  // namespace tern

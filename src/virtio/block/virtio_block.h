@@ -49,6 +49,11 @@ class VirtioBlock final : public VirtioDevice {
                                       std::vector<UniqueFd> kicks,
                                       std::shared_ptr<VirtioInterrupt> interrupt) override;
   void reset() override;
+  /// Parks every queue worker after its in-flight requests complete (see VirtioDevice).
+  void quiesce() override;
+  void unquiesce() override;
+  /// Positions recorded when the workers parked; {0, 0} for queues without a worker.
+  [[nodiscard]] std::vector<QueuePosition> queue_positions() const override;
 
   [[nodiscard]] virtio::BlockStats stats() const { return counters_.snapshot(); }
   [[nodiscard]] const DiskImage& disk() const { return disk_; }
@@ -68,8 +73,10 @@ class VirtioBlock final : public VirtioDevice {
   virtio::VirtioBlkConfig config_space_{};
   virtio::BlockCounters counters_;
   RateLimit log_limit_;
-  std::mutex mu_;  // activate / reset
+  mutable std::mutex mu_;  // activate / reset / quiesce
   std::vector<std::unique_ptr<virtio::BlockQueueWorker>> workers_;
+  bool quiesced_ = false;
+  std::vector<QueuePosition> positions_;  // per queue, set by quiesce()
 };
 
 }  // namespace tern

@@ -10,6 +10,7 @@
 
 #include "devices/pci/msix_table.h"
 #include "devices/pci/pci_platform.h"
+#include "snapshot/codec.h"
 #include "virtio/virtio_device.h"
 
 namespace tern {
@@ -42,6 +43,14 @@ class VirtioPciInterrupt final : public VirtioInterrupt {
   /// Device reset: ISR 0, INTx low, vectors unmapped, needs_reset cleared. MSI-X table untouched
   /// (that is PCI function state, reset with the function).
   void reset();
+
+  /// Snapshot: ISR, config and queue vectors, needs-reset flag (not the MSI-X table).
+  void save_state(snap::ByteWriter& w) const;
+  /// Restores save_state()'s bytes (vectors must be in the table or NO_VECTOR, ISR bits known).
+  /// `intx_disabled` is the restored PCI command bit. The INTx level is adopted, not driven:
+  /// the irqchip's restored state holds it. Errors name `device` and the field.
+  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r, std::string_view device,
+                                           bool intx_disabled);
 
   [[nodiscard]] MsixTable& msix() { return *msix_; }
   [[nodiscard]] uint64_t interrupts_sent() const { return sent_.load(); }

@@ -74,7 +74,7 @@ Result<std::shared_ptr<VirtioPciTransport>> VirtioPciTransport::create(
   for (uint16_t q = 0; q < nq; ++q) {
     ASSIGN_OR_RETURN(UniqueFd fd, make_eventfd(0, EFD_NONBLOCK));
     t->kicks_.push_back(std::move(fd));
-    t->queues_.push_back(Queue{{t->device_->max_queue_size(), 0, 0, 0, false}, q});
+    t->queues_.push_back(Queue{{t->device_->max_queue_size(), 0, 0, 0, false, {}}, q});
   }
 
   PciConfigSpace& c = t->config_;
@@ -409,30 +409,33 @@ void VirtioPciTransport::activate_locked() {
     interrupt_->set_needs_reset();
     return;
   }
-  std::vector<VirtqueueConfig> queues;
-  std::vector<UniqueFd> kicks;
-  for (size_t i = 0; i < queues_.size(); ++i) {
-    queues.push_back(queues_[i].config);
-    int fd = ::fcntl(kicks_[i].get(), F_DUPFD_CLOEXEC, 0);
-    if (fd < 0) {
-      TERN_LOG_RATELIMITED(log_limit_, warn, "{}: dup kick eventfd: {}", name(),
-                           std::strerror(errno));
-      interrupt_->set_needs_reset();
-      return;
-    }
-    kicks.emplace_back(fd);
-  }
-  auto r = device_->activate(mem_, driver_features_, std::move(queues), std::move(kicks),
-                             interrupt_);
+  auto r = start_device_locked();
   if (!r) {
     TERN_LOG_RATELIMITED(log_limit_, warn, "{}: activation failed: {}", name(),
                          r.error().message());
-    device_->reset();
     interrupt_->set_needs_reset();
     return;
   }
   activated_ = true;
   spdlog::debug("{}: DRIVER_OK, features {:#x}", name(), driver_features_);
+}
+
+Result<void> VirtioPciTransport::start_device_locked() {
+  std::vector<VirtqueueConfig> queues;
+  std::vector<UniqueFd> kicks;
+  for (size_t i = 0; i < queues_.size(); ++i) {
+    queues.push_back(queues_[i].config);
+    int fd = ::fcntl(kicks_[i].get(), F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return fail_errno("fcntl(F_DUPFD_CLOEXEC)", "queue kick eventfd");
+    kicks.emplace_back(fd);
+  }
+  auto r = device_->activate(mem_, driver_features_, std::move(queues), std::move(kicks),
+                             interrupt_);
+  if (!r) {
+    device_->reset();
+    return r;
+  }
+  return {};
 }
 
 void VirtioPciTransport::reset_locked() {
@@ -442,7 +445,8 @@ void VirtioPciTransport::reset_locked() {
   device_feature_select_ = driver_feature_select_ = 0;
   driver_features_ = 0;
   queue_select_ = 0;
-  for (auto& q : queues_) q.config = VirtqueueConfig{device_->max_queue_size(), 0, 0, 0, false};
+  for (auto& q : queues_)
+    q.config = VirtqueueConfig{device_->max_queue_size(), 0, 0, 0, false, {}};
   interrupt_->reset();
 }
 

@@ -16,6 +16,7 @@
 #include "devices/pci/pci_device.h"
 #include "devices/pci/pci_platform.h"
 #include "memory/guest_memory.h"
+#include "snapshot/codec.h"
 #include "virtio/transport/virtio_pci_interrupt.h"
 #include "virtio/virtio_device.h"
 
@@ -62,6 +63,22 @@ class VirtioPciTransport final : public PciDevice {
   /// Guest-physical address the ioeventfds are registered at (nullopt: BAR0 not decoded).
   [[nodiscard]] std::optional<uint64_t> notify_gpa() const;
   [[nodiscard]] VirtioPciInterrupt& interrupt() { return *interrupt_; }
+  [[nodiscard]] VirtioDevice& device() { return *device_; }
+
+  /// Snapshot (version 1): PCI config space (BARs, command, MSI-X control), MSI-X table and PBA,
+  /// ISR and vectors, common configuration (status, feature selects, acked driver features,
+  /// queue_select, config generation), per queue size/enable/ring addresses and — when the
+  /// device is active — its ring positions, then the device's own state. The device must be
+  /// quiesced (VirtioDevice::quiesce) so the positions are consistent.
+  void save_state(snap::ByteWriter& w) const;
+  /// Restores save_state()'s bytes into a transport freshly created for the same device
+  /// configuration, before any vCPU runs and after guest memory holds the snapshot's contents.
+  /// Every field is validated (untrusted input; errors name the device and the field) and
+  /// applied: registers, ioeventfds moved to the restored BAR0, MSI routes re-programmed, and if
+  /// the device was active, activate() with the restored queues and positions (no feature
+  /// negotiation) as the last step. Fails if the transport was already used or activation
+  /// fails; after an error the transport may be partly restored (discard it).
+  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
 
  private:
   struct Queue {
@@ -80,6 +97,7 @@ class VirtioPciTransport final : public PciDevice {
   void write_status(uint8_t v);
   void reset_locked();
   void activate_locked();
+  [[nodiscard]] Result<void> start_device_locked();
   void move_ioeventfds_locked();
   void pci_cfg_access_locked(bool write, std::span<uint8_t> data);
   void protocol_error(const char* what, uint64_t offset, uint64_t value);
