@@ -30,7 +30,12 @@ Result<const snap::StateSection*> section(const snap::StateFile& f, uint32_t id,
 Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::string& console) {
   RestoreInputs in;
   const std::string& path = spec.snapshot_path;
-  ASSIGN_OR_RETURN(in.state, snap::read_state_file(path));
+  auto state = snap::read_state_file(path);
+  if (!state) {
+    if (state.error().errnum != 0) return fail("snapshot state file", state.error().message());
+    return tl::unexpected(state.error());
+  }
+  in.state = std::move(*state);
 
   ASSIGN_OR_RETURN(auto* ms, section(in.state, snap::kMachineSection, snap::kMachineSectionVersion,
                                      "machine", path));

@@ -51,19 +51,14 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
   // 3. VM-wide KVM state: PIC, IOAPIC and PIT, then kvmclock. KVM_SET_CLOCK must come before any
   //    vCPU runs (the guest's kvmclock pages are computed from it on first entry).
   TRY(restore_vm_kvm_state(*vm_, in.vm_kvm));
-  // 4. Devices, created as at boot, then given their saved registers. The virtio-pci transports
-  //    re-place their BARs (ioeventfds), re-program MSI-X routes (GSI routing + irqfds) and
-  //    re-activate their devices at the saved ring positions.
+  // 4. Devices, created as at boot; the legacy ones get their registers now (their IRQ line
+  //    levels come back with the irqchip state above, not by driving the lines again).
   TRY(build_devices(in.console, in.disks));
   const snap::StateSection* legacy = in.state.find(snap::kLegacySection);
   const snap::StateSection* pci = in.state.find(snap::kPciSection);
   TERN_CHECK(legacy && pci);  // prepare_restore() checked
   snap::ByteReader lr(legacy->data, "snapshot: legacy devices section");
   TRY(devices_->restore_state(lr));
-  TRY(lr.expect_end());
-  snap::ByteReader pr(pci->data, "snapshot: PCI devices section");
-  TRY(pci_->restore_state(pr));
-  TRY(pr.expect_end());
   // 5. vCPUs: CPUID first (KVM checks MSRs and XSAVE state against it), then the saved state in
   //    restore_vcpu_state()'s order (kvm/vcpu_state.cc: sregs before LAPIC, LAPIC before MSRs,
   //    TSC before TSC_DEADLINE, events last).
@@ -72,6 +67,12 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
     if (auto ok = restore_vcpu_state(*vcpu, in.vcpus[i]); !ok)
       return fail("snapshot: vCPU " + std::to_string(i), ok.error().message());
   }
+  // 6. PCI last: restoring a virtio-pci transport re-activates its device, whose workers start
+  //    serving the rings at once (a request the guest queued before the save completes now) and
+  //    may inject an MSI. That must land in a LAPIC already restored (KVM_SET_LAPIC would
+  //    overwrite its IRR), so after step 5. Also re-places BARs (ioeventfds) and MSI-X routes.
+  snap::ByteReader pr(pci->data, "snapshot: PCI devices section");
+  TRY(pci_->restore_state(pr));
   build_stats();
   machine_ = m;
   spdlog::debug("VM restored: {} vCPU(s), {} RAM", m.vcpus, format_size(m.memory_bytes));

@@ -139,6 +139,10 @@ case "$r" in *'"snapshot"'*) ok=0 ;; *) ok=1 ;; esac
 check restored-api "$ok" "GET /tern/stats answers on the restored tern"
 "$T" ctl --api-sock /tmp/b.sock power-off >/dev/null
 wait "$pid_b"
+rc_b=$?
+# Anything else the restored guest's kernel printed (warnings about clocks or lockups would show).
+grep -v '^TERN-' /tmp/b.out | sed 's/^/  restored console: /' | head -n 20
+(exit $rc_b)
 check restored-exit-status "$?" "tern restore exited after power-off"
 last=$(last_rec /tmp/b.out)
 bad=""
