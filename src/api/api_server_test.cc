@@ -4,6 +4,8 @@
 #include "api/api_server.h"
 
 #include <gtest/gtest.h>
+
+#include <future>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -368,13 +370,17 @@ TEST(ApiServer, EventsStreamBacklogThenLiveUntilExit) {
   ApiHarness h;
   h.configure_and_start();
   std::vector<std::string> seen;
+  std::promise<void> connected;  // the stream is open once its first (backlog) line arrived
   std::thread reader([&] {
     auto r = api_read_events(h.sock, [&](const std::string& line) {
       seen.push_back(line);
+      if (seen.size() == 1) connected.set_value();
       return true;
     });
     EXPECT_TRUE(r);
+    if (seen.empty()) connected.set_value();
   });
+  connected.get_future().wait();
   EXPECT_EQ(h.call("PATCH", "/vm", R"({"state": "Paused"})").status, 204);
   EXPECT_EQ(h.call("PUT", "/tern/power-off").status, 204);
   EXPECT_EQ(h.wait_exit(), 0);
