@@ -85,6 +85,7 @@ Result<std::vector<uint32_t>> snapshot_msr_list(const KvmSystem& sys, KvmVcpu& p
   // Ascending index puts MSR_IA32_TSC (0x10) early; MSR_IA32_TSC_DEADLINE goes last (header).
   std::stable_partition(readable.begin(), readable.end(),
                         [](uint32_t i) { return i != kMsrIa32TscDeadline; });
+  static_assert(kMsrIa32Tsc < kMsrIa32TscDeadline);
   return readable;
 }
 
