@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include "base/testing/temp_dir.h"
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -22,22 +24,6 @@ namespace tern::snap {
 namespace {
 
 constexpr uint64_t kPage = 4096;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (std::filesystem::temp_directory_path() / "tern-mem-XXXXXX").string();
-    path_ = ::mkdtemp(t.data()) ? t : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // Three regions with a gap (like the PCI hole): RAM ends at 0x700000.
 const std::array<RegionSpec, 3> kSpecs{{{0, 0x100000}, {0x200000, 0x80000}, {0x400000, 0x300000}}};
@@ -75,7 +61,7 @@ TEST(MemoryFile, SaveIsSparseAndRestoreMatchesEveryByte) {
   auto mem = GuestMemory::create(kSpecs);
   ASSERT_TRUE(mem) << mem.error().message();
   uint64_t nonzero = fill(*mem, 1);
-  TempDir d;
+  testing::TempDir d{"tern-mem"};
   const std::string p = d.path() + "/vm.mem";
   auto r = save_memory_file(*mem, p);
   ASSERT_TRUE(r) << r.error().message();
@@ -110,7 +96,7 @@ TEST(MemoryFile, RestoredMemoryIsCopyOnWrite) {
   auto mem = GuestMemory::create(kSpecs);
   ASSERT_TRUE(mem);
   fill(*mem, 2);
-  TempDir d;
+  testing::TempDir d{"tern-mem"};
   const std::string p = d.path() + "/vm.mem";
   ASSERT_TRUE(save_memory_file(*mem, p));
   auto fd = open_file(p, O_RDWR);  // even a writable fd must not let guest writes through
@@ -135,7 +121,7 @@ TEST(MemoryFile, RestoredMemoryIsCopyOnWrite) {
 }
 
 TEST(MemoryFile, CreateFromFileRefusesShortFileNamingSizes) {
-  TempDir d;
+  testing::TempDir d{"tern-mem"};
   const std::string p = d.path() + "/short.mem";
   auto fd = open_file(p, O_RDWR | O_CREAT, 0600);
   ASSERT_TRUE(fd);
@@ -152,7 +138,7 @@ TEST(MemoryFile, DirectWritesRoundTrip) {
   auto mem = GuestMemory::create(kSpecs);
   ASSERT_TRUE(mem);
   fill(*mem, 3);
-  TempDir d;
+  testing::TempDir d{"tern-mem"};
   const std::string p = d.path() + "/direct.mem";
   MemorySaveOptions o;
   o.direct = true;
@@ -170,7 +156,7 @@ TEST(MemoryFile, DirectWritesRoundTrip) {
 TEST(MemoryFile, ProgressCountsZeroBytesAndEndsAtTotal) {
   auto mem = GuestMemory::create(kSpecs);
   ASSERT_TRUE(mem);
-  TempDir d;
+  testing::TempDir d{"tern-mem"};
   std::vector<std::pair<uint64_t, uint64_t>> calls;
   MemorySaveOptions o;
   o.progress = [&](uint64_t done, uint64_t total) { calls.emplace_back(done, total); };
@@ -188,7 +174,7 @@ TEST(MemoryFile, RateLimitPacesTheWrites) {
   auto mem = GuestMemory::create(spec);
   ASSERT_TRUE(mem);
   std::memset(mem->regions()[0].host, 0x11, 1 << 20);
-  TempDir d;
+  testing::TempDir d{"tern-mem"};
   std::vector<uint64_t> done;
   MemorySaveOptions o;
   o.rate_limit_bytes_per_s = 2 << 20;
@@ -204,7 +190,7 @@ TEST(MemoryFile, SixtyFourMiBOfZerosAllocatesNothing) {
   std::array<RegionSpec, 1> spec{{{0, 64 << 20}}};
   auto mem = GuestMemory::create(spec);
   ASSERT_TRUE(mem);
-  TempDir d;
+  testing::TempDir d{"tern-mem"};
   const std::string p = d.path() + "/zeros.mem";
   auto r = save_memory_file(*mem, p);
   ASSERT_TRUE(r) << r.error().message();
@@ -215,7 +201,7 @@ TEST(MemoryFile, SixtyFourMiBOfZerosAllocatesNothing) {
 }
 
 TEST(MemoryFile, CheckMemoryFile) {
-  TempDir d;
+  testing::TempDir d{"tern-mem"};
   auto missing = check_memory_file(d.path() + "/none.mem", kSpecs);
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().errnum, ENOENT);
@@ -255,7 +241,7 @@ TEST(MemoryFile, SaveToDeviceRefusedAndDeviceKept) {
 TEST(MemoryFile, SaveToUnwritableDirFailsNamingPath) {
   auto mem = GuestMemory::create(kSpecs);
   ASSERT_TRUE(mem);
-  TempDir d;
+  testing::TempDir d{"tern-mem"};
   // root ignores directory permissions; /sys refuses new files even for root.
   std::string dir = "/sys";
   if (::geteuid() != 0) {
@@ -284,7 +270,7 @@ TEST(MemoryFile, FailedSaveUnlinksThePartialFile) {
   // A file size limit below the memory's end makes the ftruncate fail after the file exists.
   auto mem = GuestMemory::create(kSpecs);
   ASSERT_TRUE(mem);
-  TempDir d;
+  testing::TempDir d{"tern-mem"};
   const std::string p = d.path() + "/limited.mem";
   int rc = in_child([&] {
     std::signal(SIGXFSZ, SIG_IGN);
@@ -304,7 +290,7 @@ TEST(MemoryFile, NoSpaceFailsNamingPathAndUnlinks) {
   auto mem = GuestMemory::create(kSpecs);
   ASSERT_TRUE(mem);
   fill(*mem, 5);
-  TempDir d;
+  testing::TempDir d{"tern-mem"};
   const std::string p = d.path() + "/vm.mem";
   int rc = in_child([&] {
     if (::unshare(CLONE_NEWNS) != 0) return 77;

@@ -1,6 +1,8 @@
 #include "snapshot/state_file.h"
 
 #include <gtest/gtest.h>
+
+#include "base/testing/temp_dir.h"
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,22 +26,6 @@ StateFile sample() {
   f.sections.push_back({0x42, 2, std::vector<uint8_t>(40, 0xAB)});
   return f;
 }
-
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (std::filesystem::temp_directory_path() / "tern-state-XXXXXX").string();
-    path_ = ::mkdtemp(t.data()) ? t : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 void expect_same(const StateFile& a, const StateFile& b) {
   EXPECT_EQ(a.tern_version, b.tern_version);
@@ -143,7 +129,7 @@ TEST(StateFile, UnknownMagicRefused) {
 TEST(StateFile, DuplicateIdsRefused) {
   StateFile f = sample();
   f.sections.push_back({1, 1, {9}});
-  TempDir d;
+  testing::TempDir d{"tern-state"};
   auto w = write_state_file(d.path() + "/dup.state", f);
   ASSERT_FALSE(w);
   EXPECT_NE(w.error().message().find("duplicate section id 1"), std::string::npos);
@@ -180,12 +166,12 @@ TEST(StateFile, DuplicateIdsRefusedByReader) {
 TEST(StateFile, OverlongVersionStringRefusedByWriter) {
   StateFile f;
   f.tern_version = std::string(65, 'v');
-  TempDir d;
+  testing::TempDir d{"tern-state"};
   EXPECT_FALSE(write_state_file(d.path() + "/v.state", f));
 }
 
 TEST(StateFile, WriteReadRoundTripAtomically) {
-  TempDir d;
+  testing::TempDir d{"tern-state"};
   const std::string p = d.path() + "/vm.state";
   ASSERT_TRUE(write_state_file(p, sample()));
   struct stat st {};
@@ -205,7 +191,7 @@ TEST(StateFile, WriteReadRoundTripAtomically) {
 }
 
 TEST(StateFile, ReadErrorsNameThePath) {
-  TempDir d;
+  testing::TempDir d{"tern-state"};
   auto missing = read_state_file(d.path() + "/nope.state");
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().message().find("nope.state"), std::string::npos);
@@ -223,7 +209,7 @@ TEST(StateFile, ReadErrorsNameThePath) {
 }
 
 TEST(StateFile, OversizedFileRefusedBeforeReading) {
-  TempDir d;
+  testing::TempDir d{"tern-state"};
   const std::string p = d.path() + "/big.state";
   { std::ofstream(p, std::ios::binary).write("TERNSNAP", 8); }
   std::filesystem::resize_file(p, kMaxStateFileSize + 1);  // sparse: costs no disk
@@ -233,7 +219,7 @@ TEST(StateFile, OversizedFileRefusedBeforeReading) {
 }
 
 TEST(StateFile, WriteToUnwritableDirFailsNamingPathAndLeavesNothing) {
-  TempDir d;
+  testing::TempDir d{"tern-state"};
   const std::string missing_dir = d.path() + "/no/such/dir/vm.state";
   auto w = write_state_file(missing_dir, sample());
   ASSERT_FALSE(w);
