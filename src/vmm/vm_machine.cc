@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "base/log.h"
 #include "vmm/exit_status.h"
 #include "vmm/host_check.h"
 #include "vmm/vm.h"
@@ -59,6 +60,7 @@ Result<void> apply_drives(const std::vector<DriveSpec>& drives, VmConfig& config
 tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine(
     const SnapshotLoadSpec& spec, const std::string& console) {
   // User input first (the files), then the host.
+  spdlog::debug("restore: reading {}", spec.snapshot_path);
   auto inputs = prepare_restore(spec, console);
   if (!inputs) return tl::unexpected(StartFailure{kExitError, inputs.error()});
   if (::access("/dev/kvm", R_OK | W_OK) != 0 || !host_has_hw_virt())

@@ -41,7 +41,9 @@ Result<std::unique_ptr<Vm>> Vm::restore(const RestoreInputs& inputs) {
 Result<void> Vm::build_restored(const RestoreInputs& in) {
   const snap::MachineState& m = in.machine;
   // 1. KVM VM with its in-kernel irqchip and PIT, exactly as a boot creates them.
+  spdlog::debug("restore: KVM VM");
   TRY(build_kvm(m.vcpus));
+  spdlog::debug("restore: memory");
   // 2. RAM: the memory file mapped MAP_PRIVATE at the same guest-physical layout. Pages are read
   //    on first touch, so this costs the same for 128 MiB and 128 GiB.
   auto specs = x86::ram_regions(m.memory_bytes);
@@ -50,7 +52,9 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
   TRY(add_memory(std::move(*mem)));
   // 3. VM-wide KVM state: PIC, IOAPIC and PIT, then kvmclock. KVM_SET_CLOCK must come before any
   //    vCPU runs (the guest's kvmclock pages are computed from it on first entry).
+  spdlog::debug("restore: irqchip, PIT, clock");
   TRY(restore_vm_kvm_state(*vm_, in.vm_kvm));
+  spdlog::debug("restore: devices");
   // 4. Devices, created as at boot; the legacy ones get their registers now (their IRQ line
   //    levels come back with the irqchip state above, not by driving the lines again).
   TRY(build_devices(in.console, in.disks));
@@ -62,6 +66,7 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
   // 5. vCPUs: CPUID first (KVM checks MSRs and XSAVE state against it), then the saved state in
   //    restore_vcpu_state()'s order (kvm/vcpu_state.cc: sregs before LAPIC, LAPIC before MSRs,
   //    TSC before TSC_DEADLINE, events last).
+  spdlog::debug("restore: vCPUs");
   for (uint32_t i = 0; i < m.vcpus; ++i) {
     ASSIGN_OR_RETURN(KvmVcpu * vcpu, add_vcpu(i, m.vcpus));
     if (auto ok = restore_vcpu_state(*vcpu, in.vcpus[i]); !ok)
@@ -72,6 +77,7 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
   //    may inject an MSI. That must land in a LAPIC already restored (KVM_SET_LAPIC would
   //    overwrite its IRR), so after step 5. Also re-places BARs (ioeventfds) and MSI-X routes.
   snap::ByteReader pr(pci->data, "snapshot: PCI devices section");
+  spdlog::debug("restore: PCI devices");
   TRY(pci_->restore_state(pr));
   build_stats();
   machine_ = m;
