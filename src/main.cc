@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "tern: %s\nRun 'tern --help' or 'tern run --help' for usage.\n", e.what());
+    std::fprintf(stderr, "tern: %s\nRun 'tern --help' or 'tern COMMAND --help' for usage.\n", e.what());
     return tern::kExitError;
   }
   // The guest console owns stdout: tern's own messages go to stderr.

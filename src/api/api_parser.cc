@@ -31,6 +31,7 @@ namespace {
 
 Result<void> check_readable_file(const std::string& path, const std::string& field) {
   if (path.empty()) return fail(field, "empty path");
+  if (path.find('\0') != std::string::npos) return fail(field, "path contains a NUL byte");
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return fail_errno(field, path);
   if (S_ISDIR(st.st_mode)) return fail(field, path + ": is a directory");
@@ -196,9 +197,9 @@ Parsed invalid_path(std::string_view method, std::string_view path) {
 
 // Firecracker endpoints tern does not implement (yet): a clear 400 instead of "invalid path".
 bool unsupported_firecracker_path(std::string_view p) {
-  static const std::array<std::string_view, 11> exact = {
+  static const std::array<std::string_view, 9> exact = {
       "/balloon", "/cpu-config", "/logger", "/metrics", "/mmds", "/entropy",
-      "/serial",  "/vsock",      "/hotplug/memory", "/snapshot/create", "/snapshot/load"};  // the latter two are served before
+      "/serial",  "/vsock",      "/hotplug/memory"};
   static const std::array<std::string_view, 5> prefixes = {"/balloon/", "/mmds/", "/pmem/",
                                                            "/network-interfaces/", "/hotplug/"};
   for (auto e : exact)
@@ -241,9 +242,12 @@ Parsed parse_action(std::string_view body) {
 // The directory `path` would be created in exists and is writable (checked again when writing).
 Result<void> check_writable_target(const std::string& path, const std::string& field) {
   if (path.empty()) return fail(field, "empty path");
+  if (path.find('\0') != std::string::npos) return fail(field, "path contains a NUL byte");
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     return fail(field, path + ": is a directory");
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return fail(field, path + ": exists and is not a regular file (tern only replaces regular files)");
   auto slash = path.rfind('/');
   std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
   if (::access(dir.c_str(), W_OK) != 0) return fail_errno(field, dir);
@@ -268,8 +272,9 @@ Parsed parse_snapshot_create(std::string_view body) {
     s.direct = direct.value_or(false);
     (void)r.raw("version");  // deprecated in Firecracker; ignored
     TRY(r.finish());
-    if (s.snapshot_path == s.mem_file_path)
-      return fail("mem_file_path", "must differ from snapshot_path");
+    if (s.snapshot_path == s.mem_file_path || s.mem_file_path == s.snapshot_path + ".tmp")
+      return fail("mem_file_path", "must differ from snapshot_path (and from snapshot_path.tmp, "
+                                   "which the state file is written to first)");
     TRY(check_writable_target(s.snapshot_path, "snapshot_path"));
     TRY(check_writable_target(s.mem_file_path, "mem_file_path"));
     return api::CreateSnapshot{std::move(s)};

@@ -40,8 +40,8 @@ class FakeMachine : public Machine {
     return true;
   }
   const StatsSource& stats() const override { return stats_; }
-  Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec& spec,
-                                       const SaveProgress& progress) override {
+  Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec& spec, const SaveProgress& progress,
+                                       const std::atomic<bool>&) override {
     saved_paths = spec.snapshot_path + " " + spec.mem_file_path;
     progress(1 << 20, 2 << 20);
     progress(2 << 20, 2 << 20);
@@ -227,6 +227,16 @@ TEST(ApiServer, SnapshotCreateNeedsPausedVmReportsProgressAndFailures) {
   EXPECT_EQ(h.call("PATCH", "/vm", R"({"state": "Resumed"})").status, 204);
   EXPECT_EQ(h.call("PUT", "/tern/power-off").status, 204);
   EXPECT_EQ(h.wait_exit(), 0);
+}
+
+TEST(ApiServer, SnapshotLoadRefusedAfterPreBootConfiguration) {
+  ApiHarness h;
+  EXPECT_EQ(h.call("PUT", "/machine-config", R"({"vcpu_count": 1, "mem_size_mib": 128})").status, 204);
+  EXPECT_NE(fault_of(h.call("PUT", "/snapshot/load",
+                            R"({"snapshot_path": "/proc/self/exe", "mem_backend": {"backend_type": "File", "backend_path": "/proc/self/exe"}})"))
+                .find("not after pre-boot configuration"),
+            std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(h.call("GET", "/").body)["state"], "Not started");
 }
 
 TEST(ApiServer, WrongStateErrorsNameTheState) {

@@ -66,7 +66,10 @@ class Saver {
         TRY(flush(run_gpa, run_len));
         res_.zero_bytes += len;
         done_ += len;
-        if (done_ - checked_at_ >= MiB) maybe_progress();
+        if (done_ - checked_at_ >= MiB) {
+          TRY(check_cancel());
+          maybe_progress();
+        }
       } else {
         if (run_len == 0) run_gpa = r.gpa + off;
         run_len += len;
@@ -106,6 +109,11 @@ class Saver {
     len = 0;
     pace();
     maybe_progress();
+    return check_cancel();
+  }
+
+  Result<void> check_cancel() const {
+    if (o_.cancel && o_.cancel->load()) return fail("save memory file " + path_, "cancelled");
     return {};
   }
 

@@ -5,6 +5,7 @@
 // memory. `tern restore` maps it copy-on-write with GuestMemory::create_from_file().
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -25,6 +26,9 @@ struct MemorySaveOptions {
   /// Called at most every 50 ms while saving and once at the end with done == total. done counts
   /// zero-skipped bytes too. Runs on the saving thread.
   std::function<void(uint64_t done_bytes, uint64_t total_bytes)> progress;
+  /// When set and it becomes true, the save stops within one write (≤ ~50 ms of rate-limited
+  /// writing) and fails with "cancelled" (the partial file is removed, as for any failure).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 /// What save_memory_file() did, in bytes (total = written + zero) and wall-clock seconds.

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -198,6 +199,28 @@ TEST(MemoryFile, SixtyFourMiBOfZerosAllocatesNothing) {
   EXPECT_EQ(r->zero_bytes, uint64_t{64} << 20);
   EXPECT_EQ(std::filesystem::file_size(p), uint64_t{64} << 20);
   EXPECT_LE(allocated_bytes(p), 4096u);
+}
+
+TEST(MemoryFile, CancelledSaveFailsAndLeavesNoFile) {
+  std::array<RegionSpec, 1> spec{{{0, 8 << 20}}};
+  auto mem = GuestMemory::create(spec);
+  ASSERT_TRUE(mem);
+  std::vector<uint8_t> ones(4096, 1);
+  for (uint64_t gpa = 0; gpa < (8 << 20); gpa += 4096) ASSERT_TRUE(mem->write(gpa, ones));
+  testing::TempDir d{"tern-mem"};
+  const std::string p = d.path() + "/cancelled.mem";
+  std::atomic<bool> cancel{false};
+  MemorySaveOptions o;
+  o.cancel = &cancel;
+  o.rate_limit_bytes_per_s = 4 << 20;  // writes in ~50 ms pieces, so the flag is seen early
+  int calls = 0;
+  o.progress = [&](uint64_t, uint64_t) {
+    if (++calls == 1) cancel = true;
+  };
+  auto r = save_memory_file(*mem, p, o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("cancelled"), std::string::npos) << r.error().message();
+  EXPECT_FALSE(std::filesystem::exists(p));
 }
 
 TEST(MemoryFile, CheckMemoryFile) {

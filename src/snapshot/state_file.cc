@@ -156,7 +156,9 @@ Result<StateFile> parse_state_file(std::span<const uint8_t> bytes, const std::st
 }
 
 Result<StateFile> read_state_file(const std::string& path) {
-  ASSIGN_OR_RETURN(UniqueFd fd, open_file(path, O_RDONLY));
+  // O_NONBLOCK: a FIFO must not block the open (and with it tern's signal handling); anything but a
+  // regular file is refused below. Reads of a regular file ignore the flag.
+  ASSIGN_OR_RETURN(UniqueFd fd, open_file(path, O_RDONLY | O_NONBLOCK));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return fail_errno("fstat", path);
   if (!S_ISREG(st.st_mode)) return fail("state file " + path, "not a regular file");
@@ -180,7 +182,15 @@ Result<void> write_state_file(const std::string& path, const StateFile& f) {
   if (auto why = invalid_reason(f); !why.empty()) return fail("write state file " + path, why);
   const std::vector<uint8_t> bytes = serialize_state_file(f);
   const std::string tmp = path + ".tmp";
-  ASSIGN_OR_RETURN(UniqueFd fd, open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600));
+  // Only regular files (or nothing) are replaced: renaming over /dev/null or a FIFO would replace a
+  // device node, and opening a FIFO would block.
+  for (const std::string* p : {&path, &tmp}) {
+    struct stat st {};
+    if (::lstat(p->c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      return fail("write state file " + path, *p + " exists and is not a regular file");
+  }
+  ASSIGN_OR_RETURN(UniqueFd fd,
+                   open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK, 0600));
   auto written = [&]() -> Result<void> {
     TRY(write_all(fd.get(), bytes, tmp));
     if (::fsync(fd.get()) != 0) return fail_errno("fsync", tmp);

@@ -112,6 +112,7 @@ void ControlLoop::handle(cmd::Api& c) {
 void ControlLoop::handle(cmd::Signal& c) {
   if (signo_ == 0) signo_ = c.signo;
   if (machine_ && state_ != VmState::kStopped) {
+    cancel_save_ = true;  // a save in progress stops; GuestStopped waits for it
     machine_->stop(StopEvent{StopKind::kStopped, -1, 0, strsignal(c.signo)});
     return;  // GuestStopped follows
   }
@@ -206,6 +207,7 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
           [&](const api::PutBootSource& r) {
             if (!pre_boot) return state_error("PUT /boot-source is pre-boot only");
             boot_ = r.value;
+            configured_ = true;
             config_.kernel_path = r.value.kernel_image_path;
             config_.initrd_path = r.value.initrd_path;
             config_.cmdline =
@@ -221,6 +223,7 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
           [&](const api::PutMachineConfig& r) {
             if (!pre_boot) return state_error("PUT /machine-config is pre-boot only");
             machine_cfg_ = r.value;
+            configured_ = true;
             config_.vcpus = r.value.vcpu_count;
             config_.memory_bytes = r.value.mem_size_mib << 20;
             return ok();
@@ -236,6 +239,7 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
             if (auto valid = check_machine_config(m, ""); !valid)
               return ApiResponse::error(400, valid.error().message());
             machine_cfg_ = m;
+            configured_ = true;
             config_.vcpus = m.vcpu_count;
             config_.memory_bytes = m.mem_size_mib << 20;
             return ok();
@@ -252,6 +256,7 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
                                                    "\" is already the root device");
             }
             drives_.push_back(r.value);
+            configured_ = true;
             return ok();
           },
           [&](const api::InstanceStart&) { return instance_start(); },
@@ -274,7 +279,8 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
           [&](const api::ResumeVm&) {
             if (state_ != VmState::kPaused) return state_error("cannot resume");
             if (progress_.saving())
-              return ApiResponse::error(400, "cannot resume: a snapshot is being saved");
+              return ApiResponse::error(400, "cannot resume: a snapshot is being saved (PUT "
+                                             "/tern/power-off cancels it and stops the VM)");
             resume_machine();
             return ok();
           },
@@ -299,8 +305,7 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
           [&](const api::PowerOff&) {
             if (state_ != VmState::kRunning && state_ != VmState::kPaused)
               return state_error("power-off");
-            if (progress_.saving())
-              return ApiResponse::error(400, "power-off: a snapshot is being saved");
+            cancel_save_ = true;  // a save in progress stops and fails with "cancelled"
             power_off_requested_ = true;
             machine_->stop(StopEvent{StopKind::kStopped, -1, 0, "power-off requested through the API"});
             return ok();

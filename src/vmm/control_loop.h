@@ -100,6 +100,8 @@ class ControlLoop {
   // Snapshot save: runs on saver_ while the control thread keeps serving (stats, progress).
   SnapshotProgress progress_;
   std::thread saver_;
+  std::atomic<bool> cancel_save_{false};  // power-off and stop signals cancel a save in progress
+  bool configured_ = false;  // pre-boot configuration was given (then no snapshot load)
   std::function<void(ApiResponse)> save_reply_;
   bool done_ = false;
   int exit_status_ = 0;

@@ -55,9 +55,12 @@ void ControlLoop::create_snapshot(const SnapshotCreateSpec& spec,
   Machine* m = machine_.get();
   CommandQueue* q = queue_.get();
   SnapshotProgress* p = &progress_;
-  saver_ = std::thread([m, q, p, spec] {
+  cancel_save_ = false;
+  std::atomic<bool>* cancel = &cancel_save_;
+  saver_ = std::thread([m, q, p, cancel, spec] {
     pthread_setname_np(pthread_self(), "snapshot-save");
-    auto r = m->save_snapshot(spec, [p](uint64_t done, uint64_t total) { p->update(done, total); });
+    auto r = m->save_snapshot(
+        spec, [p](uint64_t done, uint64_t total) { p->update(done, total); }, *cancel);
     q->push(cmd::SnapshotSaved{std::move(r)});
   });
 }
@@ -87,6 +90,10 @@ ApiResponse ControlLoop::load_snapshot(const SnapshotLoadSpec& spec) {
     return ApiResponse::error(
         400, std::string("snapshot/load: this tern already has a VM (") + vm_state_name(state_) +
                  "); load a snapshot into a fresh tern --api-sock");
+  if (configured_)
+    return ApiResponse::error(
+        400, "snapshot/load: not after pre-boot configuration (boot-source, machine-config, "
+             "drives): the snapshot defines the VM; load it into a fresh tern --api-sock");
   auto ok = restore(spec, config_.console);
   if (!ok) return ApiResponse::error(400, "snapshot/load: " + ok.error().error.message());
   return ApiResponse::no_content();

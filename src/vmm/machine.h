@@ -2,6 +2,7 @@
 // real; tests implement it with a fake to drive the lifecycle without KVM.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 
@@ -44,9 +45,11 @@ class Machine {
   /// Saves the VM (which the caller has paused) to spec's state and memory files; the VM stays
   /// paused and can resume afterwards. May run on a thread other than the control thread while
   /// the control thread only reads stats. Errors (ENOSPC, EACCES, ...) name the file; a failed
-  /// save leaves no partial file behind and the VM intact.
+  /// save leaves no partial file behind and the VM intact. When `cancel` becomes true the save
+  /// stops soon and fails with "cancelled".
   [[nodiscard]] virtual Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec& spec,
-                                                             const SaveProgress& progress) = 0;
+                                                             const SaveProgress& progress,
+                                                             const std::atomic<bool>& cancel) = 0;
   /// The VM's statistics (GET /tern/stats, /tern/metrics).
   [[nodiscard]] virtual const StatsSource& stats() const = 0;
 };

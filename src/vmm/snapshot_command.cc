@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <future>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "api/api_client.h"
@@ -58,7 +60,8 @@ CLI::App* add_snapshot_command(CLI::App& app, SnapshotOptions& o) {
   c->add_option("--mem", o.mem, "Memory file to write (guest RAM by guest-physical address, sparse)")
       ->required();
   c->add_option("--rate-limit", o.rate_limit,
-                "Cap the memory file write rate, bytes per second, e.g. 100M (default: none)");
+                "Cap the memory file write rate per second: 100M, 1G (K/M/G are binary; a bare "
+                "number is MiB, as for --memory). Default: no limit");
   c->add_flag("--direct", o.direct, "Write the memory file with O_DIRECT (bypass the page cache)");
   c->add_flag("--exit", o.exit_after, "Power the VM off once saved (its tern exits with status 0)");
   c->add_flag("--keep-paused", o.keep_paused, "Leave the VM paused once saved");
@@ -87,25 +90,32 @@ int run_snapshot(const SnapshotOptions& o) {
   if (!o.rate_limit.empty()) {
     auto r = parse_size(o.rate_limit, "--rate-limit");
     if (!r) return die(r.error().message());
+    if (*r > (uint64_t{1} << 50)) return die("--rate-limit " + o.rate_limit + ": above 1P per second");
     rate = *r;
   }
+  // The VMM opens the files: give it absolute paths, resolved here, where the user typed them.
+  std::error_code ec;
+  std::string state = std::filesystem::absolute(o.state, ec).string();
+  if (ec) return die("--state " + o.state + ": " + ec.message());
+  std::string mem = std::filesystem::absolute(o.mem, ec).string();
+  if (ec) return die("--mem " + o.mem + ": " + ec.message());
   nlohmann::json body = {{"snapshot_type", "Full"},
-                         {"snapshot_path", o.state},
-                         {"mem_file_path", o.mem},
+                         {"snapshot_path", state},
+                         {"mem_file_path", mem},
                          {"rate_limit_bytes_per_s", rate},
                          {"direct", o.direct}};
   auto info = api_request(o.api_sock, "GET", "/");
   if (!info) return die(info.error().message());
-  auto state = nlohmann::json::parse(info->body, nullptr, false).value("state", std::string());
+  auto vm_state = nlohmann::json::parse(info->body, nullptr, false).value("state", std::string());
   bool paused_here = false;
   auto pause_t0 = Clock::now();
-  if (state == "Running") {
+  if (vm_state == "Running") {
     auto r = api_request(o.api_sock, "PATCH", "/vm", R"({"state":"Paused"})");
     if (!r) return die(r.error().message());
     if (r->status >= 300) return die("pause: " + fault_of(*r));
     paused_here = true;
-  } else if (state != "Paused") {
-    return die("the VM is " + (state.empty() ? std::string("unknown") : state) +
+  } else if (vm_state != "Paused") {
+    return die("the VM is " + (vm_state.empty() ? std::string("unknown") : vm_state) +
                "; only a running or paused VM can be saved");
   }
   auto resume_if_paused_here = [&] {
@@ -151,14 +161,16 @@ int run_snapshot(const SnapshotOptions& o) {
   }
   double pause_ms =
       paused_here ? std::chrono::duration<double, std::milli>(Clock::now() - pause_t0).count() : 0;
+  std::string paused = paused_here ? fmt::format("paused {:.0f} ms", pause_ms)
+                                   : std::string("the VM was already paused and stays paused");
   double secs = done.value("seconds", 0.0);
   uint64_t total = done.value("total_bytes", uint64_t{0});
   std::fprintf(stderr,
                "tern: snapshot: wrote %s and %s: %llu MiB (%llu MiB allocated) in %.3f s "
-               "(%.0f MiB/s), paused %.0f ms\n",
-               o.state.c_str(), o.mem.c_str(), static_cast<unsigned long long>(total >> 20),
+               "(%.0f MiB/s), %s\n",
+               state.c_str(), mem.c_str(), static_cast<unsigned long long>(total >> 20),
                static_cast<unsigned long long>(done.value("written_bytes", uint64_t{0}) >> 20),
-               secs, secs > 0 ? (total / 1048576.0) / secs : 0.0, pause_ms);
+               secs, secs > 0 ? (total / 1048576.0) / secs : 0.0, paused.c_str());
   return 0;
 }
 

@@ -60,7 +60,8 @@ class Vm {
   /// itself stays paused. Writes the memory file, then the state file (so a state file on disk
   /// always has its memory file); a failure removes both. See vm_snapshot.cc.
   [[nodiscard]] Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec& spec,
-                                                     const SaveProgress& progress);
+                                                     const SaveProgress& progress,
+                                                     const std::atomic<bool>& cancel);
   /// Types Ctrl+Alt+Del on the i8042 keyboard. False if the guest's keyboard cannot take it.
   bool send_ctrl_alt_del();
 

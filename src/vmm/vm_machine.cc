@@ -22,9 +22,9 @@ class VmMachine : public Machine {
   void pause() override { vm_->pause(); }
   void resume() override { vm_->resume(); }
   bool send_ctrl_alt_del() override { return vm_->send_ctrl_alt_del(); }
-  Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec& spec,
-                                       const SaveProgress& progress) override {
-    return vm_->save_snapshot(spec, progress);
+  Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec& spec, const SaveProgress& progress,
+                                       const std::atomic<bool>& cancel) override {
+    return vm_->save_snapshot(spec, progress, cancel);
   }
   [[nodiscard]] const StatsSource& stats() const override { return vm_->stats(); }
 

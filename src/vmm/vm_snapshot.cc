@@ -113,7 +113,8 @@ Result<snap::StateFile> Vm::collect_state() {
 }
 
 Result<SnapshotReport> Vm::save_snapshot(const SnapshotCreateSpec& spec,
-                                         const SaveProgress& progress) {
+                                         const SaveProgress& progress,
+                                         const std::atomic<bool>& cancel) {
   auto t0 = std::chrono::steady_clock::now();
   for (auto& v : vcpus_) {
     VcpuThreadState s = v->state();
@@ -129,6 +130,7 @@ Result<SnapshotReport> Vm::save_snapshot(const SnapshotCreateSpec& spec,
   o.direct = spec.direct;
   o.rate_limit_bytes_per_s = spec.rate_limit_bytes_per_s;
   o.progress = progress;
+  o.cancel = &cancel;
   // Memory first, state last: a state file on disk always has a complete memory file beside it.
   ASSIGN_OR_RETURN(auto mem, snap::save_memory_file(*memory_, spec.mem_file_path, o));
   if (auto ok = snap::write_state_file(spec.snapshot_path, state); !ok) {
