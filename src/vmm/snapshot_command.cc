@@ -118,8 +118,11 @@ int run_snapshot(const SnapshotOptions& o) {
     return die("the VM is " + (vm_state.empty() ? std::string("unknown") : vm_state) +
                "; only a running or paused VM can be saved");
   }
+  // True when the VM runs again afterwards.
   auto resume_if_paused_here = [&] {
-    if (paused_here) (void)api_request(o.api_sock, "PATCH", "/vm", R"({"state":"Resumed"})");
+    if (!paused_here) return false;
+    auto r = api_request(o.api_sock, "PATCH", "/vm", R"({"state":"Resumed"})");
+    return r && r->status < 300;
   };
 
   const bool tty = ::isatty(STDERR_FILENO);
@@ -140,12 +143,12 @@ int run_snapshot(const SnapshotOptions& o) {
   auto created = create.get();
   if (tty) std::fputc('\n', stderr);
   if (!created) {
-    resume_if_paused_here();
+    (void)resume_if_paused_here();
     return die(created.error().message());
   }
   if (created->status >= 300) {
-    resume_if_paused_here();
-    return die(fault_of(*created) + (paused_here ? " (the VM was resumed)" : ""));
+    bool resumed = resume_if_paused_here();
+    return die(fault_of(*created) + (resumed ? " (the VM was resumed)" : ""));
   }
   nlohmann::json done;
   if (auto st = api_request(o.api_sock, "GET", "/tern/stats"); st && st->status == 200) {
@@ -157,7 +160,7 @@ int run_snapshot(const SnapshotOptions& o) {
     if (!r || r->status >= 300)
       return die("saved, but power-off failed: " + (r ? fault_of(*r) : r.error().message()));
   } else if (!o.keep_paused) {
-    resume_if_paused_here();
+    (void)resume_if_paused_here();
   }
   double pause_ms =
       paused_here ? std::chrono::duration<double, std::milli>(Clock::now() - pause_t0).count() : 0;

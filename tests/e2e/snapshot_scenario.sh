@@ -9,6 +9,7 @@
 #   all in the image, the console keeps printing.
 # Case 2: a 512 MiB guest with 128 MiB random data of which 64 MiB were zeroed (actions/snap-mem):
 #   the memory file's allocated blocks stay far below 512 MiB, and the data reads back identical.
+# Case 3: a rate-limited save in progress is cancelled by PUT /tern/power-off; no file is left.
 : "${SNAP_WAIT:=120}"
 [ -n "$TH_TERN" ] || { echo "SNAP-CHECK name=setup FAIL tern binary not in the test host"; exit 2; }
 command -v curl >/dev/null || { echo "SNAP-CHECK name=setup FAIL curl not in the test host"; exit 2; }
@@ -182,5 +183,24 @@ check mem-identical "$ok" "before: $want; after restore: $(echo $sums)"
 "$T" ctl --api-sock /tmp/m2.sock power-off >/dev/null
 wait "$pid_m2"
 check mem-restored-exit "$?" "tern restore exited after power-off"
+# ---------------- case 3: a slow (rate-limited) save is cancelled by power-off ----------------
+"$T" run --kernel "$TH_GUEST_KERNEL" --initrd "$TH_GUEST_INITRD" --cmdline "console=ttyS0 quiet tern.action=idle" \
+    --memory 256M --api-sock /tmp/k.sock >/tmp/k.out 2>/tmp/k.err </dev/null &
+pid_k=$!
+wait_for "$SNAP_WAIT" has /tmp/k.out TERN-GUEST-MARKER
+"$T" snapshot --api-sock /tmp/k.sock --state /tmp/k.state --mem /tmp/k.mem --rate-limit 1M >/tmp/ks.out 2>&1 &
+pid_ks=$!
+wait_for 60 sh -c "curl -s --unix-socket /tmp/k.sock http://localhost/tern/stats | grep -q '\"phase\":\"saving\"'"
+check cancel-saving $? "GET /tern/stats shows the rate-limited save in progress"
+r=$(api /tmp/k.sock PUT /tern/power-off)
+wait "$pid_k"
+rc_k=$?
+wait "$pid_ks"
+rc_ks=$?
+ok=1; [ "$rc_k" = 0 ] && [ "$rc_ks" = 1 ] && grep -q cancelled /tmp/ks.out && ok=0
+check cancel-by-power-off "$ok" "power-off: $r; tern exit $rc_k; tern snapshot exit $rc_ks: $(tail -n 1 /tmp/ks.out)"
+left=$(ls /tmp/k.state /tmp/k.mem /tmp/k.state.tmp 2>/dev/null)
+check cancel-leaves-nothing "$([ -z "$left" ]; echo $?)" "left: ${left:-nothing}"
+
 echo "SNAP-DONE fails=$fails"
 exit 0
