@@ -11,25 +11,19 @@ A VMM without a successful sample gets null medians and its first error.
 import argparse
 import datetime
 import json
-import re
-import statistics
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from console_fields import fields, stats  # noqa: E402
 
 VMMS = ["tern", "qemu-microvm", "qemu-pc"]
-FIELD = re.compile(r"(\w+)=(\S+)")
 
-
-def fields(line):
-    return {k: v for k, v in FIELD.findall(line)}
 
 
 def number(value):
     return None if value in (None, "null", "") else float(value)
 
-
-def stats(values):
-    if not values:
-        return None
-    return {"median": round(statistics.median(values), 1), "min": min(values), "max": max(values), "n": len(values)}
 
 
 def main():

@@ -11,17 +11,16 @@ first error.
 import argparse
 import datetime
 import json
-import re
-import statistics
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from console_fields import fields, stats  # noqa: E402
 
 MODES = ["qemu-default", "qemu-unlimited", "tern"]
-FIELD = re.compile(r"(\w+)=(\S+)")
 SAVE_KEYS = ["save_wall_ms", "vmm_save_ms", "pause_ms", "save_mib_s", "file_mib", "file_alloc_mib"]
 RESTORE_KEYS = ["first_tick_ms", "vmm_running_ms"]
 
-
-def fields(line):
-    return {k: v for k, v in FIELD.findall(line)}
 
 
 def number(value):
@@ -30,12 +29,6 @@ def number(value):
     except ValueError:
         return None
 
-
-def stats(values):
-    values = [v for v in values if v is not None]
-    if not values:
-        return None
-    return {"median": round(statistics.median(values), 1), "min": min(values), "max": max(values), "n": len(values)}
 
 
 def main():
