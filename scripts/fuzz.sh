@@ -8,8 +8,10 @@ cd "$(dirname "$0")/.."
 seconds="${1:-${FUZZ_SECONDS:-30}}"
 targets=(virtio_queue virtio_blk_request snapshot_state)
 command -v clang++-14 >/dev/null || { echo "fuzz: clang++-14 missing (scripts/setup.sh installs it)" >&2; exit 1; }
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 [[ -f build-fuzz/build.ninja ]] ||
-    CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DTERN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DTERN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 echo "fuzz: building ${targets[*]/#/fuzz_} with clang-14 (libFuzzer, ASan, UBSan)"
 cmake --build build-fuzz --target "${targets[@]/#/fuzz_}"
 mkdir -p build-fuzz/crashes

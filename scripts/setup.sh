@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(
   # build
-  g++ cmake ninja-build pkg-config git
+  g++ cmake ninja-build pkg-config git ccache
   libexpected-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev liburing-dev
   libgtest-dev libgmock-dev libboost-dev zlib1g-dev
   # fuzzers (tests/fuzz, -DTERN_FUZZ=ON with clang++-14 + libFuzzer)
@@ -37,6 +37,9 @@ if [[ "${SKIP_APT:-0}" != 1 ]]; then
 fi
 
 echo "setup: building tern in build/"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# ccache (when installed) makes rebuilds in a fresh clone on the same machine cheap.
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 cmake --build build
 echo "setup: done: build/tern"
