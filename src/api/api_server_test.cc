@@ -27,7 +27,11 @@ class FakeMachine : public Machine {
   class NoStats : public StatsSource {
    public:
     nlohmann::json stats_json() const override { return {{"fake", true}}; }
-    std::string metrics_text() const override { return "tern_fake 1\n"; }
+    std::string metrics_text() const override {
+      if (throw_in_metrics) throw std::runtime_error("metrics exploded");
+      return "tern_fake 1\n";
+    }
+    std::atomic<bool> throw_in_metrics{false};  ///< A handler bug: GET /tern/metrics throws.
   };
   void start() override { started = true; }
   StopEvent wait_stopped() override { return latch.wait(); }
@@ -59,7 +63,9 @@ class FakeMachine : public Machine {
 /// tern's API stack in-process: ControlLoop on a "control" thread, ApiServer on its own.
 class ApiHarness {
  public:
-  explicit ApiHarness(ApiServerOptions opts = {}) {
+  /// `before_run` configures the loop as `tern run` does (before the control thread starts).
+  explicit ApiHarness(ApiServerOptions opts = {},
+                      const std::function<void(ControlLoop&)>& before_run = {}) {
     sock = "/tmp/tern-api-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".sock";
     auto loop = ControlLoop::create(
         [this](const VmConfig& config, const std::vector<DriveSpec>& drives)
@@ -83,6 +89,7 @@ class ApiHarness {
         events, opts);
     EXPECT_TRUE(server) << server.error().message();
     server_ = std::move(*server);
+    if (before_run) before_run(*loop_);
     control_ = std::thread([this] { status_ = loop_->run(); });
   }
   ~ApiHarness() {
@@ -289,6 +296,43 @@ TEST(ApiServer, PowerOffEndsWithStatusZero) {
   ApiHarness h;
   EXPECT_EQ(fault_of(h.call("PUT", "/tern/power-off")), "power-off: the VM is Not started");
   h.configure_and_start();
+  EXPECT_EQ(h.call("PATCH", "/vm", R"({"state": "Paused"})").status, 204);
+  EXPECT_EQ(h.call("PUT", "/tern/power-off").status, 204);
+  EXPECT_EQ(h.wait_exit(), 0);
+}
+
+// Issue #8 defect 4: a kernel path or command line from tern's command line may hold any bytes;
+// GET /vm/config used to throw on them (nlohmann's dump) and the exception ended tern.
+TEST(ApiServer, VmConfigWithNonUtf8PathsAnswersAndTheVmKeepsRunning) {
+  const std::string latin1_path = "/tmp/k\xe9rnel";  // "kérnel" in Latin-1
+  ApiHarness h({}, [&](ControlLoop& loop) {
+    VmConfig c;
+    c.kernel_path = latin1_path;
+    c.cmdline = "console=ttyS0 x=\xff";
+    DriveSpec d;
+    d.drive_id = "rootfs";
+    d.disk.path = "/tmp/d\xe9sk";
+    loop.configure(c, BootSource{latin1_path, std::nullopt, c.cmdline}, MachineConfig{}, {d});
+  });
+  auto reply = h.call("GET", "/vm/config");
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  auto cfg = nlohmann::json::parse(reply.body);  // valid UTF-8 JSON: the byte became U+FFFD
+  EXPECT_EQ(cfg["boot-source"]["kernel_image_path"], "/tmp/k\xef\xbf\xbdrnel");
+  EXPECT_EQ(cfg["boot-source"]["boot_args"], "console=ttyS0 x=\xef\xbf\xbd");
+  EXPECT_EQ(cfg["drives"][0]["path_on_host"], "/tmp/d\xef\xbf\xbdsk");
+  EXPECT_EQ(nlohmann::json::parse(h.call("GET", "/").body)["state"], "Not started");
+}
+
+// Issue #8 defect 4: any exception in a request handler is a 500 for that client, not the end of
+// the VM.
+TEST(ApiServer, ExceptionInAHandlerIsA500AndTheVmKeepsRunning) {
+  ApiHarness h;
+  h.configure_and_start();
+  h.machine->stats_.throw_in_metrics = true;
+  auto reply = h.call("GET", "/tern/metrics");
+  EXPECT_EQ(reply.status, 500);
+  EXPECT_EQ(fault_of(reply), "internal error: metrics exploded");
+  EXPECT_EQ(nlohmann::json::parse(h.call("GET", "/").body)["state"], "Running");
   EXPECT_EQ(h.call("PATCH", "/vm", R"({"state": "Paused"})").status, 204);
   EXPECT_EQ(h.call("PUT", "/tern/power-off").status, 204);
   EXPECT_EQ(h.wait_exit(), 0);
