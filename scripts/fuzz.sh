@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-${FUZZ_SECONDS:-30}}"
-targets=(virtio_queue virtio_blk_request snapshot_state)
+targets=(virtio_queue virtio_blk_request snapshot_state api_request config_file disk_option bzimage)
 command -v clang++-14 >/dev/null || { echo "fuzz: clang++-14 missing (scripts/setup.sh installs it)" >&2; exit 1; }
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

@@ -12,8 +12,12 @@
 
 namespace tern {
 
-ApiResponse ApiResponse::json(std::string body, int status) {
-  return ApiResponse{status, "application/json", std::move(body)};
+std::string json_text(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+ApiResponse ApiResponse::json(const nlohmann::json& body, int status) {
+  return ApiResponse{status, "application/json", json_text(body)};
 }
 
 ApiResponse ApiResponse::text(std::string body, std::string content_type) {
@@ -21,10 +25,8 @@ ApiResponse ApiResponse::text(std::string body, std::string content_type) {
 }
 
 ApiResponse ApiResponse::error(int status, const std::string& fault_message) {
-  nlohmann::json j = {{"fault_message", fault_message}};
-  // Messages may quote user bytes: never let a non-UTF-8 byte make serialisation throw.
-  return ApiResponse{status, "application/json",
-                     j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+  // Messages may quote user bytes: json_text() never throws on them.
+  return json({{"fault_message", fault_message}}, status);
 }
 
 namespace {

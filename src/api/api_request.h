@@ -2,6 +2,8 @@
 // value (what the control thread executes), and the answer that goes back to the client.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -100,12 +102,17 @@ struct ApiResponse {
 
   /// 204 No Content.
   static ApiResponse no_content() { return {}; }
-  /// 200 with a JSON body (already serialised).
-  static ApiResponse json(std::string body, int status = 200);
+  /// 200 with a JSON body, serialised by json_text().
+  static ApiResponse json(const nlohmann::json& body, int status = 200);
   /// 200 with a text body of type `content_type`.
   static ApiResponse text(std::string body, std::string content_type);
   /// An error in Firecracker's shape: {"fault_message": "..."}.
   static ApiResponse error(int status, const std::string& fault_message);
 };
+
+/// The one way tern serialises the JSON it sends (API responses, event-stream lines): compact, with
+/// bytes that are not UTF-8 replaced by U+FFFD instead of throwing (paths and command lines given
+/// on tern's command line may hold any bytes).
+[[nodiscard]] std::string json_text(const nlohmann::json& j);
 
 }  // namespace tern

@@ -9,10 +9,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include <deque>
 #include <thread>
 #include <unordered_map>
 
+#include "api/event_stream_queue.h"
 #include "base/fd.h"
 #include "base/log.h"
 
@@ -46,6 +46,7 @@ struct ApiServer::Impl {
   std::thread thread;
   bool stopping = false;  // io thread only
   bool shut_down = false;  // caller's thread only
+  size_t event_streams = 0;  // io thread only
   std::unordered_map<Session*, std::shared_ptr<Session>> sessions;  // io thread only
 };
 
@@ -81,6 +82,7 @@ class Session : public std::enable_shared_from_this<Session> {
     auto self = shared_from_this();  // erase() below may drop the last owner
     if (subscribed_) srv_.events.unsubscribe(sub_id_);
     subscribed_ = false;
+    if (events_mode_) --srv_.event_streams;
     beast::error_code ig;
     timer_.cancel();
     sock_.shutdown(local::socket::shutdown_both, ig);
@@ -104,12 +106,6 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       self->read_request();
     });
-  }
-
-  void push_line(const std::string& line) {
-    if (closed_) return;
-    out_.push_back(line);
-    flush();
   }
 
  private:
@@ -188,25 +184,61 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
-  // GET /tern/events: a close-delimited body of JSON lines (the backlog, then live events).
+  // GET /tern/events: a close-delimited body of JSON lines (the backlog, then live events). Live
+  // lines wait in queue_ (bounded); the io thread is woken only when it has to start writing.
   void start_events() {
+    if (srv_.event_streams >= srv_.opts.max_event_streams) {
+      keep_alive_ = false;
+      write(ApiResponse::error(503, "too many event streams (limit " +
+                                        std::to_string(srv_.opts.max_event_streams) + ")"));
+      return;
+    }
     events_mode_ = true;
-    out_.push_back(
+    ++srv_.event_streams;
+    const size_t limit = srv_.opts.max_event_queue_bytes;
+    queue_ = std::make_shared<EventStreamQueue>(
+        limit, json_text({{"event", "dropped"},
+                          {"reason", "this subscriber fell more than " + std::to_string(limit) +
+                                         " bytes of events behind; reconnect for the backlog"}}) +
+                   "\n");
+    out_ =
         "HTTP/1.1 200 OK\r\nServer: tern\r\nContent-Type: application/x-ndjson\r\n"
-        "Cache-Control: no-cache\r\nConnection: close\r\n\r\n");
+        "Cache-Control: no-cache\r\nConnection: close\r\n\r\n";
     std::vector<std::string> backlog;
     std::weak_ptr<Session> weak = shared_from_this();
+    // Runs under the EventLog's lock on the publishing thread: only queue and post.
     sub_id_ = srv_.events.subscribe(
-        [ioc = srv_.ioc, weak](const std::string& line) {
-          asio::post(*ioc, [weak, line] {
-            if (auto self = weak.lock()) self->push_line(line);
+        [ioc = srv_.ioc, weak, q = queue_](const std::string& line) {
+          auto pushed = q->push(line);
+          if (pushed != EventStreamQueue::Push::kWake &&
+              pushed != EventStreamQueue::Push::kOverflowed)
+            return;
+          asio::post(*ioc, [weak] {
+            if (auto self = weak.lock()) self->on_queued();
           });
         },
         backlog);
     subscribed_ = true;
-    for (auto& l : backlog) out_.push_back(std::move(l));
+    for (auto& l : backlog) out_ += l;
     flush();
     watch_for_close();
+  }
+
+  // Lines arrived in queue_, or it overflowed: the subscriber is dropped once the drop line is
+  // out, and gets read_timeout for that.
+  void on_queued() {
+    if (closed_) return;
+    if (queue_->overflowed() && subscribed_) {
+      srv_.events.unsubscribe(sub_id_);
+      subscribed_ = false;
+      close_after_flush_ = true;
+      timer_.expires_after(srv_.opts.read_timeout);
+      timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+        if (ec) return;
+        if (auto self = weak.lock()) self->close();
+      });
+    }
+    flush();
   }
 
   void watch_for_close() {
@@ -217,21 +249,27 @@ class Session : public std::enable_shared_from_this<Session> {
                           });
   }
 
+  // Writes out_ (the head and backlog at first), then whatever queue_ holds, until both are empty.
   void flush() {
     if (closed_ || writing_) return;
+    if (out_.empty()) {
+      out_ = queue_->take();
+      out_from_queue_ = out_.size();
+    }
     if (out_.empty()) {
       if (close_after_flush_) close();
       return;
     }
     writing_ = true;
-    asio::async_write(sock_, asio::buffer(out_.front()),
+    asio::async_write(sock_, asio::buffer(out_),
                       [self = shared_from_this()](beast::error_code ec, size_t) {
                         self->writing_ = false;
                         if (ec) {
                           self->close();
                           return;
                         }
-                        self->out_.pop_front();
+                        self->queue_->written(std::exchange(self->out_from_queue_, 0));
+                        self->out_.clear();
                         self->flush();
                       });
   }
@@ -250,7 +288,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool writing_ = false;
   bool close_after_flush_ = false;
   uint64_t sub_id_ = 0;
-  std::deque<std::string> out_;
+  std::shared_ptr<EventStreamQueue> queue_;  // shared with the EventLog subscriber
+  std::string out_;                          // being written
+  size_t out_from_queue_ = 0;                // bytes of out_ taken from queue_
   std::array<char, 256> scratch_{};
 };
 

@@ -24,6 +24,13 @@ struct ApiServerOptions {
   /// this time; otherwise 408 and the connection is closed.
   std::chrono::milliseconds read_timeout{5000};
   size_t max_connections = 128;  ///< Connections beyond this get 503 and are closed.
+  /// GET /tern/events streams beyond this get 503. Streams count toward max_connections, so at
+  /// least max_connections - max_event_streams stay for control requests.
+  size_t max_event_streams = 32;
+  /// Event lines one stream may have waiting (beyond what its socket buffers). A subscriber that
+  /// falls further behind gets a last line {"event": "dropped", ...} and is closed; if it does not
+  /// take that line within read_timeout either, it is closed without it.
+  size_t max_event_queue_bytes = 256 * 1024;
 };
 
 class ApiServer {

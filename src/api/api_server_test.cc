@@ -27,7 +27,11 @@ class FakeMachine : public Machine {
   class NoStats : public StatsSource {
    public:
     nlohmann::json stats_json() const override { return {{"fake", true}}; }
-    std::string metrics_text() const override { return "tern_fake 1\n"; }
+    std::string metrics_text() const override {
+      if (throw_in_metrics) throw std::runtime_error("metrics exploded");
+      return "tern_fake 1\n";
+    }
+    std::atomic<bool> throw_in_metrics{false};  ///< A handler bug: GET /tern/metrics throws.
   };
   void start() override { started = true; }
   StopEvent wait_stopped() override { return latch.wait(); }
@@ -59,7 +63,9 @@ class FakeMachine : public Machine {
 /// tern's API stack in-process: ControlLoop on a "control" thread, ApiServer on its own.
 class ApiHarness {
  public:
-  explicit ApiHarness(ApiServerOptions opts = {}) {
+  /// `before_run` configures the loop as `tern run` does (before the control thread starts).
+  explicit ApiHarness(ApiServerOptions opts = {},
+                      const std::function<void(ControlLoop&)>& before_run = {}) {
     sock = "/tmp/tern-api-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".sock";
     auto loop = ControlLoop::create(
         [this](const VmConfig& config, const std::vector<DriveSpec>& drives)
@@ -83,6 +89,7 @@ class ApiHarness {
         events, opts);
     EXPECT_TRUE(server) << server.error().message();
     server_ = std::move(*server);
+    if (before_run) before_run(*loop_);
     control_ = std::thread([this] { status_ = loop_->run(); });
   }
   ~ApiHarness() {
@@ -294,6 +301,43 @@ TEST(ApiServer, PowerOffEndsWithStatusZero) {
   EXPECT_EQ(h.wait_exit(), 0);
 }
 
+// Issue #8 defect 4: a kernel path or command line from tern's command line may hold any bytes;
+// GET /vm/config used to throw on them (nlohmann's dump) and the exception ended tern.
+TEST(ApiServer, VmConfigWithNonUtf8PathsAnswersAndTheVmKeepsRunning) {
+  const std::string latin1_path = "/tmp/k\xe9rnel";  // "kérnel" in Latin-1
+  ApiHarness h({}, [&](ControlLoop& loop) {
+    VmConfig c;
+    c.kernel_path = latin1_path;
+    c.cmdline = "console=ttyS0 x=\xff";
+    DriveSpec d;
+    d.drive_id = "rootfs";
+    d.disk.path = "/tmp/d\xe9sk";
+    loop.configure(c, BootSource{latin1_path, std::nullopt, c.cmdline}, MachineConfig{}, {d});
+  });
+  auto reply = h.call("GET", "/vm/config");
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  auto cfg = nlohmann::json::parse(reply.body);  // valid UTF-8 JSON: the byte became U+FFFD
+  EXPECT_EQ(cfg["boot-source"]["kernel_image_path"], "/tmp/k\xef\xbf\xbdrnel");
+  EXPECT_EQ(cfg["boot-source"]["boot_args"], "console=ttyS0 x=\xef\xbf\xbd");
+  EXPECT_EQ(cfg["drives"][0]["path_on_host"], "/tmp/d\xef\xbf\xbdsk");
+  EXPECT_EQ(nlohmann::json::parse(h.call("GET", "/").body)["state"], "Not started");
+}
+
+// Issue #8 defect 4: any exception in a request handler is a 500 for that client, not the end of
+// the VM.
+TEST(ApiServer, ExceptionInAHandlerIsA500AndTheVmKeepsRunning) {
+  ApiHarness h;
+  h.configure_and_start();
+  h.machine->stats_.throw_in_metrics = true;
+  auto reply = h.call("GET", "/tern/metrics");
+  EXPECT_EQ(reply.status, 500);
+  EXPECT_EQ(fault_of(reply), "internal error: metrics exploded");
+  EXPECT_EQ(nlohmann::json::parse(h.call("GET", "/").body)["state"], "Running");
+  EXPECT_EQ(h.call("PATCH", "/vm", R"({"state": "Paused"})").status, 204);
+  EXPECT_EQ(h.call("PUT", "/tern/power-off").status, 204);
+  EXPECT_EQ(h.wait_exit(), 0);
+}
+
 TEST(ApiServer, MalformedHttp) {
   ApiServerOptions opts;
   opts.read_timeout = std::chrono::milliseconds(500);  // the lying request ends in a 408
@@ -374,6 +418,96 @@ TEST(ApiServer, ConnectionLimit) {
   std::string out = raw_exchange(h.sock, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(out.rfind("HTTP/1.1 503", 0), 0u) << out;
   idle.clear();
+}
+
+/// Opens GET /tern/events on a raw socket and reads the response head (and what follows it).
+std::string open_event_stream(const UniqueFd& fd) {
+  send_all(fd, "GET /tern/events HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string out;
+  char buf[4096];
+  while (out.find("\r\n\r\n") == std::string::npos) {
+    ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// Issue #8 defect 5: 128 idle event streams used to take every connection slot, so control
+// requests (tern snapshot) got 503. Streams have their own limit below the connection limit.
+TEST(ApiServer, EventStreamsLeaveRoomForControlRequests) {
+  const ApiServerOptions defaults;
+  ApiHarness h;
+  std::vector<UniqueFd> streams;
+  int opened = 0, refused = 0;
+  for (size_t i = 0; i < defaults.max_connections; ++i) {
+    UniqueFd fd = raw_connect(h.sock);
+    std::string head = open_event_stream(fd);
+    if (head.rfind("HTTP/1.1 200", 0) == 0) {
+      ++opened;
+      streams.push_back(std::move(fd));
+    } else if (head.rfind("HTTP/1.1 503", 0) == 0) {
+      ++refused;
+      std::string all = head + read_to_close(fd);
+      EXPECT_NE(all.find("too many event streams (limit 32)"), std::string::npos) << all;
+    }
+  }
+  EXPECT_EQ(opened, 32);
+  EXPECT_EQ(refused, 96);
+  // The streams are still open; control requests get through, on many connections at once.
+  std::vector<UniqueFd> control;
+  const size_t streams_limit = 32;  // README: "of which at most 32 GET /tern/events streams"
+  for (size_t i = 0; i + 1 < defaults.max_connections - streams_limit; ++i) {
+    control.push_back(raw_connect(h.sock));
+    send_all(control.back(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    char buf[512];
+    ssize_t n = ::recv(control.back().get(), buf, sizeof buf, 0);
+    ASSERT_GT(n, 0);
+    EXPECT_EQ(std::string(buf, static_cast<size_t>(n)).rfind("HTTP/1.1 200", 0), 0u);
+  }
+  EXPECT_EQ(h.call("GET", "/machine-config").status, 200);  // the last free slot
+}
+
+// Issue #8 defect 5: a subscriber that never reads used to make its output queue grow without
+// bound. Now it gets a last line saying why and is closed once it falls 256 KiB behind.
+TEST(ApiServer, SlowEventSubscriberIsDroppedWithALastLine) {
+  ApiServerOptions opts;
+  opts.read_timeout = std::chrono::minutes(10);  // the test reads the drop line when it is ready
+  ApiHarness h(opts);
+  UniqueFd fd = raw_connect(h.sock);
+  std::string head = open_event_stream(fd);
+  ASSERT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+  // 4 MiB of events while the subscriber reads nothing: far more than a socket buffers.
+  const std::string pad(1024, 'x');
+  for (int i = 0; i < 4096; ++i) h.events.publish({{"event", "test"}, {"pad", pad}});
+  std::string body = head.substr(head.find("\r\n\r\n") + 4) + read_to_close(fd);
+  ASSERT_FALSE(body.empty());
+  ASSERT_EQ(body.back(), '\n');
+  EXPECT_LT(body.size(), size_t{4} << 20);
+  std::vector<std::string> lines;
+  for (size_t pos = 0; pos < body.size();) {
+    size_t nl = body.find('\n', pos);
+    lines.push_back(body.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  auto last = nlohmann::json::parse(lines.back());
+  EXPECT_EQ(last["event"], "dropped");
+  EXPECT_EQ(last["reason"],
+            "this subscriber fell more than 262144 bytes of events behind; reconnect for the "
+            "backlog");
+  // What came before is an unbroken run of events (none lost in the middle).
+  uint64_t seq = 0;
+  for (size_t i = 0; i + 1 < lines.size(); ++i) {
+    auto j = nlohmann::json::parse(lines[i]);
+    if (seq) {
+      EXPECT_EQ(j["seq"].get<uint64_t>(), seq + 1);
+    }
+    seq = j["seq"].get<uint64_t>();
+  }
+  // The server is fine, and a new subscriber gets the backlog.
+  EXPECT_EQ(h.call("GET", "/").status, 200);
+  UniqueFd again = raw_connect(h.sock);
+  EXPECT_EQ(open_event_stream(again).rfind("HTTP/1.1 200", 0), 0u);
 }
 
 TEST(ApiServer, EventsStreamBacklogThenLiveUntilExit) {

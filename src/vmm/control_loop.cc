@@ -101,12 +101,23 @@ int ControlLoop::run() {
   return exit_status_;
 }
 
+// A request handler is a boundary like a thread entry: whatever it throws (a bug, or bad_alloc)
+// becomes a 500 for that client and the VM keeps running; an uncaught exception would end tern.
 void ControlLoop::handle(cmd::Api& c) {
-  if (auto* create = std::get_if<api::CreateSnapshot>(&c.request)) {
-    create_snapshot(create->value, std::move(c.reply));
-    return;
+  const bool create = std::holds_alternative<api::CreateSnapshot>(c.request);
+  try {
+    if (create) {
+      create_snapshot(std::get<api::CreateSnapshot>(c.request).value, c.reply);
+      return;
+    }
+    c.reply(execute(c.request));
+  } catch (const std::exception& e) {
+    spdlog::error("API request failed: {}", e.what());
+    // A save thread that started answers by itself (handle(cmd::SnapshotSaved&)).
+    if (create && saver_.joinable() && save_reply_) return;
+    if (create) save_reply_ = nullptr;
+    c.reply(ApiResponse::error(500, std::string("internal error: ") + e.what()));
   }
-  c.reply(execute(c.request));
 }
 
 void ControlLoop::handle(cmd::Signal& c) {
@@ -198,11 +209,10 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
   auto ok = ApiResponse::no_content;
   return std::visit(
       Overloaded{
-          [&](const api::GetInstanceInfo&) { return ApiResponse::json(instance_info().dump()); },
+          [&](const api::GetInstanceInfo&) { return ApiResponse::json(instance_info()); },
           [&](const api::GetVersion&) {
             return ApiResponse::json(
-                nlohmann::json{{"firecracker_version", TERN_VERSION}, {"tern_version", TERN_VERSION}}
-                    .dump());
+                {{"firecracker_version", TERN_VERSION}, {"tern_version", TERN_VERSION}});
           },
           [&](const api::PutBootSource& r) {
             if (!pre_boot) return state_error("PUT /boot-source is pre-boot only");
@@ -218,7 +228,7 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
             MachineConfig m = machine_cfg_;
             m.vcpu_count = config_.vcpus;
             m.mem_size_mib = config_.memory_bytes >> 20;
-            return ApiResponse::json(to_json(m).dump());
+            return ApiResponse::json(to_json(m));
           },
           [&](const api::PutMachineConfig& r) {
             if (!pre_boot) return state_error("PUT /machine-config is pre-boot only");
@@ -284,11 +294,11 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
             resume_machine();
             return ok();
           },
-          [&](const api::GetVmConfig&) { return ApiResponse::json(vm_config_json().dump()); },
+          [&](const api::GetVmConfig&) { return ApiResponse::json(vm_config_json()); },
           [&](const api::GetStats&) {
             nlohmann::json j = machine_ ? machine_->stats().stats_json() : nlohmann::json::object();
             j["snapshot"] = progress_.json();
-            return ApiResponse::json(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+            return ApiResponse::json(j);
           },
           [&](const api::GetMetrics&) {
             return ApiResponse::text(machine_ ? machine_->stats().metrics_text() : std::string(),

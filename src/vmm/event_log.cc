@@ -1,5 +1,7 @@
 #include "vmm/event_log.h"
 
+#include "api/api_request.h"
+
 namespace tern {
 
 void EventLog::publish(nlohmann::json event) {
@@ -8,7 +10,7 @@ void EventLog::publish(nlohmann::json event) {
   event["uptime_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::steady_clock::now() - t0_)
                            .count();
-  std::string line = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::string line = json_text(event) + "\n";
   backlog_.push_back(line);
   if (backlog_.size() > kBacklog) backlog_.pop_front();
   for (auto& [id, l] : listeners_) l(line);
