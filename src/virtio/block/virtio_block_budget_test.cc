@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "block/bounce_pool.h"
+#include "block/io_uring_engine.h"
 #include "block/thread_pool_engine.h"
 #include "virtio/block/testing/block_test_fixture.h"
 #include "virtio/virtio_spec.h"
@@ -40,6 +41,10 @@ class RecordingEngine final : public IoEngine {
   std::shared_ptr<std::vector<IoOp::Kind>> log_;
   std::shared_ptr<std::mutex> mu_;
 };
+
+int refusing_submit(io_uring*) {
+  return -EAGAIN;
+}
 
 class BudgetTest : public BlockDeviceTest {
  protected:
@@ -160,6 +165,34 @@ TEST_F(BudgetTest, EveryslotDiscardingEverySegmentCompletesOk) {
   EXPECT_EQ(f[0], 0);               // sector 0 punched
   EXPECT_EQ(f[512], pattern(512));  // sector 1 kept
   expect_alive();
+}
+
+TEST_F(BudgetTest, SubmitThatAlwaysFailsAnswersIoerrAndResetReturns) {
+  // io_uring_submit() refusing every time: the request is answered (host I/O error) instead of
+  // hanging, and reset() - which drains the engine - returns. The old engine waited forever.
+  if (!io_uring_usable()) GTEST_SKIP() << "io_uring not usable here";
+  make_image(64 * 1024);
+  auto d = VirtioBlock::create(config());
+  ASSERT_TRUE(d) << d.error().message();
+  (*d)->set_io_engine_factory(
+      [](BorrowedFd fd, unsigned depth) -> Result<std::unique_ptr<IoEngine>> {
+        ASSIGN_OR_RETURN(auto e, IoUringEngine::create(fd, depth, refusing_submit));
+        return std::unique_ptr<IoEngine>(std::move(e));
+      });
+  dev_ = *d;
+  (void)ram_.mem().write(0x1000, std::vector<uint8_t>(0x10000, 0));
+  drivers_.push_back(std::make_unique<FakeVirtqueueDriver>(ram_.mem(), 0x1000, kQueueSize));
+  auto k = make_eventfd(0, 0);
+  ASSERT_TRUE(k);
+  kicks_.emplace_back(::dup(k->get()));
+  std::vector<UniqueFd> kicks;
+  kicks.push_back(std::move(*k));
+  ASSERT_TRUE(dev_->activate(ram_.mem(), dev_->device_features(), {drivers_[0]->config()},
+                             std::move(kicks), irq_));
+  EXPECT_EQ(write_sectors(0, std::vector<uint8_t>(512, 1)).status, VIRTIO_BLK_S_IOERR);
+  EXPECT_EQ(dev_->stats().host_io_errors, 1u);
+  dev_->reset();
+  EXPECT_TRUE(image_unchanged(64 * 1024));
 }
 
 class DirectSyncTest : public BlockDeviceTest {
