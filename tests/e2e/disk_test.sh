@@ -150,12 +150,12 @@ b="$(block_of hostile)"
 problems=()
 limits="$(grep -a '^TERN-HOSTILE limits' <<<"$b" | tr -d '\r' || true)"
 budget="$(grep -a '^TERN-HOSTILE budget' <<<"$b" | tr -d '\r' || true)"
-[[ "$limits" == "TERN-HOSTILE limits sizemax=1 segmax=1 small=0" ]] || problems+=("limits: ${limits:-none} $(grep -a TERN-HOSTILE-ERROR <<<"$b")")
+[[ "$limits" == "TERN-HOSTILE limits sizemax=1 segmax=1 small=0" ]] || problems+=("limits: ${limits:-none} $(grep -a TERN-HOSTILE-ERROR <<<"$b" || true)")
 [[ "$budget" == "TERN-HOSTILE budget requests=64 bytes=1048576 ok=64 ioerr=0 other=0" ]] || problems+=("budget: ${budget:-none}")
 vda="$(grep -a '^TERN-HOSTILE-VDA' <<<"$b" | tr -d '\r' || true)"
 read -r _ sum1 sum2 <<<"$vda"
 [[ -n "${sum1:-}" && "$sum1" == "${sum2:-}" ]] || problems+=("vda after the hostile driver: ${vda:-none}")
-grep -q "E2E-RESULT case=hostile status=0" <<<"$b" || problems+=("tern: $(grep -a E2E-RESULT <<<"$b")")
+grep -q "E2E-RESULT case=hostile status=0" <<<"$b" || problems+=("tern: $(grep -a E2E-RESULT <<<"$b" || true)")
 mem="$(grep -a '^E2E-HOSTILE-MEM' <<<"$b" || true)"
 rss0="$(sed -n 's/.*rss_before_kb=\([0-9]*\).*/\1/p' <<<"$mem")"
 hwm1="$(sed -n 's/.*hwm_after_kb=\([0-9]*\).*/\1/p' <<<"$mem")"
