@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -66,5 +67,10 @@ class IoEngine {
 /// thread pool (logging one line) when io_uring_usable() is false.
 [[nodiscard]] Result<std::unique_ptr<IoEngine>> make_io_engine(IoEngineKind kind, BorrowedFd fd,
                                                                unsigned depth);
+
+/// Makes an engine for `fd` with room for `depth` concurrent ops (make_io_engine's shape; tests
+/// use it to inject engines).
+using IoEngineFactory =
+    std::function<Result<std::unique_ptr<IoEngine>>(BorrowedFd fd, unsigned depth)>;
 
 }  // namespace tern

@@ -61,6 +61,51 @@ EOC
     fi
     echo "E2E-RESULT case=$name status=$status"
 done
+# Hostile guest driver (tern-hostile-blk, tests/e2e/hostile_blk/) on a cache=none disk, with a
+# normal ext4 disk beside it: tern's memory is read from /proc/<pid>/status when the driver is set
+# up (it waits for a line on the console) and when it is done, and printed as
+#   E2E-HOSTILE-MEM rss_before_kb=.. hwm_before_kb=.. hwm_after_kb=.. rss_after_kb=..
+# disk_test.sh checks the growth against the documented bound (docs/limits.md).
+wait_line() {  # pattern file pid: poll tern's console output for a whole line (bounded)
+    n=0
+    while ! grep -q "$1" "$2" 2>/dev/null; do
+        kill -0 "$3" 2>/dev/null || return 1
+        n=$((n + 1))
+        [ "$n" -lt $((E2E_CASE_TIMEOUT * 20)) ] || return 1
+        sleep 0.05
+    done
+}
+mem_kb() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$2/status"; }
+echo "E2E-CASE case=hostile action=disk-hostile disk=hostile-fs.img,hostile.img cache=none"
+out=/tmp/hostile.out
+rm -f /tmp/hostile.in
+mkfifo /tmp/hostile.in
+"$TH_TERN" run --kernel "$TH_GUEST_KERNEL" --initrd "$TH_GUEST_INITRD" --memory 256M \
+    --cmdline "console=ttyS0 quiet tern.action=disk-hostile" \
+    --disk "path=/carrier/hostile-fs.img,cache=none,serial=hostile-fs" \
+    --disk "path=/carrier/hostile.img,cache=none,serial=hostile" </tmp/hostile.in >"$out" 2>&1 &
+pid=$!
+exec 3>/tmp/hostile.in  # tern's console input: the "go" line
+if wait_line "TERN-HOSTILE-READY" "$out" "$pid"; then
+    rss0=$(mem_kb VmRSS "$pid") hwm0=$(mem_kb VmHWM "$pid")
+    echo go >&3
+    wait_line "TERN-HOSTILE-DONE" "$out" "$pid"
+    hwm1=$(mem_kb VmHWM "$pid") rss1=$(mem_kb VmRSS "$pid")
+    echo "E2E-HOSTILE-MEM rss_before_kb=$rss0 hwm_before_kb=$hwm0 hwm_after_kb=$hwm1 rss_after_kb=$rss1"
+fi
+n=0
+while kill -0 "$pid" 2>/dev/null && [ "$n" -lt $((E2E_CASE_TIMEOUT * 20)) ]; do
+    n=$((n + 1))
+    sleep 0.05
+done
+kill -9 "$pid" 2>/dev/null
+wait "$pid"
+status=$?
+exec 3>&-
+cat "$out"
+echo
+echo "E2E-RESULT case=hostile status=$status"
+
 sync
 umount /carrier || echo "E2E-ERROR cannot unmount the carrier disk"
 exit 0

@@ -5,7 +5,11 @@
 # /dev/vda (tests/e2e/disk_scenario.sh, guest actions in tests/e2e/disk_guest/actions/). Afterwards
 # this script takes the images out of the carrier (debugfs) and checks them: e2fsck -fn, the bytes
 # of the files the guest wrote (every cache mode), a read-only image byte-identical, and the
-# flushed marker present after SIGKILL (cache=writeback and none).
+# flushed marker present after SIGKILL (cache=writeback and none). Case "hostile": a user-space
+# driver in the guest (tests/e2e/hostile_blk/hostile_blk.c, built here with gcc -static) sends
+# requests over size_max / seg_max (IOERR expected) and 64 aliased odd-address 1 MiB writes at once
+# to a cache=none disk; tern's growth (VmHWM after - VmRSS before) must stay within the bounce
+# budget of docs/limits.md, and the other disk must keep working.
 #
 # Usage: tests/e2e/disk_test.sh   Environment: TERN_BIN (default build/tern), E2E_LOG.
 # Prints one PASS/FAIL line per check and "N passed, M failed"; exits 1 on any failure.
@@ -70,13 +74,19 @@ for n in "${rw_cases[@]}" ro; do
     mke2fs -q -F -t ext4 -d "$work/seed" -L "tern-$n" "$work/images/$n.img" 64M
 done
 truncate -s 16M "$work/images/flushwb.img" "$work/images/flushnone.img"
+mke2fs -q -F -t ext4 -L tern-hostile-fs "$work/images/hostile-fs.img" 32M
+truncate -s 72M "$work/images/hostile.img"
 sha_ro_before="$(sha256sum <"$work/images/ro.img")"
 carrier="$work/carrier.img"
 mke2fs -q -F -t ext4 -d "$work/images" "$carrier" 1024M
 modules="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk"
 guest_initrd="$work/guest-initramfs.cpio.gz"
-"$repo/testhost/build-guest-initramfs.sh" "$guest_initrd" --modules "$modules" \
-    --extra "$here/disk_guest"
+# The guest files plus the hostile user-space driver (a static binary, built here).
+extra="$work/guest-extra"
+mkdir -p "$extra/bin"
+cp -a "$here/disk_guest/." "$extra/"
+gcc -static -O2 -Wall -Wextra -Werror -o "$extra/bin/tern-hostile-blk" "$here/hostile_blk/hostile_blk.c"
+"$repo/testhost/build-guest-initramfs.sh" "$guest_initrd" --modules "$modules" --extra "$extra"
 
 # ---- 3. The test host run. ----
 set +e
@@ -133,6 +143,32 @@ for n in flushwb flushnone; do
     [[ "$got" == "durable-$n" ]] || problems+=("sector 0 holds '$got'")
     if ((${#problems[@]} == 0)); then pass "case=$n marker durable-$n on the host file after SIGKILL"; else failc "case=$n: ${problems[*]}"; fi
 done
+
+# The hostile driver: IOERR over size_max / seg_max, the aliased batch served, tern's memory
+# growth within the bounce budget of one queue (docs/limits.md) plus slack, vda still working.
+b="$(block_of hostile)"
+problems=()
+limits="$(grep -a '^TERN-HOSTILE limits' <<<"$b" | tr -d '\r' || true)"
+budget="$(grep -a '^TERN-HOSTILE budget' <<<"$b" | tr -d '\r' || true)"
+[[ "$limits" == "TERN-HOSTILE limits sizemax=1 segmax=1 small=0" ]] || problems+=("limits: ${limits:-none} $(grep -a TERN-HOSTILE-ERROR <<<"$b" || true)")
+[[ "$budget" == "TERN-HOSTILE budget requests=64 bytes=1048576 ok=64 ioerr=0 other=0" ]] || problems+=("budget: ${budget:-none}")
+vda="$(grep -a '^TERN-HOSTILE-VDA' <<<"$b" | tr -d '\r' || true)"
+read -r _ sum1 sum2 <<<"$vda"
+[[ -n "${sum1:-}" && "$sum1" == "${sum2:-}" ]] || problems+=("vda after the hostile driver: ${vda:-none}")
+grep -q "E2E-RESULT case=hostile status=0" <<<"$b" || problems+=("tern: $(grep -a E2E-RESULT <<<"$b" || true)")
+mem="$(grep -a '^E2E-HOSTILE-MEM' <<<"$b" || true)"
+rss0="$(sed -n 's/.*rss_before_kb=\([0-9]*\).*/\1/p' <<<"$mem")"
+hwm1="$(sed -n 's/.*hwm_after_kb=\([0-9]*\).*/\1/p' <<<"$mem")"
+# docs/limits.md: bounce memory <= 4 MiB per queue; metadata of a full queue ~1.6 MiB; the guest
+# itself touches a little RAM meanwhile (THP: 2 MiB at a time). The old code grew by ~64 MiB.
+bound_kb=$((4096 + 2048 + 4096))
+if [[ -n "$rss0" && -n "$hwm1" ]]; then
+    growth=$((hwm1 - rss0))
+    ((growth <= bound_kb)) || problems+=("tern grew by ${growth} KiB (VmHWM after - VmRSS before) > ${bound_kb} KiB")
+else
+    problems+=("no memory figures: ${mem:-none}")
+fi
+if ((${#problems[@]} == 0)); then pass "case=hostile $limits; $budget; tern grew ${growth} KiB <= ${bound_kb} KiB"; else failc "case=hostile: ${problems[*]}"; fi
 
 # cache=none on L1's tmpfs (no O_DIRECT on Linux 6.1): exit 1 with the field named, before boot.
 nodirect="$(grep -a '^E2E-NODIRECT' "$log" | head -n 1 || true)"

@@ -98,6 +98,19 @@ bool MsixTable::fire(uint16_t v) {
   return true;
 }
 
+MsixTable::Fired MsixTable::fire_if_enabled(uint16_t v) {
+  std::lock_guard lock(mu_);
+  if (!enabled_) return Fired::kDisabled;
+  if (v >= entries_.size()) return Fired::kNoVector;
+  Entry& e = entries_[v];
+  if (!deliverable_locked(e)) {
+    e.pending = true;
+    return Fired::kPending;
+  }
+  signal_locked(e);
+  return Fired::kSent;
+}
+
 void MsixTable::reset() {
   std::lock_guard lock(mu_);
   enabled_ = false;

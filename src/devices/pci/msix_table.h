@@ -43,6 +43,18 @@ class MsixTable {
 
   /// Delivers vector `v` or marks it pending. Returns false for a vector outside the table.
   bool fire(uint16_t v);
+
+  /// What fire_if_enabled() did.
+  enum class Fired {
+    kDisabled,  ///< MSI-X Enable is clear: nothing done; the caller signals INTx instead.
+    kSent,      ///< Delivered through the vector's irqfd.
+    kPending,   ///< Masked (vector or function): PBA bit set, sent when unmasked.
+    kNoVector,  ///< `v` is outside the table (e.g. VIRTIO_MSI_NO_VECTOR): nothing to send.
+  };
+  /// enabled() and fire() under one lock: a concurrent clear of MSI-X Enable either comes first
+  /// (kDisabled: the caller uses INTx) or after the message was handled — the interrupt is never
+  /// left as a PBA bit of a disabled MSI-X capability (PCI 3.0 §6.8.2).
+  Fired fire_if_enabled(uint16_t v);
   /// Masks every vector, clears addresses, data and pending bits (function reset).
   void reset();
 

@@ -35,7 +35,16 @@ Result<std::unique_ptr<BlockQueueWorker>> BlockQueueWorker::start(BlockQueueCont
                                                                  IoEngineKind engine) {
   std::unique_ptr<BlockQueueWorker> w(new BlockQueueWorker(std::move(ctx), std::move(kick)));
   TRY(w->vq_.validate());
-  ASSIGN_OR_RETURN(w->engine_, make_io_engine(engine, w->ctx_.disk->fd(), w->ctx_.queue.size));
+  if (w->ctx_.engine_factory) {
+    ASSIGN_OR_RETURN(w->engine_, w->ctx_.engine_factory(w->ctx_.disk->fd(), w->ctx_.queue.size));
+  } else {
+    ASSIGN_OR_RETURN(w->engine_, make_io_engine(engine, w->ctx_.disk->fd(), w->ctx_.queue.size));
+  }
+  if (w->ctx_.disk->direct()) {
+    // The queue's whole bounce budget (docs/limits.md): BouncePool's default chunks.
+    w->bounce_.emplace(
+        std::max<size_t>(w->ctx_.disk->memory_alignment(), w->ctx_.disk->logical_block_size()));
+  }
   ASSIGN_OR_RETURN(w->stop_, make_eventfd(0, EFD_NONBLOCK));
   ASSIGN_OR_RETURN(w->pause_, make_eventfd(0, EFD_NONBLOCK));
   // The kick eventfd is read without blocking: a spurious wakeup must not stall the worker.
@@ -70,6 +79,7 @@ BlockQueueWorker::~BlockQueueWorker() {
     [[maybe_unused]] ssize_t n = ::write(stop_.get(), &one, sizeof one);
     thread_.join();
   }
+  if (bounce_) ctx_.counters->bounce_bytes.fetch_sub(bounce_->allocated_bytes());
 }
 
 void BlockQueueWorker::run() {
@@ -178,6 +188,7 @@ void BlockQueueWorker::serve(DescriptorChain chain) {
         complete(req.head, nullptr, 0, 0);
       } else {
         BlockCounters::add(req.status_value == VIRTIO_BLK_S_UNSUPP ? c.unsupp : c.ioerr);
+        if (req.over_limits) BlockCounters::add(c.over_limits);
         complete(req.head, req.status, req.status_value, 1);
       }
       TERN_LOG_RATELIMITED(*ctx_.log_limit, debug, "{}: queue {}: request type {} refused: {}",
@@ -259,26 +270,10 @@ void BlockQueueWorker::start_io(uint16_t slot) {
         });
         if (!aligned) {
           // O_DIRECT needs aligned memory: go through an aligned copy (never assume the guest's
-          // buffers are aligned).
-          size_t align = std::max<size_t>({ma, lbs, alignof(std::max_align_t)});
-          f.bounce.reset(static_cast<uint8_t*>(std::aligned_alloc(align, r.len)));
-          if (!f.bounce) {
-            f.pending_ops = 0;
-            f.failed = f.host_error = true;
-            finish(slot);
-            return;
-          }
-          if (r.op == BlockRequest::Op::kOut) {
-            size_t done = 0;
-            for (const auto& v : r.data) {
-              std::memcpy(f.bounce.get() + done, v.iov_base, v.iov_len);
-              done += v.iov_len;
-            }
-          }
-          f.bounce_iov = iovec{f.bounce.get(), static_cast<size_t>(r.len)};
-          op.iov = &f.bounce_iov;
-          op.iovcnt = 1;
+          // buffers are aligned), within the queue's fixed bounce budget.
           BlockCounters::add(ctx_.counters->bounced);
+          start_bounced(slot);
+          return;
         }
       }
       f.pending_ops = 1;
@@ -305,6 +300,76 @@ void BlockQueueWorker::start_io(uint16_t slot) {
   }
 }
 
+namespace {
+// Copies n bytes between `buf` and the bytes [skip, skip + n) of the iovecs `v`.
+void copy_iov(const std::vector<iovec>& v, uint64_t skip, uint8_t* buf, uint64_t n, bool to_iov) {
+  for (const auto& e : v) {
+    if (n == 0) break;
+    if (skip >= e.iov_len) {
+      skip -= e.iov_len;
+      continue;
+    }
+    size_t take = static_cast<size_t>(std::min<uint64_t>(e.iov_len - skip, n));
+    uint8_t* p = static_cast<uint8_t*>(e.iov_base) + skip;
+    if (to_iov)
+      std::memcpy(p, buf, take);
+    else
+      std::memcpy(buf, p, take);
+    buf += take;
+    n -= take;
+    skip = 0;
+  }
+}
+}  // namespace
+
+void BlockQueueWorker::start_bounced(uint16_t slot) {
+  InFlight& f = slots_[slot];
+  size_t before = bounce_->allocated_bytes();
+  f.bounce = bounce_->acquire();
+  BlockCounters::add(ctx_.counters->bounce_bytes, bounce_->allocated_bytes() - before);
+  if (f.bounce == nullptr) {
+    if (bounce_->in_use() > 0) {
+      // The budget is spent: wait for a chunk (finish() hands it over in order).
+      BlockCounters::add(ctx_.counters->bounce_waits);
+      bounce_waiters_.push_back(slot);
+      return;
+    }
+    // Nothing bounced and still no memory: a host failure.
+    f.pending_ops = 0;
+    f.failed = f.host_error = true;
+    finish(slot);
+    return;
+  }
+  start_piece(slot);
+}
+
+void BlockQueueWorker::start_piece(uint16_t slot) {
+  InFlight& f = slots_[slot];
+  BlockRequest& r = f.req;
+  f.piece = std::min<uint64_t>(bounce_->chunk_bytes(), r.len - f.bounce_done);
+  if (r.op == BlockRequest::Op::kOut) copy_iov(r.data, f.bounce_done, f.bounce, f.piece, false);
+  f.bounce_iov = iovec{f.bounce, static_cast<size_t>(f.piece)};
+  IoOp op;
+  op.kind = r.op == BlockRequest::Op::kIn ? IoOp::Kind::kRead : IoOp::Kind::kWrite;
+  op.offset = r.offset + f.bounce_done;
+  op.len = f.piece;
+  op.iov = &f.bounce_iov;
+  op.iovcnt = 1;
+  op.user_data = user_data(slot, 0);
+  f.pending_ops = 1;
+  engine_->enqueue(op);
+}
+
+bool BlockQueueWorker::advance_bounced(uint16_t slot) {
+  InFlight& f = slots_[slot];
+  BlockRequest& r = f.req;
+  if (r.op == BlockRequest::Op::kIn) copy_iov(r.data, f.bounce_done, f.bounce, f.piece, true);
+  f.bounce_done += f.piece;
+  if (f.bounce_done >= r.len) return false;
+  start_piece(slot);
+  return true;
+}
+
 void BlockQueueWorker::handle_completions() {
   completions_.clear();
   engine_->reap(completions_);
@@ -315,8 +380,8 @@ void BlockQueueWorker::handle_completions() {
     InFlight& f = slots_[slot];
     BlockRequest& r = f.req;
     bool ok = c.result >= 0;
-    if ((r.op == BlockRequest::Op::kIn || r.op == BlockRequest::Op::kOut) &&
-        static_cast<uint64_t>(c.result) != r.len)
+    bool rw = r.op == BlockRequest::Op::kIn || r.op == BlockRequest::Op::kOut;
+    if (rw && static_cast<uint64_t>(c.result) != (f.bounce != nullptr ? f.piece : r.len))
       ok = false;
     if (!ok && c.result == -EOPNOTSUPP && r.op == BlockRequest::Op::kWriteZeroes &&
         op_index < r.ranges.size() && !r.ranges[op_index].unmap) {
@@ -338,7 +403,20 @@ void BlockQueueWorker::handle_completions() {
                            c.result < 0 ? std::strerror(static_cast<int>(-c.result))
                                         : "short transfer");
     }
-    if (--f.pending_ops == 0) finish(slot);
+    if (ok && rw && f.bounce != nullptr && advance_bounced(slot)) continue;  // next piece
+    if (--f.pending_ops > 0) continue;
+    bool zeroing = r.op == BlockRequest::Op::kDiscard || r.op == BlockRequest::Op::kWriteZeroes;
+    if (zeroing && !f.failed && !f.synced && ctx_.disk->cache() == CacheMode::kDirectSync) {
+      // directsync promises "durable on completion"; O_DSYNC does not cover fallocate().
+      f.synced = true;
+      f.pending_ops = 1;
+      IoOp sync;
+      sync.kind = IoOp::Kind::kFdatasync;
+      sync.user_data = user_data(slot, UINT32_MAX);
+      engine_->enqueue(sync);
+      continue;
+    }
+    finish(slot);
   }
   engine_->submit();
   publish();
@@ -348,13 +426,6 @@ void BlockQueueWorker::finish(uint16_t slot) {
   InFlight& f = slots_[slot];
   BlockRequest& r = f.req;
   auto& c = *ctx_.counters;
-  if (!f.failed && r.op == BlockRequest::Op::kIn && f.bounce) {
-    size_t done = 0;
-    for (const auto& v : r.data) {
-      std::memcpy(v.iov_base, f.bounce.get() + done, v.iov_len);
-      done += v.iov_len;
-    }
-  }
   if (f.failed) {
     BlockCounters::add(c.ioerr);
     if (f.host_error) BlockCounters::add(c.host_io_errors);
@@ -376,8 +447,15 @@ void BlockQueueWorker::finish(uint16_t slot) {
     }
     complete(r.head, r.status, VIRTIO_BLK_S_OK, r.success_used_len());
   }
+  bool released = f.bounce != nullptr;
+  if (released) bounce_->release(f.bounce);
   f = InFlight{};
   free_slots_.push_back(slot);
+  if (released && !bounce_waiters_.empty()) {
+    uint16_t next = bounce_waiters_.front();
+    bounce_waiters_.pop_front();
+    start_bounced(next);
+  }
 }
 
 }  // namespace tern::virtio

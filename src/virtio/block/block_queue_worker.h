@@ -7,14 +7,17 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/fd.h"
 #include "base/log.h"
+#include "block/bounce_pool.h"
 #include "block/disk_image.h"
 #include "block/io_engine.h"
 #include "virtio/block/block_request.h"
@@ -37,6 +40,8 @@ struct BlockQueueContext {
   BlockLimits limits;
   std::string serial;            ///< GET_ID answer (<= 20 bytes).
   std::string name;              ///< Device name for logs.
+  /// Makes the queue's engine instead of make_io_engine() (tests inject fakes); may be empty.
+  IoEngineFactory engine_factory;
 };
 
 class BlockQueueWorker {
@@ -64,15 +69,15 @@ class BlockQueueWorker {
   void resume();
 
  private:
-  struct FreeDeleter {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
   struct InFlight {
     BlockRequest req;
     unsigned pending_ops = 0;
     bool failed = false;
     bool host_error = false;
-    std::unique_ptr<uint8_t, FreeDeleter> bounce;
+    bool synced = false;        // directsync DISCARD/WRITE_ZEROES: the fdatasync was issued
+    uint8_t* bounce = nullptr;  // a chunk of bounce_ while a bounced IN/OUT holds one
+    uint64_t bounce_done = 0;   // bytes of req.len already through the chunk
+    uint64_t piece = 0;         // bytes of the piece in flight
     iovec bounce_iov{};
   };
 
@@ -81,6 +86,12 @@ class BlockQueueWorker {
   void process_queue();
   void serve(DescriptorChain chain);
   void start_io(uint16_t slot);
+  /// Bounced IN/OUT: takes a chunk of the bounce budget (or queues the slot until one is free)
+  /// and starts the first piece.
+  void start_bounced(uint16_t slot);
+  void start_piece(uint16_t slot);
+  /// A piece completed OK: copies it out (IN); true if a further piece was started.
+  bool advance_bounced(uint16_t slot);
   void handle_completions();
   void finish(uint16_t slot);
   void complete(uint16_t head, uint8_t* status, uint8_t value, uint32_t used_len);
@@ -99,6 +110,9 @@ class BlockQueueWorker {
   std::vector<InFlight> slots_;
   std::vector<uint16_t> free_slots_;
   std::vector<IoCompletion> completions_;
+  // O_DIRECT only: the queue's bounce budget and the slots waiting for a chunk of it, in order.
+  std::optional<BouncePool> bounce_;
+  std::deque<uint16_t> bounce_waiters_;
   bool broken_ = false;
 
   UniqueFd pause_;  // signalled by pause(): the thread parks at its next wakeup

@@ -1,5 +1,6 @@
 #include "virtio/block/block_request.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 
@@ -100,6 +101,16 @@ BlockRequest parse_block_request(const DescriptorChain& chain, const BlockLimits
       r.offset = hdr.sector * kSectorSize;  // cannot overflow: sector <= capacity < 2^55
       r.data = in ? collect(chain, true, 0, r.len) : collect(chain, false, sizeof hdr, r.len);
       if (r.data.size() > IOV_MAX) return refuse(r, VIRTIO_BLK_S_IOERR, "too many segments");
+      if (limits.seg_max != 0 && r.data.size() > limits.seg_max) {
+        r.over_limits = true;
+        return refuse(r, VIRTIO_BLK_S_IOERR, "more data segments than seg_max");
+      }
+      if (limits.size_max != 0 && std::any_of(r.data.begin(), r.data.end(), [&](const iovec& v) {
+            return v.iov_len > limits.size_max;
+          })) {
+        r.over_limits = true;
+        return refuse(r, VIRTIO_BLK_S_IOERR, "data segment larger than size_max");
+      }
       r.op = in ? BlockRequest::Op::kIn : BlockRequest::Op::kOut;
       return r;
     }

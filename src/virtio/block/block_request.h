@@ -26,6 +26,11 @@ struct BlockLimits {
   uint32_t max_discard_seg = 0;
   uint32_t max_write_zeroes_sectors = 0;
   uint32_t max_write_zeroes_seg = 0;
+  /// IN/OUT: the most bytes one data segment (the data part of one descriptor) may hold, and the
+  /// most data segments in one request — the size_max / seg_max the device advertises
+  /// (§5.2.4). 0 = no limit. A request over either is answered VIRTIO_BLK_S_IOERR.
+  uint32_t size_max = 0;
+  uint32_t seg_max = 0;
 };
 
 /// One DISCARD / WRITE_ZEROES range in bytes.
@@ -55,6 +60,7 @@ struct BlockRequest {
   uint8_t* status = nullptr;         ///< Host address of the status byte; null if missing.
   uint8_t status_value = 0;          ///< kNone: VIRTIO_BLK_S_IOERR or VIRTIO_BLK_S_UNSUPP.
   const char* problem = nullptr;     ///< kNone: why, for logs and tests.
+  bool over_limits = false;          ///< kNone: refused for exceeding size_max / seg_max.
 
   /// Used length to report when the request succeeds (data written + status byte).
   [[nodiscard]] uint32_t success_used_len() const;

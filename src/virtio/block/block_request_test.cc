@@ -144,5 +144,35 @@ TEST_F(RequestTest, DiscardSegments) {
   EXPECT_TRUE(r.ranges[0].unmap);
 }
 
+TEST_F(RequestTest, SizeMaxAndSegMaxAreEnforced) {
+  // The advertised limits (§5.2.4): the old parser only stopped at UINT32_MAX bytes / IOV_MAX.
+  limits.size_max = 1024;
+  limits.seg_max = 2;
+  header(VIRTIO_BLK_T_OUT, 0);
+  auto r =
+      parse_block_request(chain({{0, 16, false}, {1024, 1536, false}, {4000, 1, true}}), limits);
+  EXPECT_EQ(r.op, Op::kNone);
+  EXPECT_EQ(r.status_value, VIRTIO_BLK_S_IOERR);
+  EXPECT_TRUE(r.over_limits);
+  r = parse_block_request(chain({{0, 16, false},
+                                 {1024, 512, false},
+                                 {1024, 512, false},
+                                 {1024, 512, false},
+                                 {4000, 1, true}}),
+                          limits);
+  EXPECT_EQ(r.op, Op::kNone);
+  EXPECT_TRUE(r.over_limits);
+  header(VIRTIO_BLK_T_IN, 0);
+  r = parse_block_request(
+      chain({{0, 16, false}, {1024, 1024, true}, {2048, 1024, true}, {4000, 1, true}}), limits);
+  EXPECT_EQ(r.op, Op::kIn);  // at both limits exactly
+  EXPECT_FALSE(r.over_limits);
+  // A request over the limits that is refused for another reason first is not counted as one.
+  header(VIRTIO_BLK_T_OUT, 100);
+  r = parse_block_request(chain({{0, 16, false}, {1024, 2048, false}, {4000, 1, true}}), limits);
+  EXPECT_EQ(r.op, Op::kNone);
+  EXPECT_FALSE(r.over_limits);
+}
+
 }  // namespace
 }  // namespace tern::virtio

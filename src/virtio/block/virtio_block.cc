@@ -91,6 +91,8 @@ Result<void> VirtioBlock::activate(const GuestMemory& mem, uint64_t acked_featur
   limits.max_discard_seg = config_space_.max_discard_seg;
   limits.max_write_zeroes_sectors = config_space_.max_write_zeroes_sectors;
   limits.max_write_zeroes_seg = config_space_.max_write_zeroes_seg;
+  limits.size_max = config_space_.size_max;
+  limits.seg_max = config_space_.seg_max;
 
   std::vector<std::unique_ptr<BlockQueueWorker>> workers;
   for (uint16_t i = 0; i < queues.size(); ++i) {
@@ -111,6 +113,7 @@ Result<void> VirtioBlock::activate(const GuestMemory& mem, uint64_t acked_featur
     ctx.limits = limits;
     ctx.serial = config_.serial;
     ctx.name = name_;
+    ctx.engine_factory = engine_factory_;
     auto w = BlockQueueWorker::start(std::move(ctx), std::move(kicks[i]), engine_);
     if (!w) return fail(name_, "queue " + std::to_string(i) + ": " + w.error().message());
     workers.push_back(std::move(*w));

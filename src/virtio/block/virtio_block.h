@@ -55,6 +55,13 @@ class VirtioBlock final : public VirtioDevice {
   /// Positions recorded when the workers parked; {0, 0} for queues without a worker.
   [[nodiscard]] std::vector<QueuePosition> queue_positions() const override;
 
+  /// Queues activated from now on get their engine from `f` instead of make_io_engine() (tests
+  /// inject fake or fault-injecting engines). Empty = the configured engine.
+  void set_io_engine_factory(IoEngineFactory f) {
+    std::lock_guard lock(mu_);
+    engine_factory_ = std::move(f);
+  }
+
   [[nodiscard]] virtio::BlockStats stats() const { return counters_.snapshot(); }
   [[nodiscard]] const DiskImage& disk() const { return disk_; }
   /// The engine the queues use after the io_uring probe ("io_uring" or "threads").
@@ -70,6 +77,7 @@ class VirtioBlock final : public VirtioDevice {
   std::string name_;
   uint64_t features_ = 0;
   IoEngineKind engine_;
+  IoEngineFactory engine_factory_;  // mu_
   virtio::VirtioBlkConfig config_space_{};
   virtio::BlockCounters counters_;
   RateLimit log_limit_;

@@ -31,10 +31,13 @@ void VirtioPciInterrupt::set_needs_reset() {
 }
 
 void VirtioPciInterrupt::raise_locked(uint8_t isr_bit, uint16_t vector) {
-  if (msix_->enabled()) {
+  // One decision under the table's lock: MSI-X Enable cleared by a vCPU between "is it
+  // enabled?" and "fire" would otherwise leave the interrupt as a PBA bit nobody reads.
+  MsixTable::Fired fired = msix_->fire_if_enabled(vector);
+  if (fired != MsixTable::Fired::kDisabled) {
     // §4.1.5.3/4: with MSI-X the config bit is still reported in ISR; queue bits are not.
     if (isr_bit == virtio_pci::kIsrConfig) isr_ |= isr_bit;
-    if (vector != VIRTIO_MSI_NO_VECTOR && msix_->fire(vector)) sent_.fetch_add(1);
+    if (fired != MsixTable::Fired::kNoVector) sent_.fetch_add(1);
     return;
   }
   isr_ |= isr_bit;
