@@ -203,7 +203,7 @@ wait "$pid_ks"
 rc_ks=$?
 ok=1; [ "$rc_k" = 0 ] && [ "$rc_ks" = 1 ] && grep -q cancelled /tmp/ks.out && ok=0
 check cancel-by-power-off "$ok" "power-off: $r; tern exit $rc_k; tern snapshot exit $rc_ks: $(tail -n 1 /tmp/ks.out)"
-left=$(ls -A /tmp | grep -e '^k\.' -e 'tern-tmp')
+left=$(ls -A /tmp | grep -e '^k\.state$' -e '^k\.mem$' -e 'tern-tmp')
 check cancel-leaves-nothing "$([ -z "$left" ]; echo $?)" "left: ${left:-nothing}"
 
 # ---------------- case 4: re-snapshot a restored VM to its own memory file ----------------
