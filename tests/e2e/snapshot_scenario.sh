@@ -209,11 +209,12 @@ check cancel-leaves-nothing "$([ -z "$left" ]; echo $?)" "left: ${left:-nothing}
 # ---------------- case 4: re-snapshot a restored VM to its own memory file ----------------
 rm -f /tmp/m.mem /tmp/m.state
 sums_of() { sed -n 's/^TERN-MEM-SUM \([0-9a-f]*\).*/\1/p' "$1" | sort -u; }
-restore_r() {  # restore_r NAME: tern restore of /tmp/r.state + /tmp/r.mem as NAME, until 2 sums
+restore_r() {  # restore_r NAME: tern restore of /tmp/r.state + /tmp/r.mem as NAME, until a sum
     "$T" restore --state /tmp/r.state --mem /tmp/r.mem --resume --api-sock "/tmp/$1.sock" \
         >"/tmp/$1.out" 2>"/tmp/$1.err" </dev/null &
     pid_r=$!
-    wait_for "$SNAP_WAIT" sh -c "[ \$(grep -c '^TERN-MEM-SUM' /tmp/$1.out) -ge 2 ]"
+    # The first MD5 after a restore faults in all 64 MiB from the memory file: slow under TCG.
+    wait_for "$SNAP_WAIT" has "/tmp/$1.out" '^TERN-MEM-SUM'
 }
 truncate -s 16M /tmp/r.img
 cmd4="console=ttyS0 quiet tern.action=snap-mem tern.rand_mib=64 tern.zero_mib=0"
@@ -266,7 +267,7 @@ check resave-refusals-keep-files "$([ "$(md5sum </tmp/r.state | cut -d' ' -f1)" 
 n2=$(grep -c '^TERN-MEM-SUM' /tmp/r2.out)
 out=$("$T" snapshot --api-sock /tmp/r2.sock --state /tmp/r.state --mem /tmp/r.mem 2>&1)
 check resave-to-own-memory-file "$?" "$(echo "$out" | tail -n 1)"
-wait_for "$SNAP_WAIT" sh -c "[ \$(grep -c '^TERN-MEM-SUM' /tmp/r2.out) -ge $((n2 + 2)) ]"
+wait_for "$SNAP_WAIT" sh -c "[ \$(grep -c '^TERN-MEM-SUM' /tmp/r2.out) -gt $n2 ]"
 ok=1; [ "$(sums_of /tmp/r2.out)" = "$want" ] && ok=0
 check resave-running-vm-intact "$ok" "the VM that saved over its own memory file: $(sums_of /tmp/r2.out | tr '\n' ' ')"
 "$T" ctl --api-sock /tmp/r2.sock power-off >/dev/null
