@@ -274,9 +274,9 @@ Parsed parse_snapshot_create(std::string_view body) {
     s.direct = direct.value_or(false);
     (void)r.raw("version");  // deprecated in Firecracker; ignored
     TRY(r.finish());
-    if (s.snapshot_path == s.mem_file_path || s.mem_file_path == s.snapshot_path + ".tmp")
-      return fail("mem_file_path", "must differ from snapshot_path (and from snapshot_path.tmp, "
-                                   "which the state file is written to first)");
+    // Same file under another spelling or a hard link, and the VM's own files: Vm::save_snapshot.
+    if (s.snapshot_path == s.mem_file_path)
+      return fail("mem_file_path", "must differ from snapshot_path");
     TRY(check_writable_target(s.snapshot_path, "snapshot_path"));
     TRY(check_writable_target(s.mem_file_path, "mem_file_path"));
     return api::CreateSnapshot{std::move(s)};

@@ -91,4 +91,11 @@ Result<DiskImage> DiskImage::open(const DiskConfig& c) {
   return d;
 }
 
+Result<void> DiskImage::flush() const {
+  if (read_only_) return {};
+  if (retry_eintr([&] { return ::fdatasync(fd_.get()); }) != 0)
+    return fail_errno("fdatasync", path_);
+  return {};
+}
+
 }  // namespace tern

@@ -37,6 +37,10 @@ class DiskImage {
   [[nodiscard]] uint32_t memory_alignment() const { return mem_align_; }
   [[nodiscard]] CacheMode cache() const { return cache_; }
   [[nodiscard]] const std::string& path() const { return path_; }
+  /// Makes every completed write durable: fdatasync(2) of a writable image (any cache mode,
+  /// `unsafe` included); nothing for a read-only one. Used by snapshots after the device is
+  /// quiesced. Errors (EIO, ENOSPC) name the path.
+  [[nodiscard]] Result<void> flush() const;
 
  private:
   DiskImage() = default;

@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +15,8 @@
 
 #include "base/checked.h"
 #include "base/fd.h"
+#include "snapshot/codec.h"
+#include "snapshot/replace_file.h"
 
 namespace tern::snap {
 
@@ -23,6 +27,9 @@ using Clock = std::chrono::steady_clock;
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kMaxRun = 8 * MiB;
 constexpr auto kProgressInterval = std::chrono::milliseconds(50);
+constexpr char kTrailerMagic[8] = {'T', 'E', 'R', 'N', 'M', 'E', 'M', 'T'};
+constexpr uint32_t kTrailerVersion = 1;
+constexpr size_t kTrailerFields = 8 + 4 + 4 + 16 + 8;  // before the crc32
 
 bool all_zero(const uint8_t* p, size_t n) {
   size_t i = 0;
@@ -160,9 +167,72 @@ Result<std::pair<uint64_t, uint64_t>> extent(std::span<const RegionSpec> specs, 
 
 }  // namespace
 
-Result<MemorySaveResult> save_memory_file(const GuestMemory& mem, const std::string& path,
-                                          const MemorySaveOptions& o) {
-  const std::string what = "save memory file " + path;
+std::string PairingToken::hex() const {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  for (uint8_t b : bytes) {
+    s += kHex[b >> 4];
+    s += kHex[b & 15];
+  }
+  return s;
+}
+
+Result<PairingToken> PairingToken::random() {
+  PairingToken t;
+  size_t done = 0;
+  while (done < t.bytes.size()) {
+    ssize_t n = ::getrandom(t.bytes.data() + done, t.bytes.size() - done, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail_errno("getrandom", "snapshot pairing token");
+    done += static_cast<size_t>(n);
+  }
+  return t;
+}
+
+namespace {
+
+uint32_t crc32_of(std::span<const uint8_t> b) {
+  return static_cast<uint32_t>(
+      ::crc32(::crc32(0L, Z_NULL, 0), b.data(), static_cast<uInt>(b.size())));
+}
+
+/// The trailer block (kMemoryTrailerSize bytes) for `token` at RAM extent `extent`.
+std::vector<uint8_t> trailer_block(const PairingToken& token, uint64_t extent) {
+  ByteWriter w;
+  w.bytes(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(kTrailerMagic), 8));
+  w.u32(kTrailerVersion);
+  w.u32(0);
+  w.bytes(token.bytes);
+  w.u64(extent);
+  std::vector<uint8_t> b = w.take();
+  uint32_t crc = crc32_of(b);
+  b.resize(b.size() + 4);
+  std::memcpy(b.data() + kTrailerFields, &crc, 4);
+  b.resize(kMemoryTrailerSize, 0);
+  return b;
+}
+
+/// Writes the trailer at `extent` (from a page-aligned buffer, for O_DIRECT).
+Result<void> write_trailer(int fd, const std::string& name, const PairingToken& token,
+                           uint64_t extent) {
+  std::vector<uint8_t> b = trailer_block(token, extent);
+  void* p = ::mmap(nullptr, b.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return fail_errno("mmap", "trailer buffer for " + name);
+  std::unique_ptr<uint8_t, Unmapper> buf(static_cast<uint8_t*>(p), Unmapper{b.size()});
+  std::memcpy(buf.get(), b.data(), b.size());
+  ssize_t n =
+      retry_eintr([&] { return ::pwrite(fd, buf.get(), b.size(), static_cast<off_t>(extent)); });
+  if (n < 0) return fail_errno("pwrite", name + " (trailer)");
+  if (static_cast<size_t>(n) != b.size())
+    return fail_code(EIO, "pwrite", name + ": short trailer write");
+  return {};
+}
+
+}  // namespace
+
+Result<MemorySaveResult> write_memory_file(const GuestMemory& mem, int fd, const std::string& name,
+                                           const PairingToken& token, const MemorySaveOptions& o) {
+  const std::string what = "save memory file " + name;
   std::vector<RegionSpec> specs;
   for (const auto& r : mem.regions()) {
     if (o.direct && (r.gpa % kPage != 0 || r.size % kPage != 0))
@@ -171,49 +241,75 @@ Result<MemorySaveResult> save_memory_file(const GuestMemory& mem, const std::str
   }
   if (specs.empty()) return fail(what, "no guest RAM regions");
   ASSIGN_OR_RETURN(auto ext, extent(specs, what));
-
-  // O_NONBLOCK: a FIFO at `path` fails (ENXIO) instead of blocking; no effect on regular files.
-  int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | (o.direct ? O_DIRECT : 0);
-  int fd_raw = retry_eintr([&] { return ::open(path.c_str(), flags | O_CLOEXEC, 0600); });
-  if (fd_raw < 0) {
-    if (o.direct && errno == EINVAL)
-      return fail_errno("open", path + " with O_DIRECT (not supported by this filesystem)");
-    return fail_errno("open", path);
-  }
-  UniqueFd fd(fd_raw);
+  if (ext.first % kPage != 0) return fail(what, "RAM does not end on a 4 KiB boundary");
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return fail_errno("fstat", path);
-  // Never truncate-then-unlink something that is not ours to remove, such as /dev/full.
+  if (::fstat(fd, &st) != 0) return fail_errno("fstat", name);
   if (!S_ISREG(st.st_mode)) return fail(what, "not a regular file");
-
-  auto saved = [&]() -> Result<MemorySaveResult> {
-    if (::fchmod(fd.get(), 0600) != 0) return fail_errno("fchmod", path);
-    if (::ftruncate(fd.get(), static_cast<off_t>(ext.first)) != 0)
-      return fail_errno("ftruncate", path + " to " + std::to_string(ext.first) + " bytes");
-    Saver s(mem, fd.get(), path, o, ext.second);
-    TRY(s.init());
-    for (const auto& r : mem.regions()) TRY(s.region(r));
-    if (::fsync(fd.get()) != 0) return fail_errno("fsync", path);
-    if (::close(fd.release()) != 0) return fail_errno("close", path);
-    return s.finish();
-  }();
-  if (!saved) {
-    fd.reset();
-    ::unlink(path.c_str());
-  }
-  return saved;
+  if (::ftruncate(fd, static_cast<off_t>(ext.first + kMemoryTrailerSize)) != 0)
+    return fail_errno("ftruncate",
+                      name + " to " + std::to_string(ext.first + kMemoryTrailerSize) + " bytes");
+  Saver s(mem, fd, name, o, ext.second);
+  TRY(s.init());
+  for (const auto& r : mem.regions()) TRY(s.region(r));
+  TRY(write_trailer(fd, name, token, ext.first));
+  if (::fsync(fd) != 0) return fail_errno("fsync", name);
+  return s.finish();
 }
 
-Result<void> check_memory_file(const std::string& path, std::span<const RegionSpec> specs) {
+Result<MemorySaveResult> save_memory_file(const GuestMemory& mem, const std::string& path,
+                                          const MemorySaveOptions& o, const PairingToken& token) {
+  struct stat st {};
+  // Only a regular file (or nothing) is replaced: renaming over /dev/full would replace the node.
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return fail("save memory file " + path, "not a regular file");
+  ASSIGN_OR_RETURN(auto f, ReplacementFile::create(path, o.direct));
+  ASSIGN_OR_RETURN(auto r, write_memory_file(mem, f.fd(), path, token, o));
+  TRY(f.sync_and_close());
+  TRY(f.commit());
+  return r;
+}
+
+Result<OpenedMemoryFile> open_memory_file(const std::string& path,
+                                          std::span<const RegionSpec> specs) {
   const std::string what = "memory file " + path;
   ASSIGN_OR_RETURN(auto ext, extent(specs, what));
+  // O_NONBLOCK: a FIFO fails the regular-file check below instead of blocking the open.
+  int raw = retry_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); });
+  if (raw < 0) return fail_errno("memory file", path);
+  OpenedMemoryFile out{UniqueFd(raw), std::nullopt};
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return fail_errno("memory file", path);
+  if (::fstat(out.fd.get(), &st) != 0) return fail_errno("fstat", path);
   if (!S_ISREG(st.st_mode)) return fail(what, "not a regular file");
-  if (static_cast<uint64_t>(st.st_size) < ext.first)
-    return fail("memory file", path + ": memory file is " + std::to_string(st.st_size) +
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size < ext.first)
+    return fail("memory file", path + ": memory file is " + std::to_string(size) +
                                    " bytes, the snapshot needs " + std::to_string(ext.first));
-  return {};
+  if (size < ext.first + kTrailerFields + 4) return out;  // no trailer: format 1.0
+  std::array<uint8_t, kTrailerFields + 4> t{};
+  ssize_t n = retry_eintr(
+      [&] { return ::pread(out.fd.get(), t.data(), t.size(), static_cast<off_t>(ext.first)); });
+  if (n < 0) return fail_errno("read", path + " (trailer)");
+  if (static_cast<size_t>(n) != t.size() || std::memcmp(t.data(), kTrailerMagic, 8) != 0)
+    return out;
+  ByteReader r(t, what + " trailer");
+  TRY(r.bytes(8));
+  ASSIGN_OR_RETURN(uint32_t version, r.u32());
+  TRY(r.u32());
+  ASSIGN_OR_RETURN(auto tok, r.bytes(16));
+  ASSIGN_OR_RETURN(uint64_t at, r.u64());
+  ASSIGN_OR_RETURN(uint32_t crc, r.u32());
+  if (crc != crc32_of(std::span<const uint8_t>(t).first(kTrailerFields)))
+    return fail(what, "trailer is corrupt (checksum mismatch)");
+  if (version != kTrailerVersion)
+    return fail(what, "trailer version " + std::to_string(version) + " (this tern reads " +
+                          std::to_string(kTrailerVersion) + ")");
+  if (at != ext.first)
+    return fail(what, "trailer is corrupt: it says RAM ends at " + std::to_string(at) +
+                          ", the snapshot's RAM ends at " + std::to_string(ext.first));
+  PairingToken token;
+  std::memcpy(token.bytes.data(), tok.data(), token.bytes.size());
+  out.token = token;
+  return out;
 }
 
 }  // namespace tern::snap

@@ -69,16 +69,16 @@ TEST(MemoryFile, SaveIsSparseAndRestoreMatchesEveryByte) {
   EXPECT_EQ(r->total_bytes, mem->total_size());
   EXPECT_EQ(r->written_bytes, nonzero);
   EXPECT_EQ(r->zero_bytes, mem->total_size() - nonzero);
-  EXPECT_EQ(std::filesystem::file_size(p), kEnd);
+  EXPECT_EQ(std::filesystem::file_size(p), kEnd + kMemoryTrailerSize);
   EXPECT_LT(allocated_bytes(p), nonzero + 256 * 1024);
   struct stat st {};
   ASSERT_EQ(::stat(p.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 
-  ASSERT_TRUE(check_memory_file(p, kSpecs));
-  auto fd = open_file(p, O_RDONLY);
-  ASSERT_TRUE(fd);
-  auto back = GuestMemory::create_from_file(kSpecs, fd->borrow());
+  auto opened = open_memory_file(p, kSpecs);
+  ASSERT_TRUE(opened) << opened.error().message();
+  EXPECT_EQ(opened->token, PairingToken{});  // save_memory_file's default token
+  auto back = GuestMemory::create_from_file(kSpecs, opened->fd.borrow());
   ASSERT_TRUE(back) << back.error().message();
   ASSERT_EQ(back->regions().size(), mem->regions().size());
   for (size_t i = 0; i < back->regions().size(); ++i) {
@@ -197,8 +197,8 @@ TEST(MemoryFile, SixtyFourMiBOfZerosAllocatesNothing) {
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_EQ(r->written_bytes, 0u);
   EXPECT_EQ(r->zero_bytes, uint64_t{64} << 20);
-  EXPECT_EQ(std::filesystem::file_size(p), uint64_t{64} << 20);
-  EXPECT_LE(allocated_bytes(p), 4096u);
+  EXPECT_EQ(std::filesystem::file_size(p), (uint64_t{64} << 20) + kMemoryTrailerSize);
+  EXPECT_LE(allocated_bytes(p), kMemoryTrailerSize);  // the trailer only
 }
 
 TEST(MemoryFile, CancelledSaveFailsAndLeavesNoFile) {
@@ -221,11 +221,12 @@ TEST(MemoryFile, CancelledSaveFailsAndLeavesNoFile) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message().find("cancelled"), std::string::npos) << r.error().message();
   EXPECT_FALSE(std::filesystem::exists(p));
+  EXPECT_TRUE(std::filesystem::is_empty(d.path()));  // no temporary left
 }
 
-TEST(MemoryFile, CheckMemoryFile) {
+TEST(MemoryFile, OpenMemoryFileChecksSizeAndReadsTheTrailer) {
   testing::TempDir d{"tern-mem"};
-  auto missing = check_memory_file(d.path() + "/none.mem", kSpecs);
+  auto missing = open_memory_file(d.path() + "/none.mem", kSpecs);
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().errnum, ENOENT);
   EXPECT_NE(missing.error().message().find("none.mem"), std::string::npos);
@@ -234,19 +235,95 @@ TEST(MemoryFile, CheckMemoryFile) {
   auto fd = open_file(p, O_RDWR | O_CREAT, 0600);
   ASSERT_TRUE(fd);
   ASSERT_EQ(::ftruncate(fd->get(), 1048576), 0);
-  auto shortf = check_memory_file(p, kSpecs);
+  auto shortf = open_memory_file(p, kSpecs);
   ASSERT_FALSE(shortf);
   EXPECT_NE(shortf.error().message().find(p + ": memory file is 1048576 bytes, the snapshot needs " +
                                           std::to_string(kEnd)),
             std::string::npos)
       << shortf.error().message();
 
-  auto dir = check_memory_file(d.path(), kSpecs);
+  auto dir = open_memory_file(d.path(), kSpecs);
   ASSERT_FALSE(dir);
   EXPECT_NE(dir.error().message().find("not a regular file"), std::string::npos);
 
+  // Exactly the RAM extent, or longer with zeros: a format 1.0 file, no token.
   ASSERT_EQ(::ftruncate(fd->get(), kEnd), 0);
-  EXPECT_TRUE(check_memory_file(p, kSpecs));
+  auto v10 = open_memory_file(p, kSpecs);
+  ASSERT_TRUE(v10) << v10.error().message();
+  EXPECT_FALSE(v10->token);
+  ASSERT_EQ(::ftruncate(fd->get(), kEnd + kMemoryTrailerSize), 0);
+  ASSERT_TRUE(open_memory_file(p, kSpecs));
+  EXPECT_FALSE(open_memory_file(p, kSpecs)->token);
+
+  // A saved file's trailer carries its token; a flipped trailer byte is "corrupt".
+  auto mem = GuestMemory::create(kSpecs);
+  ASSERT_TRUE(mem);
+  auto token = PairingToken::random();
+  ASSERT_TRUE(token);
+  EXPECT_NE(*token, PairingToken{});
+  EXPECT_EQ(token->hex().size(), 32u);
+  const std::string q = d.path() + "/t.mem";
+  ASSERT_TRUE(save_memory_file(*mem, q, {}, *token));
+  auto t = open_memory_file(q, kSpecs);
+  ASSERT_TRUE(t) << t.error().message();
+  ASSERT_TRUE(t->token);
+  EXPECT_EQ(*t->token, *token);
+  auto w = open_file(q, O_RDWR);
+  ASSERT_TRUE(w);
+  uint8_t b = 0;
+  ASSERT_EQ(::pread(w->get(), &b, 1, kEnd + 20), 1);
+  b ^= 0xFF;
+  ASSERT_EQ(::pwrite(w->get(), &b, 1, kEnd + 20), 1);
+  auto bad = open_memory_file(q, kSpecs);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("trailer is corrupt"), std::string::npos)
+      << bad.error().message();
+}
+
+TEST(MemoryFile, SavingOverTheFileAVmMapsKeepsItsMemory) {
+  // Issue #8 defect 1 (failed before: the save opened the mapped file with O_TRUNC, so every page
+  // the restored guest had not written yet read back as zero, in the VM and in the new file).
+  auto mem = GuestMemory::create(kSpecs);
+  ASSERT_TRUE(mem);
+  fill(*mem, 7);
+  testing::TempDir d{"tern-mem"};
+  const std::string p = d.path() + "/vm.mem";
+  ASSERT_TRUE(save_memory_file(*mem, p));
+  auto fd = open_file(p, O_RDONLY);
+  ASSERT_TRUE(fd);
+  auto restored = GuestMemory::create_from_file(kSpecs, fd->borrow());
+  ASSERT_TRUE(restored) << restored.error().message();
+  fd->reset();  // as in tern restore, only the mapping keeps the file
+  // The restored VM saves itself to the file it maps (nothing touched since the restore).
+  auto r = save_memory_file(*restored, p);
+  ASSERT_TRUE(r) << r.error().message();
+  for (size_t i = 0; i < kSpecs.size(); ++i)
+    EXPECT_EQ(std::memcmp(mem->regions()[i].host, restored->regions()[i].host, kSpecs[i].size), 0)
+        << "the running VM's region " << i;
+  auto again = open_memory_file(p, kSpecs);
+  ASSERT_TRUE(again);
+  auto back = GuestMemory::create_from_file(kSpecs, again->fd.borrow());
+  ASSERT_TRUE(back);
+  for (size_t i = 0; i < kSpecs.size(); ++i)
+    EXPECT_EQ(std::memcmp(mem->regions()[i].host, back->regions()[i].host, kSpecs[i].size), 0)
+        << "the new file's region " << i;
+}
+
+TEST(MemoryFile, FailedSaveKeepsThePreviousFile) {
+  auto mem = GuestMemory::create(kSpecs);
+  ASSERT_TRUE(mem);
+  fill(*mem, 8);
+  testing::TempDir d{"tern-mem"};
+  const std::string p = d.path() + "/vm.mem";
+  ASSERT_TRUE(save_memory_file(*mem, p));
+  const std::string before = read_file(p, 64 << 20).value();
+  std::atomic<bool> cancel{true};
+  MemorySaveOptions o;
+  o.cancel = &cancel;
+  fill(*mem, 9);
+  ASSERT_FALSE(save_memory_file(*mem, p, o));
+  EXPECT_EQ(read_file(p, 64 << 20).value(), before);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(d.path()), {}), 1);
 }
 
 TEST(MemoryFile, SaveToDeviceRefusedAndDeviceKept) {
@@ -302,6 +379,7 @@ TEST(MemoryFile, FailedSaveUnlinksThePartialFile) {
     auto r = save_memory_file(*mem, p);
     if (r) return 1;
     if (r.error().message().find(p) == std::string::npos) return 2;
+    if (!std::filesystem::is_empty(d.path())) return 4;  // no temporary either
     return std::filesystem::exists(p) ? 3 : 0;
   });
   EXPECT_EQ(rc, 0);
@@ -323,6 +401,7 @@ TEST(MemoryFile, NoSpaceFailsNamingPathAndUnlinks) {
     if (r) return 1;
     if (r.error().errnum != ENOSPC) return 2;
     if (r.error().message().find(p) == std::string::npos) return 3;
+    if (!std::filesystem::is_empty(d.path())) return 5;
     return std::filesystem::exists(p) ? 4 : 0;
   });
   if (rc == 77) GTEST_SKIP() << "cannot mount a tmpfs here";

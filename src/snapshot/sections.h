@@ -12,6 +12,7 @@ enum SectionId : uint32_t {
   kVmKvmSection = 2,    ///< VmKvmState: PIC, IOAPIC, PIT, kvmclock.
   kLegacySection = 3,   ///< LegacyDevices: 8250, i8042, RTC, ACPI PM.
   kPciSection = 4,      ///< PciDevices: PCI config spaces, MSI-X, virtio-pci transports, queues.
+  kPairingSection = 5,  ///< Format 1.1: the 16-byte pairing token of this save's memory file.
   kVcpuBase = 0x100,    ///< VcpuState of vCPU (id - kVcpuBase).
 };
 
@@ -19,6 +20,7 @@ inline constexpr uint32_t kMachineSectionVersion = 1;
 inline constexpr uint32_t kVmKvmSectionVersion = 1;
 inline constexpr uint32_t kLegacySectionVersion = 1;
 inline constexpr uint32_t kPciSectionVersion = 1;
+inline constexpr uint32_t kPairingSectionVersion = 1;
 inline constexpr uint32_t kVcpuSectionVersion = 1;
 
 }  // namespace tern::snap

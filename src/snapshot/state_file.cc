@@ -80,13 +80,6 @@ Result<void> write_all(int fd, std::span<const uint8_t> b, const std::string& pa
   return {};
 }
 
-std::string dir_of(const std::string& path) {
-  auto slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 }  // namespace
 
 const StateSection* StateFile::find(uint32_t id) const {
@@ -137,6 +130,7 @@ Result<StateFile> parse_state_file(std::span<const uint8_t> bytes, const std::st
                           ", this tern reads " + std::to_string(kStateFormatMajor) + ".x");
 
   StateFile f;
+  f.format_minor = minor;
   auto stored_crc = parse_layout(r, f);
   // The checksum decides between "corrupt" and a structural error; a file that ends before its
   // own lengths say it should is reported as truncated rather than corrupt.
@@ -178,35 +172,23 @@ Result<StateFile> read_state_file(const std::string& path) {
   return parse_state_file(data, path);
 }
 
-Result<void> write_state_file(const std::string& path, const StateFile& f) {
+Result<ReplacementFile> prepare_state_file(const std::string& path, const StateFile& f) {
   if (auto why = invalid_reason(f); !why.empty()) return fail("write state file " + path, why);
   const std::vector<uint8_t> bytes = serialize_state_file(f);
-  const std::string tmp = path + ".tmp";
-  // Only regular files (or nothing) are replaced: renaming over /dev/null or a FIFO would replace a
-  // device node, and opening a FIFO would block.
-  for (const std::string* p : {&path, &tmp}) {
-    struct stat st {};
-    if (::lstat(p->c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-      return fail("write state file " + path, *p + " exists and is not a regular file");
-  }
-  ASSIGN_OR_RETURN(UniqueFd fd,
-                   open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK, 0600));
-  auto written = [&]() -> Result<void> {
-    TRY(write_all(fd.get(), bytes, tmp));
-    if (::fsync(fd.get()) != 0) return fail_errno("fsync", tmp);
-    if (::close(fd.release()) != 0) return fail_errno("close", tmp);
-    if (::rename(tmp.c_str(), path.c_str()) != 0) return fail_errno("rename", tmp + " to " + path);
-    return {};
-  }();
-  if (!written) {
-    ::unlink(tmp.c_str());
-    return written;
-  }
-  // Make the rename durable. Some filesystems cannot fsync a directory (EINVAL): not an error.
-  const std::string dir = dir_of(path);
-  ASSIGN_OR_RETURN(UniqueFd dfd, open_file(dir, O_RDONLY | O_DIRECTORY));
-  if (::fsync(dfd.get()) != 0 && errno != EINVAL) return fail_errno("fsync", dir);
-  return {};
+  // Only a regular file (or nothing) is replaced: renaming over /dev/null or a FIFO would replace a
+  // device node.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return fail("write state file " + path, path + " exists and is not a regular file");
+  ASSIGN_OR_RETURN(auto tmp, ReplacementFile::create(path));
+  TRY(write_all(tmp.fd(), bytes, path));
+  TRY(tmp.sync_and_close());
+  return tmp;
+}
+
+Result<void> write_state_file(const std::string& path, const StateFile& f) {
+  ASSIGN_OR_RETURN(auto tmp, prepare_state_file(path, f));
+  return tmp.commit();
 }
 
 }  // namespace tern::snap

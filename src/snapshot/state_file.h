@@ -8,6 +8,8 @@
 //   u32 section count
 //   per section: u32 id, u32 version, u64 length, `length` bytes
 //   u32 crc32               zlib crc32 (IEEE 802.3) of every byte before it
+// Format 1.1 (this tern) adds the pairing section (sections.h) whose token the memory file's
+// trailer repeats; 1.0 files (no pairing section, no trailer) are still read.
 // Readers validate the whole file (magic, major version, lengths, unique ids, checksum) before
 // returning anything: the file is user input. Guest RAM lives in a separate memory file
 // (memory_file.h).
@@ -19,12 +21,13 @@
 #include <vector>
 
 #include "base/result.h"
+#include "snapshot/replace_file.h"
 
 namespace tern::snap {
 
 /// Readers refuse files whose major version differs; minor versions only add compatible data.
 inline constexpr uint16_t kStateFormatMajor = 1;
-inline constexpr uint16_t kStateFormatMinor = 0;
+inline constexpr uint16_t kStateFormatMinor = 1;
 /// Longest tern_version string the format allows, in bytes.
 inline constexpr size_t kMaxTernVersionLen = 64;
 /// Largest state file read_state_file() accepts, in bytes.
@@ -41,13 +44,22 @@ struct StateSection {
 struct StateFile {
   std::string tern_version;              ///< TERN_VERSION of the writer.
   std::vector<StateSection> sections;    ///< In file order; ids unique.
+  /// Minor format version: what a parsed file says; serialize_state_file() always writes
+  /// kStateFormatMinor.
+  uint16_t format_minor = kStateFormatMinor;
   /// The section with `id`, or nullptr if absent.
   [[nodiscard]] const StateSection* find(uint32_t id) const;
 };
 
-/// Writes `f` atomically: PATH.tmp (mode 0600), fsync, rename over `path`, fsync of the
-/// directory. Errors (ENOSPC, EACCES, a tern_version longer than 64 bytes, duplicate ids...) name
-/// the path; a failed write removes PATH.tmp and never leaves a partial file at `path`.
+/// Writes `f` into a ReplacementFile beside `path` (".NAME.tern-tmp-XXXXXX", mode 0600), fsynced
+/// and closed but not yet renamed: commit() puts it in place. `path` must be a regular file or not
+/// exist. Errors (ENOSPC, EACCES, a tern_version longer than 64 bytes, duplicate ids...) name the
+/// path; on error nothing is left behind.
+[[nodiscard]] Result<ReplacementFile> prepare_state_file(const std::string& path,
+                                                         const StateFile& f);
+
+/// prepare_state_file() then commit(): `path` is replaced atomically (rename, directory fsynced)
+/// and never holds a partial file.
 [[nodiscard]] Result<void> write_state_file(const std::string& path, const StateFile& f);
 
 /// Reads and validates `path` (a regular file of at most kMaxStateFileSize bytes); see

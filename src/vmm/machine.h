@@ -44,9 +44,10 @@ class Machine {
   virtual bool send_ctrl_alt_del() = 0;
   /// Saves the VM (which the caller has paused) to spec's state and memory files; the VM stays
   /// paused and can resume afterwards. May run on a thread other than the control thread while
-  /// the control thread only reads stats. Errors (ENOSPC, EACCES, ...) name the file; a failed
-  /// save leaves no partial file behind and the VM intact. When `cancel` becomes true the save
-  /// stops soon and fails with "cancelled".
+  /// the control thread only reads stats. Errors (ENOSPC, EACCES, a failed disk flush, paths that
+  /// are the VM's own files...) name the file or field; a failed save leaves the previous files as
+  /// they were, no temporary behind, and the VM intact. When `cancel` becomes true the save stops
+  /// soon and fails with "cancelled".
   [[nodiscard]] virtual Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec& spec,
                                                              const SaveProgress& progress,
                                                              const std::atomic<bool>& cancel) = 0;

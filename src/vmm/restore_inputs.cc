@@ -1,11 +1,10 @@
 #include "vmm/restore_inputs.h"
 
-#include <fcntl.h>
-
 #include "arch/x86/layout.h"
 #include "base/size.h"
 #include "snapshot/memory_file.h"
 #include "snapshot/sections.h"
+#include "snapshot/snapshot_pair.h"
 #include "virtio/block/virtio_block.h"
 #include "vmm/boot_inputs.h"
 #include "vmm/host_check.h"
@@ -63,12 +62,13 @@ Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::s
   TRY(section(in.state, snap::kLegacySection, snap::kLegacySectionVersion, "legacy devices", path));
   TRY(section(in.state, snap::kPciSection, snap::kPciSectionVersion, "PCI devices", path));
 
-  // The memory file: long enough for the saved layout (a short file would fault the guest later).
+  // The memory file: long enough for the saved layout (a short file would fault the guest later)
+  // and from the same save as the state file (pairing token, format 1.1; 1.0 pairs have none).
+  ASSIGN_OR_RETURN(auto state_token, snap::state_pairing_token(in.state, path));
   auto specs = x86::ram_regions(in.machine.memory_bytes);
-  TRY(snap::check_memory_file(spec.mem_file_path, specs));
-  int fd = ::open(spec.mem_file_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail_errno("snapshot memory file", spec.mem_file_path);
-  in.mem_fd = UniqueFd(fd);
+  ASSIGN_OR_RETURN(auto mem, snap::open_memory_file(spec.mem_file_path, specs));
+  TRY(snap::check_pairing(state_token, path, mem.token, spec.mem_file_path));
+  in.mem_fd = std::move(mem.fd);
 
   auto target = ConsoleTarget::parse(console, "--console");
   if (!target) return tl::unexpected(target.error());

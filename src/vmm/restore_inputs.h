@@ -29,7 +29,8 @@ struct RestoreInputs {
 };
 
 /// Reads and checks a snapshot: the state file (magic, format version, checksum, every section
-/// present and decodable), the memory file (exists, long enough for the saved RAM layout), each
+/// present and decodable), the memory file (exists, long enough for the saved RAM layout, the
+/// same pairing token as the state file — snap::check_pairing), each
 /// disk image (still there, same size as when saved, opened with the saved options) and the
 /// console target. Errors name the file and what is wrong; nothing is built.
 [[nodiscard]] Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec,

@@ -10,12 +10,13 @@
 #include "bus/bus.h"
 #include "kvm/kvm_system.h"
 #include "memory/guest_memory.h"
+#include "snapshot/machine_state.h"
+#include "snapshot/snapshot_pair.h"
+#include "snapshot/state_file.h"
 #include "stats/queue_counters.h"
 #include "stats/vm_stats.h"
 #include "vcpu/stop_event.h"
 #include "vcpu/vcpu_thread.h"
-#include "snapshot/machine_state.h"
-#include "snapshot/state_file.h"
 #include "vmm/boot_inputs.h"
 #include "vmm/machine.h"
 #include "vmm/restore_inputs.h"
@@ -24,6 +25,7 @@ namespace tern {
 
 class LegacyDevices;
 class PciDevices;
+class VirtioBlock;
 
 class Vm {
  public:
@@ -55,10 +57,13 @@ class Vm {
   void pause();
   /// Lets paused vCPUs run again.
   void resume();
-  /// Saves the VM to spec's files. The vCPUs must be parked (pause()) or never started. Devices
-  /// are quiesced (in-flight disk requests completed) for the save and resumed after it; the VM
-  /// itself stays paused. Writes the memory file, then the state file (so a state file on disk
-  /// always has its memory file); a failure removes both. See vm_snapshot.cc.
+  /// Saves the VM to spec's files. The vCPUs must be parked (pause()) or never started. Paths that
+  /// are the VM's disks, each other, or (for snapshot_path) the memory file it was restored from
+  /// are refused first. Devices are quiesced (in-flight disk requests completed) for the save and
+  /// resumed after it; the VM itself stays paused. Both files go to temporaries, writable disks are
+  /// fdatasync'ed, then memory file and state file are renamed into place
+  /// (snap::save_snapshot_pair); any failure or cancel leaves the previous files untouched. See
+  /// vm_snapshot.cc.
   [[nodiscard]] Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec& spec,
                                                      const SaveProgress& progress,
                                                      const std::atomic<bool>& cancel);
@@ -86,6 +91,10 @@ class Vm {
   Result<KvmVcpu*> add_vcpu(uint32_t id, uint32_t count);
   void build_stats();
   Result<snap::StateFile> collect_state();
+  /// The virtio-blk devices, in slot order (disk i is /dev/vd<a+i>).
+  [[nodiscard]] std::vector<VirtioBlock*> block_devices() const;
+  /// Refuses snapshot targets that are this VM's disks or memory backing file, or each other.
+  [[nodiscard]] Result<void> check_snapshot_paths(const SnapshotCreateSpec& spec) const;
 
   std::optional<KvmSystem> kvm_;
   std::vector<kvm_cpuid_entry2> supported_cpuid_;
@@ -94,6 +103,7 @@ class Vm {
   std::vector<uint32_t> msr_list_;  // MSRs a snapshot saves (computed at the first save)
   std::optional<KvmVm> vm_;
   std::optional<GuestMemory> memory_;
+  std::optional<snap::ProtectedFile> memory_backing_;  // a restored VM's memory file
   Bus pio_{"pio"};
   Bus mmio_{"mmio"};
   StopLatch stop_;

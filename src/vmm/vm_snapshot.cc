@@ -8,8 +8,9 @@
 #include "base/size.h"
 #include "kvm/vcpu_state.h"
 #include "kvm/vm_kvm_state.h"
-#include "snapshot/memory_file.h"
 #include "snapshot/sections.h"
+#include "snapshot/snapshot_pair.h"
+#include "virtio/block/virtio_block.h"
 #include "vmm/legacy_devices.h"
 #include "vmm/pci_devices.h"
 #include "vmm/vm.h"
@@ -49,6 +50,10 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
   auto specs = x86::ram_regions(m.memory_bytes);
   auto mem = GuestMemory::create_from_file(specs, in.mem_fd.borrow());
   if (!mem) return fail("snapshot memory file", mem.error().message());
+  ASSIGN_OR_RETURN(
+      memory_backing_,
+      snap::protected_file(in.mem_fd.get(), "the memory file this VM was restored from",
+                           /*memory_target_ok=*/true));
   TRY(add_memory(std::move(*mem)));
   // 3. VM-wide KVM state: PIC, IOAPIC and PIT, then kvmclock. KVM_SET_CLOCK must come before any
   //    vCPU runs (the guest's kvmclock pages are computed from it on first entry).
@@ -112,6 +117,27 @@ Result<snap::StateFile> Vm::collect_state() {
   return f;
 }
 
+std::vector<VirtioBlock*> Vm::block_devices() const {
+  std::vector<VirtioBlock*> out;
+  for (const auto& t : pci_->transports())
+    if (auto* b = dynamic_cast<VirtioBlock*>(&t->device())) out.push_back(b);
+  return out;
+}
+
+Result<void> Vm::check_snapshot_paths(const SnapshotCreateSpec& spec) const {
+  std::vector<snap::ProtectedFile> files;
+  auto disks = block_devices();
+  for (size_t i = 0; i < disks.size(); ++i) {
+    const DiskImage& d = disks[i]->disk();
+    ASSIGN_OR_RETURN(
+        auto f, snap::protected_file(d.fd().get(),
+                                     "the VM's disk " + std::to_string(i) + " (" + d.path() + ")"));
+    files.push_back(std::move(f));
+  }
+  if (memory_backing_) files.push_back(*memory_backing_);
+  return snap::check_snapshot_targets(spec.snapshot_path, spec.mem_file_path, files);
+}
+
 Result<SnapshotReport> Vm::save_snapshot(const SnapshotCreateSpec& spec,
                                          const SaveProgress& progress,
                                          const std::atomic<bool>& cancel) {
@@ -120,27 +146,33 @@ Result<SnapshotReport> Vm::save_snapshot(const SnapshotCreateSpec& spec,
     VcpuThreadState s = v->state();
     TERN_CHECK(s != VcpuThreadState::kRunning && s != VcpuThreadState::kPausing);
   }
+  // Before anything is touched: the targets must not be the VM's own files or each other.
+  TRY(check_snapshot_paths(spec));
   // A consistent point: vCPUs are parked outside KVM_RUN (any PIO/MMIO they had pending was
   // completed by the immediate_exit re-entry), and no disk request is in flight.
   pci_->quiesce();
   Unquiesce unquiesce{pci_.get()};
   ASSIGN_OR_RETURN(auto state, collect_state());
+  uint64_t state_bytes = 0;
+  for (const auto& s : state.sections) state_bytes += s.data.size();
 
-  snap::MemorySaveOptions o;
-  o.direct = spec.direct;
-  o.rate_limit_bytes_per_s = spec.rate_limit_bytes_per_s;
-  o.progress = progress;
-  o.cancel = &cancel;
-  // Memory first, state last: a state file on disk always has a complete memory file beside it.
-  ASSIGN_OR_RETURN(auto mem, snap::save_memory_file(*memory_, spec.mem_file_path, o));
-  if (auto ok = snap::write_state_file(spec.snapshot_path, state); !ok) {
-    ::unlink(spec.mem_file_path.c_str());
-    return tl::unexpected(ok.error());
-  }
+  snap::PairSaveOptions o;
+  o.memory.direct = spec.direct;
+  o.memory.rate_limit_bytes_per_s = spec.rate_limit_bytes_per_s;
+  o.memory.progress = progress;
+  o.memory.cancel = &cancel;
+  // Every write the guest saw complete is durable before the new pair is committed (as
+  // Firecracker flushes its block devices on snapshot); a failed flush fails the save.
+  o.before_commit = [this]() -> Result<void> {
+    for (VirtioBlock* b : block_devices()) TRY(b->disk().flush());
+    return {};
+  };
+  ASSIGN_OR_RETURN(auto mem, snap::save_snapshot_pair(*memory_, std::move(state),
+                                                      spec.snapshot_path, spec.mem_file_path, o));
   SnapshotReport r;
   r.total_bytes = mem.total_bytes;
   r.written_bytes = mem.written_bytes;
-  for (const auto& s : state.sections) r.state_bytes += s.data.size();
+  r.state_bytes = state_bytes;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("snapshot: {} of RAM ({} written) to {} in {:.3f} s", format_size(r.total_bytes),
                format_size(r.written_bytes), spec.mem_file_path, r.seconds);

@@ -10,6 +10,10 @@
 # Case 2: a 512 MiB guest with 128 MiB random data of which 64 MiB were zeroed (actions/snap-mem):
 #   the memory file's allocated blocks stay far below 512 MiB, and the data reads back identical.
 # Case 3: a rate-limited save in progress is cancelled by PUT /tern/power-off; no file is left.
+# Case 4 (issue #8): a guest with 64 MiB of random data is saved, restored, and the restored VM is
+#   SIGKILLed in the middle of a rate-limited save over the same pair: the old pair is unchanged and
+#   restores; that VM saves itself to the memory file it is running from (and to the disk image:
+#   refused, and so are two spellings of one file); the last restore still has the same MD5.
 : "${SNAP_WAIT:=120}"
 [ -n "$TH_TERN" ] || { echo "SNAP-CHECK name=setup FAIL tern binary not in the test host"; exit 2; }
 command -v curl >/dev/null || { echo "SNAP-CHECK name=setup FAIL curl not in the test host"; exit 2; }
@@ -199,8 +203,81 @@ wait "$pid_ks"
 rc_ks=$?
 ok=1; [ "$rc_k" = 0 ] && [ "$rc_ks" = 1 ] && grep -q cancelled /tmp/ks.out && ok=0
 check cancel-by-power-off "$ok" "power-off: $r; tern exit $rc_k; tern snapshot exit $rc_ks: $(tail -n 1 /tmp/ks.out)"
-left=$(ls /tmp/k.state /tmp/k.mem /tmp/k.state.tmp 2>/dev/null)
+left=$(ls -A /tmp | grep -e '^k\.state$' -e '^k\.mem$' -e 'tern-tmp')
 check cancel-leaves-nothing "$([ -z "$left" ]; echo $?)" "left: ${left:-nothing}"
+
+# ---------------- case 4: re-snapshot a restored VM to its own memory file ----------------
+rm -f /tmp/m.mem /tmp/m.state
+sums_of() { sed -n 's/^TERN-MEM-SUM \([0-9a-f]*\).*/\1/p' "$1" | sort -u; }
+restore_r() {  # restore_r NAME: tern restore of /tmp/r.state + /tmp/r.mem as NAME, until a sum
+    "$T" restore --state /tmp/r.state --mem /tmp/r.mem --resume --api-sock "/tmp/$1.sock" \
+        >"/tmp/$1.out" 2>"/tmp/$1.err" </dev/null &
+    pid_r=$!
+    # The first MD5 after a restore faults in all 64 MiB from the memory file: slow under TCG.
+    wait_for "$SNAP_WAIT" has "/tmp/$1.out" '^TERN-MEM-SUM'
+}
+truncate -s 16M /tmp/r.img
+cmd4="console=ttyS0 quiet tern.action=snap-mem tern.rand_mib=64 tern.zero_mib=0"
+"$T" run --kernel "$TH_GUEST_KERNEL" --initrd "$TH_GUEST_INITRD" --cmdline "$cmd4" --cpus 1 \
+    --memory 256M --disk path=/tmp/r.img --api-sock /tmp/r0.sock >/tmp/r0.out 2>/tmp/r0.err </dev/null &
+pid_r0=$!
+wait_for "$SNAP_WAIT" has /tmp/r0.out TERN-MEM-READY
+want=$(sed -n 's/^TERN-MEM-READY sum=\([0-9a-f]*\).*/\1/p' /tmp/r0.out)
+check resave-guest-ready "$([ -n "$want" ]; echo $?)" "64 MiB random, md5 $want"
+out=$("$T" snapshot --api-sock /tmp/r0.sock --state /tmp/r.state --mem /tmp/r.mem --exit 2>&1)
+check resave-first-save "$?" "$(echo "$out" | tail -n 1)"
+wait "$pid_r0"
+state_sum=$(md5sum </tmp/r.state | cut -d' ' -f1)
+mem_ino=$(stat -c %i /tmp/r.mem)
+
+# Restore, then SIGKILL that tern while it saves over the same pair (1 MiB/s: minutes to go).
+restore_r r1
+check resave-restore-1 $? "$(sums_of /tmp/r1.out | tr '\n' ' ')stderr: $(head -c 300 /tmp/r1.err)"
+"$T" snapshot --api-sock /tmp/r1.sock --state /tmp/r.state --mem /tmp/r.mem --rate-limit 1M >/tmp/rs.out 2>&1 &
+pid_rs=$!
+wait_for 60 sh -c "curl -s --unix-socket /tmp/r1.sock http://localhost/tern/stats | grep -q '\"phase\":\"saving\"'"
+check resave-kill-saving $? "GET /tern/stats shows the rate-limited save over the pair in progress"
+kill -KILL "$pid_r"
+wait "$pid_r"
+wait "$pid_rs"
+stray=$(ls -A /tmp | grep tern-tmp | tr '\n' ' ')
+ok=1
+[ "$(md5sum </tmp/r.state | cut -d' ' -f1)" = "$state_sum" ] && [ "$(stat -c %i /tmp/r.mem)" = "$mem_ino" ] && ok=0
+case "$stray" in "" | .r.mem.tern-tmp-??????" ") ;; *) ok=1 ;; esac
+check resave-kill-keeps-old-pair "$ok" "state file unchanged, memory file the same inode; stray temporaries: ${stray:-none}"
+rm -f /tmp/.r.*.tern-tmp-*
+
+# The old pair restores; that VM then saves itself to the memory file it maps, and resumes.
+restore_r r2
+check resave-restore-2 $? "$(sums_of /tmp/r2.out | tr '\n' ' ')stderr: $(head -c 300 /tmp/r2.err)"
+ok=1; [ "$(sums_of /tmp/r2.out)" = "$want" ] && ok=0
+check resave-killed-save-data-intact "$ok" "after the killed save: $(sums_of /tmp/r2.out | tr '\n' ' ')want $want"
+out=$("$T" snapshot --api-sock /tmp/r2.sock --state /tmp/r.state --mem /tmp/r.img 2>&1)
+rc=$?
+case "$out" in *"mem_file_path: /tmp/r.img is the VM's disk 0"*) ok=0 ;; *) ok=1 ;; esac
+[ "$rc" = 1 ] || ok=1
+check resave-disk-refused "$ok" "rc=$rc $(echo "$out" | tail -n 1)"
+out=$("$T" snapshot --api-sock /tmp/r2.sock --state /tmp/r.state --mem /tmp/../tmp/r.state 2>&1)
+rc=$?
+case "$out" in *"mem_file_path: /tmp/../tmp/r.state is the same file as snapshot_path"*) ok=0 ;; *) ok=1 ;; esac
+[ "$rc" = 1 ] || ok=1
+check resave-same-file-refused "$ok" "rc=$rc $(echo "$out" | tail -n 1)"
+check resave-refusals-keep-files "$([ "$(md5sum </tmp/r.state | cut -d' ' -f1)" = "$state_sum" ]; echo $?)" \
+    "state file unchanged after the refused saves"
+n2=$(grep -c '^TERN-MEM-SUM' /tmp/r2.out)
+out=$("$T" snapshot --api-sock /tmp/r2.sock --state /tmp/r.state --mem /tmp/r.mem 2>&1)
+check resave-to-own-memory-file "$?" "$(echo "$out" | tail -n 1)"
+wait_for "$SNAP_WAIT" sh -c "[ \$(grep -c '^TERN-MEM-SUM' /tmp/r2.out) -gt $n2 ]"
+ok=1; [ "$(sums_of /tmp/r2.out)" = "$want" ] && ok=0
+check resave-running-vm-intact "$ok" "the VM that saved over its own memory file: $(sums_of /tmp/r2.out | tr '\n' ' ')"
+"$T" ctl --api-sock /tmp/r2.sock power-off >/dev/null
+wait "$pid_r"
+restore_r r3
+check resave-restore-3 $? "$(sums_of /tmp/r3.out | tr '\n' ' ')stderr: $(head -c 300 /tmp/r3.err)"
+ok=1; [ "$(sums_of /tmp/r3.out)" = "$want" ] && ok=0
+check resave-identical "$ok" "before the first save: $want; after the last restore: $(sums_of /tmp/r3.out | tr '\n' ' ')"
+"$T" ctl --api-sock /tmp/r3.sock power-off >/dev/null
+wait "$pid_r"
 
 echo "SNAP-DONE fails=$fails"
 exit 0

@@ -1,0 +1,155 @@
+#include "snapshot/snapshot_pair.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "snapshot/codec.h"
+#include "snapshot/replace_file.h"
+#include "snapshot/sections.h"
+
+namespace tern::snap {
+
+namespace {
+
+/// Where a target path points: its directory entry and, if it exists, its inode.
+struct Target {
+  const char* field = nullptr;
+  const std::string* path = nullptr;
+  dev_t dir_dev = 0;
+  ino_t dir_ino = 0;
+  std::string base;
+  bool exists = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+Result<Target> inspect(const char* field, const std::string& path) {
+  Target t;
+  t.field = field;
+  t.path = &path;
+  if (path.empty()) return fail(field, "empty path");
+  auto slash = path.rfind('/');
+  t.base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (t.base.empty() || t.base == "." || t.base == "..")
+    return fail(field, path + ": not a file name");
+  const std::string dir = dir_of(path);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return fail_errno(field, dir);
+  if (!S_ISDIR(st.st_mode)) return fail(field, dir + ": not a directory");
+  t.dir_dev = st.st_dev;
+  t.dir_ino = st.st_ino;
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode))
+      return fail(field,
+                  path + ": exists and is not a regular file (tern only replaces regular files)");
+    t.exists = true;
+    t.dev = st.st_dev;
+    t.ino = st.st_ino;
+  } else if (errno != ENOENT) {
+    return fail_errno(field, path);
+  }
+  return t;
+}
+
+bool same_file(const Target& a, const Target& b) {
+  if (a.dir_dev == b.dir_dev && a.dir_ino == b.dir_ino && a.base == b.base) return true;
+  return a.exists && b.exists && a.dev == b.dev && a.ino == b.ino;
+}
+
+}  // namespace
+
+Result<ProtectedFile> protected_file(int fd, std::string what, bool memory_target_ok) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fail_errno("fstat", what);
+  return ProtectedFile{st.st_dev, st.st_ino, std::move(what), memory_target_ok};
+}
+
+Result<void> check_snapshot_targets(const std::string& state_path, const std::string& mem_path,
+                                    std::span<const ProtectedFile> files) {
+  ASSIGN_OR_RETURN(Target state, inspect("snapshot_path", state_path));
+  ASSIGN_OR_RETURN(Target mem, inspect("mem_file_path", mem_path));
+  if (same_file(state, mem))
+    return fail("mem_file_path", mem_path + " is the same file as snapshot_path " + state_path +
+                                     " (the two files of a snapshot must differ)");
+  for (const Target* t : {&state, &mem}) {
+    if (!t->exists) continue;
+    for (const ProtectedFile& f : files) {
+      if (f.dev != t->dev || f.ino != t->ino) continue;
+      if (t == &mem && f.memory_target_ok) continue;
+      return fail(t->field, *t->path + " is " + f.what + "; a snapshot must not replace it");
+    }
+  }
+  return {};
+}
+
+Result<MemorySaveResult> save_snapshot_pair(const GuestMemory& mem, StateFile state,
+                                            const std::string& state_path,
+                                            const std::string& mem_path, const PairSaveOptions& o) {
+  ASSIGN_OR_RETURN(PairingToken token, PairingToken::random());
+  std::erase_if(state.sections, [](const StateSection& s) { return s.id == kPairingSection; });
+  state.sections.push_back(StateSection{
+      kPairingSection, kPairingSectionVersion, {token.bytes.begin(), token.bytes.end()}});
+
+  struct stat st {};
+  if (::lstat(mem_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return fail("save memory file " + mem_path, "not a regular file");
+  // Steps 1-4: nothing but the two temporaries is touched; any error removes them.
+  ASSIGN_OR_RETURN(ReplacementFile mem_file, ReplacementFile::create(mem_path, o.memory.direct));
+  ASSIGN_OR_RETURN(MemorySaveResult r,
+                   write_memory_file(mem, mem_file.fd(), mem_path, token, o.memory));
+  TRY(mem_file.sync_and_close());
+  ASSIGN_OR_RETURN(ReplacementFile state_file, prepare_state_file(state_path, state));
+  if (o.before_commit) TRY(o.before_commit());
+  if (o.memory.cancel && o.memory.cancel->load())
+    return fail("save snapshot " + state_path, "cancelled");
+  // Steps 5-6: memory file first (made durable by its directory fsync), state file last. Between
+  // the two renames the new memory file sits beside the old state file: restore refuses that pair
+  // by its pairing token.
+  TRY(mem_file.commit());
+  TRY(state_file.commit());
+  return r;
+}
+
+Result<std::optional<PairingToken>> state_pairing_token(const StateFile& state,
+                                                        const std::string& path) {
+  const StateSection* s = state.find(kPairingSection);
+  if (!s) {
+    if (state.format_minor >= 1)
+      return fail("snapshot", path + ": no pairing section (format 1." +
+                                  std::to_string(state.format_minor) + " has one)");
+    return std::optional<PairingToken>{};
+  }
+  if (s->version != kPairingSectionVersion)
+    return fail("snapshot", path + ": pairing section version " + std::to_string(s->version) +
+                                " (this tern reads version " +
+                                std::to_string(kPairingSectionVersion) + ")");
+  PairingToken t;
+  if (s->data.size() != t.bytes.size())
+    return fail("snapshot", path + ": pairing section is " + std::to_string(s->data.size()) +
+                                " bytes, expected " + std::to_string(t.bytes.size()));
+  std::memcpy(t.bytes.data(), s->data.data(), t.bytes.size());
+  return std::optional<PairingToken>{t};
+}
+
+Result<void> check_pairing(const std::optional<PairingToken>& state_token,
+                           const std::string& state_path,
+                           const std::optional<PairingToken>& mem_token,
+                           const std::string& mem_path) {
+  if (state_token == mem_token) return {};
+  const std::string hint =
+      " — they are not from the same save (a save interrupted between its two renames leaves the "
+      "new memory file beside the old state file); give the memory file saved with this state file";
+  if (!mem_token)
+    return fail("snapshot", "memory file " + mem_path + " has no pairing token, state file " +
+                                state_path + " expects " + state_token->hex() + hint);
+  if (!state_token)
+    return fail("snapshot", "memory file " + mem_path + " has pairing token " + mem_token->hex() +
+                                ", state file " + state_path + " (format 1.0) has none" + hint);
+  return fail("snapshot", "memory file " + mem_path + " has pairing token " + mem_token->hex() +
+                              ", state file " + state_path + " expects " + state_token->hex() +
+                              hint);
+}
+
+}  // namespace tern::snap

@@ -1,0 +1,268 @@
+#include "snapshot/snapshot_pair.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "base/fd.h"
+#include "base/testing/temp_dir.h"
+#include "snapshot/sections.h"
+
+namespace tern::snap {
+namespace {
+
+const std::array<RegionSpec, 2> kSpecs{{{0, 0x200000}, {0x400000, 0x200000}}};
+
+GuestMemory filled(uint8_t value) {
+  auto m = GuestMemory::create(kSpecs);
+  TERN_CHECK(m.has_value());
+  for (const auto& r : m->regions()) std::memset(r.host, value, r.size);
+  return std::move(*m);
+}
+
+StateFile state(uint8_t tag) {
+  StateFile f;
+  f.tern_version = "test";
+  f.sections.push_back({kMachineSection, 1, {tag, tag, tag}});
+  return f;
+}
+
+std::string slurp(const std::string& p) {
+  return read_file(p, 64 << 20).value_or("<unreadable>");
+}
+
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> v;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) v.push_back(e.path().filename());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+/// The checks tern restore makes on a pair (prepare_restore): token of the state file against
+/// the memory file's trailer.
+Result<void> pair_ok(const std::string& state_path, const std::string& mem_path) {
+  ASSIGN_OR_RETURN(StateFile f, read_state_file(state_path));
+  ASSIGN_OR_RETURN(auto st, state_pairing_token(f, state_path));
+  ASSIGN_OR_RETURN(auto m, open_memory_file(mem_path, kSpecs));
+  return check_pairing(st, state_path, m.token, mem_path);
+}
+
+struct Pair {
+  testing::TempDir dir{"tern-pair"};
+  std::string s = dir.path() + "/vm.state";
+  std::string m = dir.path() + "/vm.mem";
+};
+
+TEST(SnapshotPair, SaveWritesAPairedPairAndNoTemporaries) {
+  Pair p;
+  GuestMemory mem = filled(0x11);
+  auto r = save_snapshot_pair(mem, state(1), p.s, p.m, {});
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->total_bytes, mem.total_size());
+  EXPECT_EQ(entries(p.dir.path()), (std::vector<std::string>{"vm.mem", "vm.state"}));
+  auto ok = pair_ok(p.s, p.m);
+  EXPECT_TRUE(ok) << ok.error().message();
+  auto f = read_state_file(p.s);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->format_minor, kStateFormatMinor);
+  ASSERT_NE(f->find(kPairingSection), nullptr);
+  EXPECT_EQ(f->find(kMachineSection)->data, (std::vector<uint8_t>{1, 1, 1}));
+}
+
+TEST(SnapshotPair, MemoryFileFromAnotherSaveIsRefused) {
+  Pair a, b;
+  ASSERT_TRUE(save_snapshot_pair(filled(1), state(1), a.s, a.m, {}));
+  ASSERT_TRUE(save_snapshot_pair(filled(2), state(2), b.s, b.m, {}));
+  EXPECT_TRUE(pair_ok(b.s, b.m));
+  auto mixed = pair_ok(a.s, b.m);
+  ASSERT_FALSE(mixed);
+  EXPECT_NE(mixed.error().message().find("pairing token"), std::string::npos)
+      << mixed.error().message();
+  EXPECT_NE(mixed.error().message().find(b.m), std::string::npos);
+  EXPECT_NE(mixed.error().message().find(a.s), std::string::npos);
+}
+
+TEST(SnapshotPair, FormatOneZeroPairsStillPairAndMixesAreRefused) {
+  Pair p;
+  // A 1.0 pair: state file without pairing section, memory file without trailer.
+  StateFile old = state(3);
+  old.format_minor = 0;
+  auto none = state_pairing_token(old, "old.state");
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none);
+  EXPECT_TRUE(check_pairing(std::nullopt, "old.state", std::nullopt, "old.mem"));
+  // A 1.1 state file without its section is damaged; a 1.0 state with a 1.1 memory file is a mix.
+  StateFile broken = state(3);
+  auto missing = state_pairing_token(broken, "new.state");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message().find("no pairing section"), std::string::npos);
+  ASSERT_TRUE(save_snapshot_pair(filled(4), state(4), p.s, p.m, {}));
+  auto m = open_memory_file(p.m, kSpecs);
+  ASSERT_TRUE(m && m->token);
+  EXPECT_FALSE(check_pairing(std::nullopt, "old.state", m->token, p.m));
+  EXPECT_FALSE(check_pairing(m->token, p.s, std::nullopt, "old.mem"));
+}
+
+TEST(SnapshotPair, FailedSaveLeavesThePreviousPairAndNoTemporaries) {
+  // Issue #8 defect 1 (failed before: a failed save unlinked the memory file of the old pair).
+  Pair p;
+  ASSERT_TRUE(save_snapshot_pair(filled(0x22), state(1), p.s, p.m, {}));
+  const std::string old_s = slurp(p.s), old_m = slurp(p.m);
+  PairSaveOptions o;
+  int calls = 0;
+  o.before_commit = [&]() -> Result<void> {
+    ++calls;
+    // Both temporaries exist, fully written, while the hook runs.
+    EXPECT_EQ(entries(p.dir.path()).size(), 4u);
+    return fail("fdatasync", "disk.img: Input/output error");
+  };
+  auto r = save_snapshot_pair(filled(0x33), state(2), p.s, p.m, o);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(calls, 1);
+  EXPECT_NE(r.error().message().find("disk.img"), std::string::npos) << r.error().message();
+  EXPECT_EQ(slurp(p.s), old_s);
+  EXPECT_EQ(slurp(p.m), old_m);
+  EXPECT_EQ(entries(p.dir.path()), (std::vector<std::string>{"vm.mem", "vm.state"}));
+  EXPECT_TRUE(pair_ok(p.s, p.m));
+}
+
+TEST(SnapshotPair, CancelledSaveLeavesThePreviousPair) {
+  Pair p;
+  ASSERT_TRUE(save_snapshot_pair(filled(0x44), state(1), p.s, p.m, {}));
+  const std::string old_s = slurp(p.s), old_m = slurp(p.m);
+  std::atomic<bool> cancel{false};
+  PairSaveOptions o;
+  o.memory.cancel = &cancel;
+  o.memory.rate_limit_bytes_per_s = 16 << 20;  // ~50 ms pieces: the flag is seen mid-file
+  o.memory.progress = [&](uint64_t, uint64_t) { cancel = true; };
+  auto r = save_snapshot_pair(filled(0x55), state(2), p.s, p.m, o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("cancelled"), std::string::npos) << r.error().message();
+  EXPECT_EQ(slurp(p.s), old_s);
+  EXPECT_EQ(slurp(p.m), old_m);
+  EXPECT_EQ(entries(p.dir.path()), (std::vector<std::string>{"vm.mem", "vm.state"}));
+  // Cancelled after the memory file was written but before the renames: also nothing changes.
+  cancel = false;
+  PairSaveOptions late;
+  late.memory.cancel = &cancel;
+  late.before_commit = [&]() -> Result<void> {
+    cancel = true;
+    return {};
+  };
+  ASSERT_FALSE(save_snapshot_pair(filled(0x66), state(3), p.s, p.m, late));
+  EXPECT_EQ(slurp(p.s), old_s);
+  EXPECT_EQ(slurp(p.m), old_m);
+  EXPECT_EQ(entries(p.dir.path()), (std::vector<std::string>{"vm.mem", "vm.state"}));
+}
+
+TEST(SnapshotPair, KilledSaveLeavesThePreviousPairAndOneNamedTemporary) {
+  Pair p;
+  ASSERT_TRUE(save_snapshot_pair(filled(0x77), state(1), p.s, p.m, {}));
+  const std::string old_s = slurp(p.s), old_m = slurp(p.m);
+  GuestMemory next = filled(0x78);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    PairSaveOptions o;
+    o.memory.rate_limit_bytes_per_s = 16 << 20;
+    o.memory.progress = [](uint64_t, uint64_t) { ::raise(SIGKILL); };  // mid memory file
+    (void)save_snapshot_pair(next, state(2), p.s, p.m, o);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(slurp(p.s), old_s);
+  EXPECT_EQ(slurp(p.m), old_m);
+  EXPECT_TRUE(pair_ok(p.s, p.m));
+  auto e = entries(p.dir.path());
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_EQ(e[0].rfind(".vm.mem.tern-tmp-", 0), 0u) << e[0];
+}
+
+TEST(SnapshotPair, TargetsThatAreTheSameFileAreRefused) {
+  testing::TempDir d{"tern-pair"};
+  const std::string dir = d.path();
+  ASSERT_EQ(::mkdir((dir + "/sub").c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(dir.c_str(), (dir + "/link").c_str()), 0);
+  auto refused = [](const std::string& s, const std::string& m) {
+    auto r = check_snapshot_targets(s, m, {});
+    if (r) return std::string("accepted");
+    return r.error().message();
+  };
+  // Not yet existing, spelled differently.
+  for (const std::string& other : {dir + "/./a", dir + "/sub/../a", dir + "/link/a", dir + "//a"})
+    EXPECT_NE(refused(dir + "/a", other)
+                  .find("mem_file_path: " + other +
+                        " is the same file as "
+                        "snapshot_path"),
+              std::string::npos)
+        << other << ": " << refused(dir + "/a", other);
+  // Existing, through a hard link.
+  ASSERT_TRUE(open_file(dir + "/a", O_WRONLY | O_CREAT, 0600));
+  ASSERT_EQ(::link((dir + "/a").c_str(), (dir + "/hard").c_str()), 0);
+  EXPECT_NE(refused(dir + "/a", dir + "/hard").find("same file"), std::string::npos);
+  EXPECT_NE(refused(dir + "/hard", dir + "/sub/../a").find("same file"), std::string::npos);
+  // Different files are fine; a directory or a symlink as target is not.
+  EXPECT_EQ(refused(dir + "/a", dir + "/b"), "accepted");
+  EXPECT_NE(refused(dir + "/sub", dir + "/b")
+                .find("snapshot_path: " + dir +
+                      "/sub: exists and is "
+                      "not a regular file"),
+            std::string::npos);
+  EXPECT_NE(refused(dir + "/a", dir + "/link").find("mem_file_path"), std::string::npos);
+  EXPECT_NE(refused(dir + "/a", dir + "/none/b").find("mem_file_path"), std::string::npos);
+}
+
+TEST(SnapshotPair, TargetsThatAreTheVmsFilesAreRefused) {
+  // Issue #8 defect 1 (failed before: a snapshot path naming a disk image truncated it).
+  testing::TempDir d{"tern-pair"};
+  const std::string dir = d.path();
+  ASSERT_EQ(::mkdir((dir + "/sub").c_str(), 0700), 0);
+  auto disk = open_file(dir + "/disk.img", O_RDWR | O_CREAT, 0600);
+  ASSERT_TRUE(disk);
+  ASSERT_EQ(::pwrite(disk->get(), "data", 4, 0), 4);
+  auto backing = open_file(dir + "/old.mem", O_RDWR | O_CREAT, 0600);
+  ASSERT_TRUE(backing);
+  ASSERT_EQ(::link((dir + "/disk.img").c_str(), (dir + "/disk-link").c_str()), 0);
+  std::vector<ProtectedFile> files;
+  files.push_back(protected_file(disk->get(), "the VM's disk 0 (" + dir + "/disk.img)").value());
+  files.push_back(
+      protected_file(backing->get(), "the memory file this VM was restored from", true).value());
+  auto msg = [&](const std::string& s, const std::string& m) {
+    auto r = check_snapshot_targets(s, m, files);
+    return r ? std::string("accepted") : r.error().message();
+  };
+  EXPECT_EQ(msg(dir + "/vm.state", dir + "/disk.img"),
+            "mem_file_path: " + dir + "/disk.img is the VM's disk 0 (" + dir +
+                "/disk.img); a snapshot must not replace it");
+  EXPECT_NE(msg(dir + "/disk-link", dir + "/vm.mem")
+                .find("snapshot_path: " + dir +
+                      "/disk-link is "
+                      "the VM's disk 0"),
+            std::string::npos);
+  EXPECT_NE(msg(dir + "/sub/../disk.img", dir + "/vm.mem").find("snapshot_path"),
+            std::string::npos);
+  // The memory file a restored VM maps may be replaced by its new memory file (rename: the VM keeps
+  // the old inode), but not by a state file.
+  EXPECT_EQ(msg(dir + "/vm.state", dir + "/old.mem"), "accepted");
+  EXPECT_NE(msg(dir + "/old.mem", dir + "/vm.mem")
+                .find("snapshot_path: " + dir +
+                      "/old.mem is the "
+                      "memory file this VM was restored from"),
+            std::string::npos);
+  char buf[4] = {};
+  ASSERT_EQ(::pread(disk->get(), buf, 4, 0), 4);
+  EXPECT_EQ(std::memcmp(buf, "data", 4), 0);
+}
+
+}  // namespace
+}  // namespace tern::snap

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# End-to-end: a snapshot makes the disks durable (issue #8, defect 2). One test-host boot with a raw
+# image on this machine as L1's /dev/vda, which tern gives the guest with cache=writeback
+# (tests/e2e/snapshot_durable_scenario.sh). The guest writes 16 MiB of a pattern without any FLUSH,
+# tern snapshot returns, and then L1's QEMU is SIGKILLed from here, so L1's page cache is lost. The
+# image, read here, must hold the whole pattern. Fails without the snapshot's fdatasync of the disks.
+#
+# Usage: tests/e2e/snapshot_durable_test.sh   Environment: TERN_BIN (default build/tern), E2E_LOG.
+# Prints PASS/FAIL lines and "N passed, M failed"; exits 1 on any failure.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+source "$repo/testhost/lib.sh"
+tern="${TERN_BIN:-$repo/build/tern}"
+[[ -x "$tern" ]] || th_die "tern binary not found at $tern (build it, or set TERN_BIN)"
+work="$TH_CACHE/snapshot-durable-e2e"
+rm -rf "$work"
+mkdir -p "$work"
+img="$work/disk.raw"
+truncate -s 64M "$img"
+modules="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk"
+guest="$work/guest-initramfs.cpio.gz"
+"$repo/testhost/build-guest-initramfs.sh" "$guest" --extra "$here/snapshot_guest" --modules "$modules"
+log="${E2E_LOG:-$TH_CACHE/logs/e2e-snapshot-durable.log}"
+mkdir -p "$(dirname "$log")"
+: >"$log"
+passed=0 failed=0
+check() {  # check OK(0|1) DETAIL
+    if [[ "$1" == 0 ]]; then echo "PASS $2"; passed=$((passed + 1)); else echo "FAIL $2"; failed=$((failed + 1)); fi
+}
+
+"$repo/testhost/run.sh" --scenario "$here/snapshot_durable_scenario.sh" --tern "$tern" \
+    --disk "$img" --modules "$modules" --guest-initramfs "$guest" --pidfile "$work/qemu.pid" \
+    --timeout 900 --log "$log" >/dev/null 2>&1 &
+run_pid=$!
+# Poll L1's console for the line printed after tern snapshot returned (or for the scenario's end).
+while kill -0 "$run_pid" 2>/dev/null &&
+    ! grep -aq '^DURABLE-SNAPSHOT-RETURNED\|^DURABLE-ERROR\|^TESTHOST-DONE' "$log"; do
+    sleep 0.5
+done
+qemu_pid="$(cat "$work/qemu.pid" 2>/dev/null || true)"
+if [[ -n "$qemu_pid" ]] && grep -qa qemu-system "/proc/$qemu_pid/cmdline" 2>/dev/null; then
+    kill -KILL "$qemu_pid"
+fi
+wait "$run_pid" || true
+grep -a '^DURABLE-' "$log" | sed 's/^/  /' || true
+
+returned="$(grep -a '^DURABLE-SNAPSHOT-RETURNED' "$log" || true)"
+check "$([[ "$returned" == *"rc=0"* ]]; echo $?)" "snapshot returned before the kill: ${returned:-no marker}"
+set +o pipefail  # `yes | head` ends with SIGPIPE on purpose
+want="$(yes 'tern durable snapshot pattern' | head -c 16777216 | md5sum | cut -d' ' -f1)"
+got="$(head -c 16777216 "$img" | md5sum | cut -d' ' -f1)"
+written="$(yes 'tern durable snapshot pattern' | head -c 16777216 | cmp - "$img" 2>&1 | head -n 1 || true)"
+set -o pipefail
+guest_sum="$(sed -n 's/^DURABLE-GUEST TERN-DURABLE-WRITTEN md5=\([0-9a-f]*\).*/\1/p' "$log" | head -n 1)"
+check "$([[ "$guest_sum" == "$want" ]]; echo $?)" "the guest wrote the pattern (md5 ${guest_sum:-none}, want $want)"
+check "$([[ "$got" == "$want" ]]; echo $?)" \
+    "the image holds all 16 MiB the guest wrote after L1 was SIGKILLed (md5 $got; ${written:-identical})"
+echo "$passed passed, $failed failed"
+((failed == 0))
