@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-${FUZZ_SECONDS:-30}}"
-targets=(virtio_queue virtio_blk_request snapshot_state)
+targets=(virtio_queue virtio_blk_request snapshot_state
+         virtio_pci msix pci_config legacy_pio device_state)
 command -v clang++-14 >/dev/null || { echo "fuzz: clang++-14 missing (scripts/setup.sh installs it)" >&2; exit 1; }
 [[ -f build-fuzz/build.ninja ]] ||
     CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DTERN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
