@@ -197,6 +197,7 @@ struct Fuzz {
     if (write) {
       mmio.write(gpa, std::span<const uint8_t>(p, w));
     } else {
+      v = 0;
       mmio.read(gpa, std::span<uint8_t>(p, w));
       if (!hit) FUZZ_CHECK(v == all_ones(w));
       if (hit && hit->bar == 0 && gpa - hit->gpa == vp::kNumQueues && w == 2) FUZZ_CHECK(v == 2);

@@ -112,6 +112,7 @@ struct Fuzz {
     uint64_t v = in.u64();
     auto* p = reinterpret_cast<uint8_t*>(&v);
     if (write) return t.bar_write(vp::kMsixBar, off, std::span<const uint8_t>(p, w));
+    v = 0;
     t.bar_read(vp::kMsixBar, off, std::span<uint8_t>(p, w));
     const uint64_t table_end = kVectors * pci::kMsixEntrySize;
     const bool in_table = off + w <= table_end;
@@ -180,6 +181,7 @@ struct Fuzz {
     auto* p = reinterpret_cast<uint8_t*>(&v);
     auto bus = rig.root.mmio_window();
     if (write) return bus->write(gpa - VirtioPciRig::kWindow, std::span<const uint8_t>(p, w));
+    v = 0;
     bus->read(gpa - VirtioPciRig::kWindow, std::span<uint8_t>(p, w));
     bool inside = false;
     for (const auto& win : windows) inside |= gpa >= win.gpa && gpa + w <= win.gpa + win.size;
