@@ -1,4 +1,6 @@
 // CmosRtc snapshot save/restore.
+#include <algorithm>
+
 #include "devices/device_state.h"
 #include "devices/legacy/cmos_rtc.h"
 
@@ -52,6 +54,9 @@ Result<void> CmosRtc::restore_state(snap::ByteReader& r) {
     return bad_field(kDev, "clock offset", std::to_string(offset) + " s out of range");
   if (has_frozen != ((ram_bytes[kRegB] & kRegBSet) != 0))
     return bad_field(kDev, "frozen time", "present iff register B's SET bit is set");
+  // save_state() writes zeros when there is no frozen time: anything else is not a saved state.
+  if (!has_frozen && std::any_of(std::begin(f), std::end(f), [](int32_t v) { return v != 0; }))
+    return bad_field(kDev, "frozen time", "fields without the presence flag");
   std::lock_guard lock(mu_);
   index_ = index;
   nmi_masked_ = nmi_masked;
