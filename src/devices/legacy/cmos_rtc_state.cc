@@ -14,13 +14,6 @@ constexpr uint32_t kVersion = 1;
 constexpr std::string_view kDev = "cmos-rtc";
 constexpr uint8_t kRegB = 0x0B;
 constexpr uint8_t kRegBSet = 0x80;
-// Time fields come from BCD/binary decodes of guest bytes plus host-time arithmetic: far inside
-// this bound. Larger values could overflow timegm's arithmetic.
-constexpr int32_t kTmFieldLimit = 1'000'000;
-// ±10^5 years in seconds: any offset a guest can set through the registers is far smaller
-// (century 0..165), and the frozen time a guest takes from it (register B's SET bit) stays
-// inside kTmFieldLimit, so that state saves and restores again.
-constexpr int64_t kOffsetLimit = int64_t{100'000} * 366 * 86400;
 }  // namespace
 
 void CmosRtc::save_state(snap::ByteWriter& w) const {
