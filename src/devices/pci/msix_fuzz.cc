@@ -1,5 +1,5 @@
 // libFuzzer target: the MSI-X table and PBA (MsixTable) against a model of PCI 3.0 §6.8.2. The
-// first byte sizes the table (1..130 vectors: one to three PBA qwords); then each byte picks an
+// first byte sizes the table (1..70 vectors: one or two PBA qwords); then each byte picks an
 // operation — table read/write at any offset and width, PBA read, Message Control (enable,
 // function mask), the device firing a vector, function reset, or a snapshot round trip into a
 // fresh table — and the following bytes are its operands.
@@ -138,7 +138,8 @@ struct Fuzz {
     m.delivered = 0;
   }
 
-  void check() {
+  /// `drain`: also read every irqfd (n syscalls, so not after every operation).
+  void check(bool drain) {
     FUZZ_CHECK(table->enabled() == m.enabled);
     for (uint16_t v = 0; v < m.v.size(); ++v) {
       const Vector& e = m.v[v];
@@ -150,7 +151,7 @@ struct Fuzz {
       FUZZ_CHECK(r->second.address == (uint64_t{e.words[1]} << 32 | e.words[0]));
       FUZZ_CHECK(r->second.data == e.words[2]);
     }
-    drain_and_check();
+    if (drain) drain_and_check();
   }
 };
 
@@ -159,7 +160,7 @@ struct Fuzz {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tern::testing::quiet_logs();
   FuzzInput in(data, size);
-  const auto n = static_cast<uint16_t>(1 + in.u8() % 130);
+  const auto n = static_cast<uint16_t>(1 + in.u8() % 70);
   Fuzz f(n);
   const uint64_t table_bytes = f.table->table_bytes();
   FUZZ_CHECK(table_bytes == n * 16u && f.table->pba_bytes() == (n + 63u) / 64u * 8u);
@@ -210,7 +211,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           f.round_trip();
         break;
     }
-    f.check();
+    f.check(ops % 16 == 15 || in.empty());
   }
   return 0;
 }
