@@ -144,6 +144,10 @@ void CmosRtc::write_register(uint8_t index, uint8_t value) {
           t.tm_year = decode(value) * 100 + year % 100 - 1900;
           break;
       }
+      if (!in_limits(t)) {
+        spdlog::debug("cmos: guest time field out of range; ignored");
+        break;
+      }
       if (frozen_) {
         *frozen_ = t;
       } else {
@@ -192,7 +196,18 @@ void CmosRtc::commit_time(std::tm t) {
     spdlog::debug("cmos: guest wrote an unrepresentable time; ignored");
     return;
   }
-  offset_seconds_ = static_cast<int64_t>(when) - clock_();
+  const int64_t offset = static_cast<int64_t>(when) - clock_();
+  if (offset > kOffsetLimit || offset < -kOffsetLimit) {
+    spdlog::debug("cmos: guest wrote a time too far from the host's; ignored");
+    return;
+  }
+  offset_seconds_ = offset;
+}
+
+bool CmosRtc::in_limits(const std::tm& t) {
+  for (int v : {t.tm_sec, t.tm_min, t.tm_hour, t.tm_mday, t.tm_mon, t.tm_year, t.tm_wday})
+    if (v > kTmFieldLimit || v < -kTmFieldLimit) return false;
+  return true;
 }
 
 uint8_t CmosRtc::encode(int value) const {

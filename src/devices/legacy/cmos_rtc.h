@@ -67,6 +67,15 @@ class CmosRtc final : public ByteIoDevice {
   uint8_t encode_hour(int hour) const;
   int decode_hour(uint8_t value) const;
 
+  // Bounds every state keeps, so that it saves and restores again: snapshot input outside
+  // them is refused, guest writes that would leave them are ignored. Time fields: far beyond
+  // what BCD/binary register values give (larger ones could overflow timegm's arithmetic).
+  // Offset: ±10^5 years (the registers reach year 16599), so a time frozen from it (register
+  // B's SET bit) has its fields inside kTmFieldLimit.
+  static constexpr int32_t kTmFieldLimit = 1'000'000;
+  static constexpr int64_t kOffsetLimit = int64_t{100'000} * 366 * 86400;
+  static bool in_limits(const std::tm& t);
+
   Clock clock_;
   mutable std::mutex mu_;
   std::array<uint8_t, 128> ram_{};

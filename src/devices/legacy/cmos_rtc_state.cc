@@ -1,4 +1,6 @@
 // CmosRtc snapshot save/restore.
+#include <algorithm>
+
 #include "devices/device_state.h"
 #include "devices/legacy/cmos_rtc.h"
 
@@ -12,11 +14,6 @@ constexpr uint32_t kVersion = 1;
 constexpr std::string_view kDev = "cmos-rtc";
 constexpr uint8_t kRegB = 0x0B;
 constexpr uint8_t kRegBSet = 0x80;
-// Time fields come from BCD/binary decodes of guest bytes plus host-time arithmetic: far inside
-// this bound. Larger values could overflow timegm's arithmetic.
-constexpr int32_t kTmFieldLimit = 1'000'000;
-// ±10^7 years in seconds: any offset a guest can set through the registers is far smaller.
-constexpr int64_t kOffsetLimit = int64_t{10'000'000} * 366 * 86400;
 }  // namespace
 
 void CmosRtc::save_state(snap::ByteWriter& w) const {
@@ -52,6 +49,9 @@ Result<void> CmosRtc::restore_state(snap::ByteReader& r) {
     return bad_field(kDev, "clock offset", std::to_string(offset) + " s out of range");
   if (has_frozen != ((ram_bytes[kRegB] & kRegBSet) != 0))
     return bad_field(kDev, "frozen time", "present iff register B's SET bit is set");
+  // save_state() writes zeros when there is no frozen time: anything else is not a saved state.
+  if (!has_frozen && std::any_of(std::begin(f), std::end(f), [](int32_t v) { return v != 0; }))
+    return bad_field(kDev, "frozen time", "fields without the presence flag");
   std::lock_guard lock(mu_);
   index_ = index;
   nmi_masked_ = nmi_masked;
