@@ -8,10 +8,12 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <utility>
 
 #include "base/checked.h"
 #include "base/fd.h"
@@ -104,9 +106,8 @@ class Saver {
       p = bounce_.get();
     }
     for (uint64_t done = 0; done < len;) {
-      ssize_t n = retry_eintr([&] {
-        return ::pwrite(fd_, p + done, len - done, static_cast<off_t>(gpa + done));
-      });
+      ssize_t n = retry_eintr(
+          [&] { return ::pwrite(fd_, p + done, len - done, static_cast<off_t>(gpa + done)); });
       if (n < 0) return fail_errno("pwrite", path_);
       if (n == 0) return fail_code(EIO, "pwrite", path_ + ": wrote nothing");
       done += static_cast<uint64_t>(n);
@@ -153,12 +154,14 @@ class Saver {
 };
 
 /// End of the highest region (bytes) and the sum of region sizes, or an error on overflow.
-Result<std::pair<uint64_t, uint64_t>> extent(std::span<const RegionSpec> specs, const std::string& what) {
+Result<std::pair<uint64_t, uint64_t>> extent(std::span<const RegionSpec> specs,
+                                             const std::string& what) {
   uint64_t end = 0, total = 0;
   for (const auto& s : specs) {
     auto e = checked_add(s.gpa, s.size);
     auto t = checked_add(total, s.size);
-    if (!e || !t || *e > static_cast<uint64_t>(INT64_MAX)) return fail(what, "region end overflows");
+    if (!e || !t || *e > static_cast<uint64_t>(INT64_MAX))
+      return fail(what, "region end overflows");
     end = std::max(end, *e);
     total = *t;
   }
@@ -269,47 +272,71 @@ Result<MemorySaveResult> save_memory_file(const GuestMemory& mem, const std::str
   return r;
 }
 
-Result<OpenedMemoryFile> open_memory_file(const std::string& path,
-                                          std::span<const RegionSpec> specs) {
-  const std::string what = "memory file " + path;
-  ASSIGN_OR_RETURN(auto ext, extent(specs, what));
-  // O_NONBLOCK: a FIFO fails the regular-file check below instead of blocking the open.
-  int raw = retry_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); });
-  if (raw < 0) return fail_errno("memory file", path);
-  OpenedMemoryFile out{UniqueFd(raw), std::nullopt};
-  struct stat st {};
-  if (::fstat(out.fd.get(), &st) != 0) return fail_errno("fstat", path);
-  if (!S_ISREG(st.st_mode)) return fail(what, "not a regular file");
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size < ext.first)
-    return fail("memory file", path + ": memory file is " + std::to_string(size) +
-                                   " bytes, the snapshot needs " + std::to_string(ext.first));
-  if (size < ext.first + kTrailerFields + 4) return out;  // no trailer: format 1.0
+namespace {
+
+/// The trailer at file offset `at` of `fd`, if there is one: none when the bytes there are not a
+/// trailer (no magic: a format 1.0 file); an error for a damaged one (checksum, version, or an
+/// extent field that is not its own offset). `what` names the file.
+Result<std::optional<PairingToken>> read_trailer(int fd, uint64_t at, const std::string& what) {
   std::array<uint8_t, kTrailerFields + 4> t{};
-  ssize_t n = retry_eintr(
-      [&] { return ::pread(out.fd.get(), t.data(), t.size(), static_cast<off_t>(ext.first)); });
-  if (n < 0) return fail_errno("read", path + " (trailer)");
+  ssize_t n = retry_eintr([&] { return ::pread(fd, t.data(), t.size(), static_cast<off_t>(at)); });
+  if (n < 0) return fail_errno("read", what + " (trailer)");
   if (static_cast<size_t>(n) != t.size() || std::memcmp(t.data(), kTrailerMagic, 8) != 0)
-    return out;
+    return std::optional<PairingToken>{};
   ByteReader r(t, what + " trailer");
   TRY(r.bytes(8));
   ASSIGN_OR_RETURN(uint32_t version, r.u32());
   TRY(r.u32());
   ASSIGN_OR_RETURN(auto tok, r.bytes(16));
-  ASSIGN_OR_RETURN(uint64_t at, r.u64());
+  ASSIGN_OR_RETURN(uint64_t extent_field, r.u64());
   ASSIGN_OR_RETURN(uint32_t crc, r.u32());
   if (crc != crc32_of(std::span<const uint8_t>(t).first(kTrailerFields)))
     return fail(what, "trailer is corrupt (checksum mismatch)");
   if (version != kTrailerVersion)
     return fail(what, "trailer version " + std::to_string(version) + " (this tern reads " +
                           std::to_string(kTrailerVersion) + ")");
-  if (at != ext.first)
-    return fail(what, "trailer is corrupt: it says RAM ends at " + std::to_string(at) +
-                          ", the snapshot's RAM ends at " + std::to_string(ext.first));
+  if (extent_field != at)
+    return fail(what, "trailer is corrupt: it says RAM ends at " + std::to_string(extent_field) +
+                          ", the snapshot's RAM ends at " + std::to_string(at));
   PairingToken token;
   std::memcpy(token.bytes.data(), tok.data(), token.bytes.size());
-  out.token = token;
+  return std::optional<PairingToken>{token};
+}
+
+/// Opens `path` read-only (a FIFO fails the regular-file check instead of blocking) and returns
+/// it with its size in bytes.
+Result<std::pair<UniqueFd, uint64_t>> open_regular(const std::string& path) {
+  int raw = retry_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); });
+  if (raw < 0) return fail_errno("memory file", path);
+  UniqueFd fd(raw);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail_errno("fstat", path);
+  if (!S_ISREG(st.st_mode)) return fail("memory file " + path, "not a regular file");
+  return std::pair{std::move(fd), static_cast<uint64_t>(st.st_size)};
+}
+
+}  // namespace
+
+Result<OpenedMemoryFile> open_memory_file(const std::string& path,
+                                          std::span<const RegionSpec> specs) {
+  const std::string what = "memory file " + path;
+  ASSIGN_OR_RETURN(auto ext, extent(specs, what));
+  ASSIGN_OR_RETURN(auto opened, open_regular(path));
+  OpenedMemoryFile out{std::move(opened.first), std::nullopt};
+  const uint64_t size = opened.second;
+  if (size < ext.first)
+    return fail("memory file", path + ": memory file is " + std::to_string(size) +
+                                   " bytes, the snapshot needs " + std::to_string(ext.first));
+  if (size < ext.first + kTrailerFields + 4) return out;  // no trailer: format 1.0
+  ASSIGN_OR_RETURN(out.token, read_trailer(out.fd.get(), ext.first, what));
   return out;
+}
+
+Result<std::optional<PairingToken>> memory_file_token(const std::string& path) {
+  ASSIGN_OR_RETURN(auto opened, open_regular(path));
+  if (opened.second < kMemoryTrailerSize) return std::optional<PairingToken>{};
+  return read_trailer(opened.first.get(), opened.second - kMemoryTrailerSize,
+                      "memory file " + path);
 }
 
 }  // namespace tern::snap

@@ -96,4 +96,9 @@ struct OpenedMemoryFile {
 [[nodiscard]] Result<OpenedMemoryFile> open_memory_file(const std::string& path,
                                                         std::span<const RegionSpec> specs);
 
+/// The pairing token of memory file `path` whatever its RAM layout (the trailer is its last
+/// kMemoryTrailerSize bytes): none for a file without a trailer (format 1.0, or not a memory file
+/// at all); an error for a missing or non-regular file or a damaged trailer. Errors name the path.
+[[nodiscard]] Result<std::optional<PairingToken>> memory_file_token(const std::string& path);
+
 }  // namespace tern::snap

@@ -1,10 +1,12 @@
 #include "snapshot/snapshot_pair.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "base/log.h"
 #include "snapshot/codec.h"
 #include "snapshot/replace_file.h"
 #include "snapshot/sections.h"
@@ -51,6 +53,30 @@ Result<Target> inspect(const char* field, const std::string& path) {
     return fail_errno(field, path);
   }
   return t;
+}
+
+/// Step 5 of save_snapshot_pair(): keeps the memory file that pairs with the state file now at
+/// `state_path` reachable as previous_memory_path(mem_path) until the new state file is in place.
+/// Nothing to keep when there is no readable state file or nothing pairs with it. When `mem_path`
+/// does not pair but an earlier ".tern-prev" does (a save died between its renames), that one is
+/// the previous pair's and stays.
+Result<void> keep_previous_memory(const std::string& state_path, const std::string& mem_path) {
+  const std::string prev = previous_memory_path(mem_path);
+  std::optional<PairingToken> want;
+  if (auto old = read_state_file(state_path); old) {
+    if (auto t = state_pairing_token(*old, state_path); t) want = *t;
+  }
+  auto cur = memory_file_token(mem_path);
+  const bool mem_pairs = want && cur && *cur == want;
+  if (!mem_pairs) {
+    auto kept = memory_file_token(prev);
+    if (want && kept && *kept == want) return {};  // the previous pair is STATE + .tern-prev
+  }
+  if (::unlink(prev.c_str()) != 0 && errno != ENOENT) return fail_errno("unlink", prev);
+  if (!mem_pairs) return {};
+  if (::link(mem_path.c_str(), prev.c_str()) != 0)
+    return fail_errno("link", mem_path + " to " + prev + " (keeps the previous snapshot's memory)");
+  return fsync_dir(dir_of(prev));
 }
 
 bool same_file(const Target& a, const Target& b) {
@@ -104,12 +130,56 @@ Result<MemorySaveResult> save_snapshot_pair(const GuestMemory& mem, StateFile st
   if (o.before_commit) TRY(o.before_commit());
   if (o.memory.cancel && o.memory.cancel->load())
     return fail("save snapshot " + state_path, "cancelled");
-  // Steps 5-6: memory file first (made durable by its directory fsync), state file last. Between
-  // the two renames the new memory file sits beside the old state file: restore refuses that pair
-  // by its pairing token.
-  TRY(mem_file.commit());
-  TRY(state_file.commit());
+  // Steps 5-8: memory file first (made durable by its directory fsync), state file last. Between
+  // the two renames the new memory file sits beside the old state file, whose memory file is then
+  // the ".tern-prev" link of step 5 (restore finds it there by its pairing token).
+  TRY(keep_previous_memory(state_path, mem_path));
+  const std::string prev = previous_memory_path(mem_path);
+  if (auto ok = mem_file.commit(); !ok) {
+    // The memory file is still the old one: the link is not needed (nor harmful if left).
+    if (auto t = memory_file_token(mem_path); t && *t != token) ::unlink(prev.c_str());
+    return tl::unexpected(ok.error());
+  }
+  // A failure now leaves the previous pair as state_path + prev: the message says so.
+  auto keeping_previous = [&](Error e) {
+    e.context += " (the previous snapshot is " + state_path + " with memory file " + prev +
+                 ", which tern restore finds by itself)";
+    return tl::unexpected<Error>(std::move(e));
+  };
+  if (o.between_renames) {
+    if (auto ok = o.between_renames(); !ok) return keeping_previous(ok.error());
+  }
+  if (auto ok = state_file.commit(); !ok) return keeping_previous(ok.error());
+  // Step 8: the new pair is durable; the previous memory file goes (a crash before this leaves a
+  // stale link that the next save replaces and restore ignores).
+  if (::unlink(prev.c_str()) != 0 && errno != ENOENT)
+    spdlog::warn("snapshot: could not remove {}: {}", prev, std::strerror(errno));
   return r;
+}
+
+std::string previous_memory_path(const std::string& mem_path) {
+  auto slash = mem_path.rfind('/');
+  std::string dir = slash == std::string::npos ? std::string() : mem_path.substr(0, slash + 1);
+  std::string base = slash == std::string::npos ? mem_path : mem_path.substr(slash + 1);
+  return dir + "." + base + ".tern-prev";
+}
+
+Result<OpenedMemoryFile> open_paired_memory_file(const std::optional<PairingToken>& state_token,
+                                                 const std::string& state_path,
+                                                 const std::string& mem_path,
+                                                 std::span<const RegionSpec> specs,
+                                                 bool* used_previous) {
+  ASSIGN_OR_RETURN(auto mem, open_memory_file(mem_path, specs));
+  auto paired = check_pairing(state_token, state_path, mem.token, mem_path);
+  if (paired) return mem;
+  if (state_token) {
+    const std::string prev = previous_memory_path(mem_path);
+    if (auto kept = open_memory_file(prev, specs); kept && kept->token == state_token) {
+      if (used_previous) *used_previous = true;
+      return std::move(*kept);
+    }
+  }
+  return tl::unexpected(paired.error());
 }
 
 Result<std::optional<PairingToken>> state_pairing_token(const StateFile& state,

@@ -44,15 +44,27 @@ struct PairSaveOptions {
   /// Runs after both temporaries are written and fsynced and before anything is renamed (the VM
   /// save flushes its disks here). An error fails the save with the old pair untouched.
   std::function<Result<void>()> before_commit;
+  /// Runs after the memory file's rename and before the state file's (tests of that window: an
+  /// error here is a save that died between its renames).
+  std::function<Result<void>()> between_renames;
 };
+
+/// ".NAME.tern-prev" beside memory file `mem_path`: the previous pair's memory file, which a save
+/// keeps (as a hard link) from just before its memory file's rename until its state file's rename
+/// is durable, so that a crash between the two renames still leaves the previous pair on disk.
+[[nodiscard]] std::string previous_memory_path(const std::string& mem_path);
 
 /// Saves `state` (plus a pairing section with a fresh token, which the memory file's trailer
 /// repeats) and `mem`:
 ///   1. memory file → ".MEM.tern-tmp-XXXXXX", fsync; 2. state file → ".STATE.tern-tmp-XXXXXX",
-///   fsync; 3. before_commit(); 4. cancel checked once more; 5. rename the memory file into place,
-///   fsync its directory; 6. rename the state file into place, fsync its directory.
-/// Any error up to step 5 removes both temporaries and leaves the previous files as they were. The
-/// caller has checked the paths (check_snapshot_targets). Errors name the file.
+///   fsync; 3. before_commit(); 4. cancel checked once more; 5. the memory file that pairs with
+///   the state file now at `state_path` is hard-linked as previous_memory_path(), directory
+///   fsynced; 6. rename the memory file into place, fsync its directory; 7. rename the state file
+///   into place, fsync its directory; 8. remove the previous_memory_path() link.
+/// Any error up to step 6 removes both temporaries and leaves the previous files as they were; an
+/// error (or a crash) between 6 and 7 leaves the previous pair as `state_path` +
+/// previous_memory_path(), which open_paired_memory_file() finds. The caller has checked the
+/// paths (check_snapshot_targets). Errors name the file.
 [[nodiscard]] Result<MemorySaveResult> save_snapshot_pair(const GuestMemory& mem, StateFile state,
                                                           const std::string& state_path,
                                                           const std::string& mem_path,
@@ -65,6 +77,14 @@ struct PairSaveOptions {
 
 /// Refuses a memory file that is not from the same save as the state file: tokens differ, or one
 /// has a token and the other not. Errors name both paths and say what to do.
+/// Opens the memory file from the same save as a state file with `state_token` (format 1.1+):
+/// `mem_path` when its token matches; otherwise, when a later save died between its two renames,
+/// previous_memory_path(mem_path) if that one's token matches (`*used_previous` is then set, for
+/// the caller to say so). Else the check_pairing() error for `mem_path`. Errors name the paths.
+[[nodiscard]] Result<OpenedMemoryFile> open_paired_memory_file(
+    const std::optional<PairingToken>& state_token, const std::string& state_path,
+    const std::string& mem_path, std::span<const RegionSpec> specs, bool* used_previous = nullptr);
+
 [[nodiscard]] Result<void> check_pairing(const std::optional<PairingToken>& state_token,
                                          const std::string& state_path,
                                          const std::optional<PairingToken>& mem_token,

@@ -188,6 +188,87 @@ TEST(SnapshotPair, KilledSaveLeavesThePreviousPairAndOneNamedTemporary) {
   EXPECT_EQ(e[0].rfind(".vm.mem.tern-tmp-", 0), 0u) << e[0];
 }
 
+/// What tern restore opens for the pair at (state_path, mem_path): the memory file's bytes, and
+/// whether it had to take the ".tern-prev" file of a save that died between its renames.
+struct Restorable {
+  std::string mem;
+  bool used_previous = false;
+};
+Result<Restorable> restorable(const std::string& state_path, const std::string& mem_path) {
+  ASSIGN_OR_RETURN(StateFile f, read_state_file(state_path));
+  ASSIGN_OR_RETURN(auto st, state_pairing_token(f, state_path));
+  Restorable out;
+  ASSIGN_OR_RETURN(auto m,
+                   open_paired_memory_file(st, state_path, mem_path, kSpecs, &out.used_previous));
+  out.mem = slurp(out.used_previous ? previous_memory_path(mem_path) : mem_path);
+  return out;
+}
+
+TEST(SnapshotPair, SaveThatDiesBetweenItsRenamesLeavesThePreviousPairRestorable) {
+  // Failed before: the new memory file beside the old state file paired with nothing.
+  Pair p;
+  ASSERT_TRUE(save_snapshot_pair(filled(0x21), state(1), p.s, p.m, {}));
+  const std::string old_s = slurp(p.s), old_m = slurp(p.m);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    PairSaveOptions o;
+    o.between_renames = []() -> Result<void> {
+      ::raise(SIGKILL);
+      return {};
+    };
+    (void)save_snapshot_pair(filled(0x22), state(2), p.s, p.m, o);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(slurp(p.s), old_s);
+  EXPECT_NE(slurp(p.m), old_m);  // the new memory file is in place
+  auto r = restorable(p.s, p.m);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_TRUE(r->used_previous);
+  EXPECT_EQ(r->mem, old_m);
+  // A second save that dies in the same place still keeps the first pair's memory file.
+  PairSaveOptions fails;
+  fails.between_renames = []() -> Result<void> { return fail("test", "died between renames"); };
+  auto again = save_snapshot_pair(filled(0x23), state(3), p.s, p.m, fails);
+  ASSERT_FALSE(again);
+  EXPECT_NE(again.error().message().find(previous_memory_path(p.m)), std::string::npos)
+      << again.error().message();
+  r = restorable(p.s, p.m);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_TRUE(r->used_previous);
+  EXPECT_EQ(r->mem, old_m);
+  // A save that completes leaves its own pair (and the killed save's state-file temporary).
+  ASSERT_TRUE(save_snapshot_pair(filled(0x24), state(4), p.s, p.m, {}));
+  auto e = entries(p.dir.path());
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_EQ(e[0].rfind(".vm.state.tern-tmp-", 0), 0u) << e[0];
+  EXPECT_EQ(e[1], "vm.mem");
+  EXPECT_EQ(e[2], "vm.state");
+  r = restorable(p.s, p.m);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_FALSE(r->used_previous);
+  EXPECT_EQ(r->mem, slurp(p.m));
+}
+
+TEST(SnapshotPair, StalePreviousLinkIsReplacedByThePairOnDisk) {
+  // A save that died after its state file's rename but before removing ".tern-prev" leaves a
+  // link to an older memory file; the next save must keep the current pair's memory instead.
+  Pair p, older;
+  ASSERT_TRUE(save_snapshot_pair(filled(0x31), state(1), p.s, p.m, {}));
+  const std::string current_m = slurp(p.m);
+  ASSERT_TRUE(save_snapshot_pair(filled(0x3f), state(9), older.s, older.m, {}));
+  ASSERT_EQ(::link(older.m.c_str(), previous_memory_path(p.m).c_str()), 0);
+  PairSaveOptions fails;
+  fails.between_renames = []() -> Result<void> { return fail("test", "died between renames"); };
+  ASSERT_FALSE(save_snapshot_pair(filled(0x33), state(3), p.s, p.m, fails));
+  auto r = restorable(p.s, p.m);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_TRUE(r->used_previous);
+  EXPECT_EQ(r->mem, current_m);
+}
+
 TEST(SnapshotPair, TargetsThatAreTheSameFileAreRefused) {
   testing::TempDir d{"tern-pair"};
   const std::string dir = d.path();

@@ -1,6 +1,7 @@
 #include "vmm/restore_inputs.h"
 
 #include "arch/x86/layout.h"
+#include "base/log.h"
 #include "base/size.h"
 #include "snapshot/memory_file.h"
 #include "snapshot/sections.h"
@@ -43,17 +44,18 @@ Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::s
   uint64_t limit = host_memory_limit();
   if (in.machine.memory_bytes > limit)
     return fail("snapshot", path + ": the guest has " + format_size(in.machine.memory_bytes) +
-                                " of RAM, more than this host can back (" + format_size(limit) + ")");
+                                " of RAM, more than this host can back (" + format_size(limit) +
+                                ")");
 
-  ASSIGN_OR_RETURN(auto* ks, section(in.state, snap::kVmKvmSection, snap::kVmKvmSectionVersion,
-                                     "KVM VM", path));
+  ASSIGN_OR_RETURN(
+      auto* ks, section(in.state, snap::kVmKvmSection, snap::kVmKvmSectionVersion, "KVM VM", path));
   snap::ByteReader kr(ks->data, path + ": KVM VM section");
   ASSIGN_OR_RETURN(in.vm_kvm, decode_vm_kvm_state(kr));
   TRY(kr.expect_end());
   for (uint32_t i = 0; i < in.machine.vcpus; ++i) {
     std::string name = "vCPU " + std::to_string(i);
-    ASSIGN_OR_RETURN(auto* vs, section(in.state, snap::kVcpuBase + i, snap::kVcpuSectionVersion,
-                                       name, path));
+    ASSIGN_OR_RETURN(auto* vs,
+                     section(in.state, snap::kVcpuBase + i, snap::kVcpuSectionVersion, name, path));
     snap::ByteReader vr(vs->data, path + ": " + name + " section");
     ASSIGN_OR_RETURN(auto v, decode_vcpu_state(vr));
     TRY(vr.expect_end());
@@ -66,8 +68,14 @@ Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::s
   // and from the same save as the state file (pairing token, format 1.1; 1.0 pairs have none).
   ASSIGN_OR_RETURN(auto state_token, snap::state_pairing_token(in.state, path));
   auto specs = x86::ram_regions(in.machine.memory_bytes);
-  ASSIGN_OR_RETURN(auto mem, snap::open_memory_file(spec.mem_file_path, specs));
-  TRY(snap::check_pairing(state_token, path, mem.token, spec.mem_file_path));
+  bool used_previous = false;
+  ASSIGN_OR_RETURN(auto mem, snap::open_paired_memory_file(state_token, path, spec.mem_file_path,
+                                                           specs, &used_previous));
+  if (used_previous)
+    spdlog::warn(
+        "restore: {} is from a later save that did not finish; restoring {} with the "
+        "memory file saved with it, {}",
+        spec.mem_file_path, path, snap::previous_memory_path(spec.mem_file_path));
   in.mem_fd = std::move(mem.fd);
 
   auto target = ConsoleTarget::parse(console, "--console");
