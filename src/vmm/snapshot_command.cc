@@ -1,17 +1,17 @@
 #include "vmm/snapshot_command.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <thread>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include "api/api_client.h"
+#include "api/api_request.h"
 #include "base/size.h"
 #include "stats/stats_table.h"
 #include "vmm/control_loop.h"
@@ -57,7 +57,8 @@ CLI::App* add_snapshot_command(CLI::App& app, SnapshotOptions& o) {
       "snapshot", "Save a running tern's VM to a state file and a memory file (through its API)");
   c->add_option("--api-sock", o.api_sock, "The running tern's API socket")->required();
   c->add_option("--state", o.state, "State file to write (vCPU, device and KVM state)")->required();
-  c->add_option("--mem", o.mem, "Memory file to write (guest RAM by guest-physical address, sparse)")
+  c->add_option("--mem", o.mem,
+                "Memory file to write (guest RAM by guest-physical address, sparse)")
       ->required();
   c->add_option("--rate-limit", o.rate_limit,
                 "Cap the memory file write rate per second: 100M, 1G (K/M/G are binary; a bare "
@@ -90,7 +91,8 @@ int run_snapshot(const SnapshotOptions& o) {
   if (!o.rate_limit.empty()) {
     auto r = parse_size(o.rate_limit, "--rate-limit");
     if (!r) return die(r.error().message());
-    if (*r > (uint64_t{1} << 50)) return die("--rate-limit " + o.rate_limit + ": above 1P per second");
+    if (*r > (uint64_t{1} << 50))
+      return die("--rate-limit " + o.rate_limit + ": above 1P per second");
     rate = *r;
   }
   // The VMM opens the files: give it absolute paths, resolved here, where the user typed them.
@@ -99,6 +101,12 @@ int run_snapshot(const SnapshotOptions& o) {
   if (ec) return die("--state " + o.state + ": " + ec.message());
   std::string mem = std::filesystem::absolute(o.mem, ec).string();
   if (ec) return die("--mem " + o.mem + ": " + ec.message());
+  // The API carries paths as JSON strings: a path that is not UTF-8 cannot be sent as it is (and
+  // json_text() would send another path), so it is refused here, naming the option.
+  for (const auto& [opt, path] : {std::pair{"--state", &state}, std::pair{"--mem", &mem}}) {
+    if (nlohmann::json::parse(json_text(*path)).get<std::string>() != *path)
+      return die(std::string(opt) + ": the path is not valid UTF-8; the API cannot carry it");
+  }
   nlohmann::json body = {{"snapshot_type", "Full"},
                          {"snapshot_path", state},
                          {"mem_file_path", mem},

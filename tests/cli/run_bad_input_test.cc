@@ -1,12 +1,13 @@
 // `tern run` with bad user input: each case exits with status 1 and one message naming the field,
 // before KVM is touched (on a host without VMX/SVM a *valid* configuration reaches the host check
 // and exits 2 instead, which proves validation came first).
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -31,7 +32,8 @@ struct RunResult {
 
 /// Runs the tern binary with `args`, stdin from /dev/null; returns exit status and stderr.
 RunResult run_tern(const std::vector<std::string>& args) {
-  std::string err_path = (fs::temp_directory_path() / ("tern-cli-" + std::to_string(getpid()))).string();
+  std::string err_path =
+      (fs::temp_directory_path() / ("tern-cli-" + std::to_string(getpid()))).string();
   std::vector<char*> argv;
   std::string bin = TERN_BINARY_PATH;
   argv.push_back(bin.data());
@@ -68,8 +70,9 @@ class RunBadInput : public ::testing::Test {
 
   std::string write(const std::string& name, const std::vector<uint8_t>& bytes) {
     auto p = dir_ / name;
-    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                             static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(p, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
     return p.string();
   }
   /// Expects status 1 and a single-line message containing every one of `needles`.
@@ -77,7 +80,8 @@ class RunBadInput : public ::testing::Test {
     args.insert(args.begin(), "run");
     RunResult r = run_tern(args);
     EXPECT_EQ(r.status, 1) << r.err;
-    for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "want '" << n << "' in: " << r.err;
+    for (const auto& n : needles)
+      EXPECT_NE(r.err.find(n), std::string::npos) << "want '" << n << "' in: " << r.err;
     EXPECT_EQ(r.err.find("guest stopped"), std::string::npos) << r.err;
   }
 
@@ -161,6 +165,25 @@ TEST_F(RunBadInput, ValidInputReachesTheHostCheck) {
   // 2 on a host without VMX/SVM: validation passed and nothing ran. On a host with hardware
   // virtualization the fake kernel would start, so only assert what validation guarantees.
   EXPECT_NE(r.status, 1) << r.err;
+}
+
+TEST_F(RunBadInput, SnapshotPathsThatAreNotUtf8AreRefusedByName) {
+  // Before: the client threw while building its request and exited "internal error".
+  for (const char* opt : {"--state", "--mem"}) {
+    std::vector<std::string> args = {"snapshot",
+                                     "--api-sock",
+                                     (dir_ / "no.sock").string(),
+                                     "--state",
+                                     (dir_ / "vm.state").string(),
+                                     "--mem",
+                                     (dir_ / "vm.mem").string()};
+    auto at = std::find(args.begin(), args.end(), std::string(opt));
+    *(at + 1) += "\xe9";  // Latin-1 e-acute
+    RunResult r = run_tern(args);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find(std::string(opt) + ": the path is not valid UTF-8"), std::string::npos)
+        << r.err;
+  }
 }
 
 }  // namespace
