@@ -15,6 +15,9 @@ namespace tern::snap {
 
 namespace {
 
+/// How much longer than NAME a temporary ".NAME.tern-tmp-XXXXXX" is (".NAME.tern-prev" is less).
+constexpr size_t kTempNameExtra = 1 + sizeof(".tern-tmp-XXXXXX") - 1;
+
 /// Where a target path points: its directory entry and, if it exists, its inode.
 struct Target {
   const char* field = nullptr;
@@ -27,7 +30,8 @@ struct Target {
   ino_t ino = 0;
 };
 
-Result<Target> inspect(const char* field, const std::string& path) {
+/// `extra`: how many bytes longer than the name the directory must allow (for the temporary).
+Result<Target> inspect(const char* field, const std::string& path, size_t extra = kTempNameExtra) {
   Target t;
   t.field = field;
   t.path = &path;
@@ -40,6 +44,14 @@ Result<Target> inspect(const char* field, const std::string& path) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) return fail_errno(field, dir);
   if (!S_ISDIR(st.st_mode)) return fail(field, dir + ": not a directory");
+  // The temporary ".NAME.tern-tmp-XXXXXX" must fit too (the state file's is made only after the
+  // whole memory file is written).
+  const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  if (name_max > 0 && t.base.size() + extra > static_cast<size_t>(name_max))
+    return fail(field, path + ": file name too long (" + std::to_string(t.base.size()) +
+                           " bytes; tern writes it first as .NAME.tern-tmp-XXXXXX, " +
+                           std::to_string(extra) + " more, and " + dir + " allows at most " +
+                           std::to_string(name_max) + ")");
   t.dir_dev = st.st_dev;
   t.dir_ino = st.st_ino;
   if (::lstat(path.c_str(), &st) == 0) {
@@ -62,16 +74,18 @@ Result<Target> inspect(const char* field, const std::string& path) {
 /// the previous pair's and stays.
 Result<void> keep_previous_memory(const std::string& state_path, const std::string& mem_path) {
   const std::string prev = previous_memory_path(mem_path);
-  std::optional<PairingToken> want;
+  // The token the state file on disk expects: nothing when there is no readable state file; an
+  // empty token for a format 1.0 one, whose memory file has no trailer (and still must be kept).
+  std::optional<std::optional<PairingToken>> want;
   if (auto old = read_state_file(state_path); old) {
     if (auto t = state_pairing_token(*old, state_path); t) want = *t;
   }
-  auto cur = memory_file_token(mem_path);
-  const bool mem_pairs = want && cur && *cur == want;
-  if (!mem_pairs) {
-    auto kept = memory_file_token(prev);
-    if (want && kept && *kept == want) return {};  // the previous pair is STATE + .tern-prev
-  }
+  auto pairs = [&](const std::string& path) {
+    auto t = memory_file_token(path);
+    return want && t && *t == *want;
+  };
+  const bool mem_pairs = pairs(mem_path);
+  if (!mem_pairs && pairs(prev)) return {};  // the previous pair is STATE + .tern-prev
   if (::unlink(prev.c_str()) != 0 && errno != ENOENT) return fail_errno("unlink", prev);
   if (!mem_pairs) return {};
   if (::link(mem_path.c_str(), prev.c_str()) != 0)
@@ -82,6 +96,18 @@ Result<void> keep_previous_memory(const std::string& state_path, const std::stri
 bool same_file(const Target& a, const Target& b) {
   if (a.dir_dev == b.dir_dev && a.dir_ino == b.dir_ino && a.base == b.base) return true;
   return a.exists && b.exists && a.dev == b.dev && a.ino == b.ino;
+}
+
+/// The ProtectedFile among `files` that target `t` is, if any (`memory`: mem_file_path's rules).
+const ProtectedFile* protected_match(const Target& t, std::span<const ProtectedFile> files,
+                                     bool memory) {
+  if (!t.exists) return nullptr;
+  for (const ProtectedFile& f : files) {
+    if (f.dev != t.dev || f.ino != t.ino) continue;
+    if (memory && f.memory_target_ok) continue;
+    return &f;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -100,13 +126,20 @@ Result<void> check_snapshot_targets(const std::string& state_path, const std::st
     return fail("mem_file_path", mem_path + " is the same file as snapshot_path " + state_path +
                                      " (the two files of a snapshot must differ)");
   for (const Target* t : {&state, &mem}) {
-    if (!t->exists) continue;
-    for (const ProtectedFile& f : files) {
-      if (f.dev != t->dev || f.ino != t->ino) continue;
-      if (t == &mem && f.memory_target_ok) continue;
-      return fail(t->field, *t->path + " is " + f.what + "; a snapshot must not replace it");
-    }
+    if (const ProtectedFile* f = protected_match(*t, files, t == &mem))
+      return fail(t->field, *t->path + " is " + f->what + "; a snapshot must not replace it");
   }
+  // The save unlinks and re-creates ".MEM.tern-prev" (steps 5 and 8): it must be neither the
+  // state file (which the save would then delete after succeeding) nor one of the VM's disks.
+  const std::string prev_path = previous_memory_path(mem_path);
+  ASSIGN_OR_RETURN(Target prev, inspect("mem_file_path", prev_path, /*extra=*/0));
+  if (same_file(state, prev))
+    return fail("snapshot_path", state_path + " is " + prev_path +
+                                     ", where a save keeps the previous memory file of " +
+                                     mem_path + " (.NAME.tern-prev); choose another name");
+  if (const ProtectedFile* f = protected_match(prev, files, /*memory=*/true))
+    return fail("mem_file_path",
+                mem_path + ": " + prev_path + ", which a save replaces, is " + f->what);
   return {};
 }
 
@@ -121,12 +154,14 @@ Result<MemorySaveResult> save_snapshot_pair(const GuestMemory& mem, StateFile st
   struct stat st {};
   if (::lstat(mem_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
     return fail("save memory file " + mem_path, "not a regular file");
-  // Steps 1-4: nothing but the two temporaries is touched; any error removes them.
+  // Steps 1-4: nothing but the two temporaries is touched; any error removes them. The state
+  // file (small, and complete before the memory file) goes first, so that a state target that
+  // cannot be created fails before minutes of memory writing, not after.
+  ASSIGN_OR_RETURN(ReplacementFile state_file, prepare_state_file(state_path, state));
   ASSIGN_OR_RETURN(ReplacementFile mem_file, ReplacementFile::create(mem_path, o.memory.direct));
   ASSIGN_OR_RETURN(MemorySaveResult r,
                    write_memory_file(mem, mem_file.fd(), mem_path, token, o.memory));
   TRY(mem_file.sync_and_close());
-  ASSIGN_OR_RETURN(ReplacementFile state_file, prepare_state_file(state_path, state));
   if (o.before_commit) TRY(o.before_commit());
   if (o.memory.cancel && o.memory.cancel->load())
     return fail("save snapshot " + state_path, "cancelled");
@@ -172,12 +207,12 @@ Result<OpenedMemoryFile> open_paired_memory_file(const std::optional<PairingToke
   ASSIGN_OR_RETURN(auto mem, open_memory_file(mem_path, specs));
   auto paired = check_pairing(state_token, state_path, mem.token, mem_path);
   if (paired) return mem;
-  if (state_token) {
-    const std::string prev = previous_memory_path(mem_path);
-    if (auto kept = open_memory_file(prev, specs); kept && kept->token == state_token) {
-      if (used_previous) *used_previous = true;
-      return std::move(*kept);
-    }
+  // Also for a format 1.0 state file (no token) beside a 1.1 memory file: a save over a 1.0 pair
+  // that died between its renames kept the 1.0 memory file (no trailer) there.
+  const std::string prev = previous_memory_path(mem_path);
+  if (auto kept = open_memory_file(prev, specs); kept && kept->token == state_token) {
+    if (used_previous) *used_previous = true;
+    return std::move(*kept);
   }
   return tl::unexpected(paired.error());
 }

@@ -32,8 +32,11 @@ struct ProtectedFile {
 
 /// Checks, before anything is written, that `state_path` and `mem_path` name two different files
 /// (same directory entry, or the same inode through a hard link, is refused — whatever the
-/// spelling), that neither exists as anything but a regular file, and that neither is one of
-/// `files`. Errors name the field: "mem_file_path: /a/b is the VM's disk 0 (/a/b)".
+/// spelling), that neither exists as anything but a regular file, that neither is one of
+/// `files`, that previous_memory_path(mem_path) (which a save unlinks and re-creates) is neither
+/// `state_path` nor one of `files`, and that each name leaves room for its temporary
+/// (".NAME.tern-tmp-XXXXXX" within NAME_MAX). Errors name the field: "mem_file_path: /a/b is the
+/// VM's disk 0 (/a/b)".
 [[nodiscard]] Result<void> check_snapshot_targets(const std::string& state_path,
                                                   const std::string& mem_path,
                                                   std::span<const ProtectedFile> files);
@@ -56,9 +59,11 @@ struct PairSaveOptions {
 
 /// Saves `state` (plus a pairing section with a fresh token, which the memory file's trailer
 /// repeats) and `mem`:
-///   1. memory file → ".MEM.tern-tmp-XXXXXX", fsync; 2. state file → ".STATE.tern-tmp-XXXXXX",
-///   fsync; 3. before_commit(); 4. cancel checked once more; 5. the memory file that pairs with
-///   the state file now at `state_path` is hard-linked as previous_memory_path(), directory
+///   1. state file → ".STATE.tern-tmp-XXXXXX", fsync (first: it is small, and a state target
+///   that cannot be created fails before the memory is written); 2. memory file →
+///   ".MEM.tern-tmp-XXXXXX", fsync; 3. before_commit(); 4. cancel checked once more; 5. the
+///   memory file that pairs with the state file now at `state_path` (by token; for a format 1.0
+///   state file, a memory file without trailer) is hard-linked as previous_memory_path(), directory
 ///   fsynced; 6. rename the memory file into place, fsync its directory; 7. rename the state file
 ///   into place, fsync its directory; 8. remove the previous_memory_path() link.
 /// Any error up to step 6 removes both temporaries and leaves the previous files as they were; an
@@ -77,7 +82,7 @@ struct PairSaveOptions {
 
 /// Refuses a memory file that is not from the same save as the state file: tokens differ, or one
 /// has a token and the other not. Errors name both paths and say what to do.
-/// Opens the memory file from the same save as a state file with `state_token` (format 1.1+):
+/// Opens the memory file from the same save as a state file with `state_token` (none: 1.0):
 /// `mem_path` when its token matches; otherwise, when a later save died between its two renames,
 /// previous_memory_path(mem_path) if that one's token matches (`*used_previous` is then set, for
 /// the caller to say so). Else the check_pairing() error for `mem_path`. Errors name the paths.

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <array>
 #include <atomic>
@@ -184,8 +185,10 @@ TEST(SnapshotPair, KilledSaveLeavesThePreviousPairAndOneNamedTemporary) {
   EXPECT_EQ(slurp(p.m), old_m);
   EXPECT_TRUE(pair_ok(p.s, p.m));
   auto e = entries(p.dir.path());
-  ASSERT_EQ(e.size(), 3u);
+  // One stray temporary per target (the state file's is written before the memory file).
+  ASSERT_EQ(e.size(), 4u);
   EXPECT_EQ(e[0].rfind(".vm.mem.tern-tmp-", 0), 0u) << e[0];
+  EXPECT_EQ(e[1].rfind(".vm.state.tern-tmp-", 0), 0u) << e[1];
 }
 
 /// What tern restore opens for the pair at (state_path, mem_path): the memory file's bytes, and
@@ -252,6 +255,59 @@ TEST(SnapshotPair, SaveThatDiesBetweenItsRenamesLeavesThePreviousPairRestorable)
   EXPECT_EQ(r->mem, slurp(p.m));
 }
 
+/// Writes a format 1.0 pair at (state_path, mem_path) as a tern before 1.1 did: a state file
+/// with minor version 0 and no pairing section, a memory file without a trailer.
+void write_format_one_zero_pair(const GuestMemory& mem, const std::string& state_path,
+                                const std::string& mem_path, uint8_t tag) {
+  std::vector<uint8_t> b = serialize_state_file(state(tag));
+  b[10] = 0;  // minor version 0
+  b.resize(b.size() - 4);
+  uint32_t crc = static_cast<uint32_t>(::crc32(::crc32(0L, Z_NULL, 0), b.data(), b.size()));
+  b.resize(b.size() + 4);
+  std::memcpy(b.data() + b.size() - 4, &crc, 4);
+  auto f = open_file(state_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_TRUE(f);
+  ASSERT_EQ(::write(f->get(), b.data(), b.size()), static_cast<ssize_t>(b.size()));
+  auto m = open_file(mem_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(write_memory_file(mem, m->get(), mem_path, PairingToken{}));
+  ASSERT_EQ(::ftruncate(m->get(), 0x600000), 0);  // drop the trailer
+  auto read = read_state_file(state_path);
+  ASSERT_TRUE(read) << read.error().message();
+  ASSERT_EQ(read->format_minor, 0);
+  auto tok = memory_file_token(mem_path);
+  ASSERT_TRUE(tok && !*tok);
+}
+
+TEST(SnapshotPair, SaveOverAFormatOneZeroPairThatDiesBetweenItsRenamesLeavesItRestorable) {
+  // attack2: over a 1.0 pair (no token) nothing was kept as ".tern-prev", so a save that died
+  // between its renames left the 1.0 state file beside the new memory file and no memory file
+  // for it anywhere.
+  Pair p;
+  write_format_one_zero_pair(filled(0x51), p.s, p.m, 5);
+  const std::string old_m = slurp(p.m);
+  ASSERT_TRUE(restorable(p.s, p.m));
+  PairSaveOptions fails;
+  fails.between_renames = []() -> Result<void> { return fail("test", "died between renames"); };
+  ASSERT_FALSE(save_snapshot_pair(filled(0x52), state(6), p.s, p.m, fails));
+  auto r = restorable(p.s, p.m);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_TRUE(r->used_previous);
+  EXPECT_EQ(r->mem, old_m);
+  // ... and again: the kept 1.0 memory file stays the previous pair's.
+  ASSERT_FALSE(save_snapshot_pair(filled(0x53), state(7), p.s, p.m, fails));
+  r = restorable(p.s, p.m);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_TRUE(r->used_previous);
+  EXPECT_EQ(r->mem, old_m);
+  // A save that completes leaves the new pair and no ".tern-prev".
+  ASSERT_TRUE(save_snapshot_pair(filled(0x54), state(8), p.s, p.m, {}));
+  r = restorable(p.s, p.m);
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_FALSE(r->used_previous);
+  EXPECT_EQ(entries(p.dir.path()), (std::vector<std::string>{"vm.mem", "vm.state"}));
+}
+
 TEST(SnapshotPair, StalePreviousLinkIsReplacedByThePairOnDisk) {
   // A save that died after its state file's rename but before removing ".tern-prev" leaves a
   // link to an older memory file; the next save must keep the current pair's memory instead.
@@ -267,6 +323,96 @@ TEST(SnapshotPair, StalePreviousLinkIsReplacedByThePairOnDisk) {
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_TRUE(r->used_previous);
   EXPECT_EQ(r->mem, current_m);
+}
+
+TEST(SnapshotPair, StatePathThatIsTheMemoryFilesPreviousNameIsRefused) {
+  // attack2: snapshot_path ".NAME.tern-prev" beside mem_file_path NAME was accepted; the save
+  // then unlinked the previous state file (step 5) and, after reporting success, the new one
+  // (step 8): no state file left.
+  Pair p;
+  const std::string s = previous_memory_path(p.m);
+  auto checked = check_snapshot_targets(s, p.m, {});
+  ASSERT_FALSE(checked) << "accepted; a save then leaves: "
+                        << (save_snapshot_pair(filled(0x41), state(1), s, p.m, {}) &&
+                                    ::access(s.c_str(), F_OK) != 0
+                                ? "no state file"
+                                : "a state file");
+  EXPECT_NE(checked.error().message().find("snapshot_path: " + s), std::string::npos)
+      << checked.error().message();
+  EXPECT_NE(checked.error().message().find(".tern-prev"), std::string::npos)
+      << checked.error().message();
+}
+
+TEST(SnapshotPair, DiskAtTheMemoryFilesPreviousNameIsRefused) {
+  // attack2: a disk image at ".NAME.tern-prev" beside mem_file_path NAME was unlinked by step 5.
+  Pair p;
+  const std::string prev = previous_memory_path(p.m);
+  auto disk = open_file(prev, O_RDWR | O_CREAT, 0600);
+  ASSERT_TRUE(disk);
+  ASSERT_EQ(::pwrite(disk->get(), "data", 4, 0), 4);
+  std::vector<ProtectedFile> files;
+  files.push_back(protected_file(disk->get(), "the VM's disk 0 (" + prev + ")").value());
+  auto checked = check_snapshot_targets(p.s, p.m, files);
+  ASSERT_FALSE(checked);
+  EXPECT_NE(checked.error().message().find("mem_file_path: " + p.m), std::string::npos)
+      << checked.error().message();
+  EXPECT_NE(checked.error().message().find("the VM's disk 0"), std::string::npos)
+      << checked.error().message();
+  // The memory file a VM was restored from may be the previous link (restore took it).
+  std::vector<ProtectedFile> backing;
+  backing.push_back(protected_file(disk->get(), "the memory file", true).value());
+  EXPECT_TRUE(check_snapshot_targets(p.s, p.m, backing));
+}
+
+TEST(SnapshotPair, NamesTooLongForTheTemporaryAreRefusedBeforeAnythingIsWritten) {
+  // attack2: a state file name of NAME_MAX-16 .. NAME_MAX bytes was accepted; its temporary
+  // ".NAME.tern-tmp-XXXXXX" then failed with ENAMETOOLONG only after the whole memory file had
+  // been written.
+  Pair p;
+  const long name_max = ::pathconf(p.dir.path().c_str(), _PC_NAME_MAX);
+  ASSERT_GT(name_max, 20);
+  const auto max = static_cast<size_t>(name_max);
+  const std::string fits = p.dir.path() + "/" + std::string(max - 17, 's');
+  for (const std::string& s : {p.dir.path() + "/" + std::string(max, 's'),
+                               p.dir.path() + "/" + std::string(max - 16, 's')}) {
+    auto r = check_snapshot_targets(s, p.m, {});
+    ASSERT_FALSE(r) << s.size();
+    EXPECT_NE(r.error().message().find("snapshot_path: "), std::string::npos)
+        << r.error().message();
+    EXPECT_NE(r.error().message().find("too long"), std::string::npos) << r.error().message();
+    auto m = check_snapshot_targets(p.s, s, {});
+    ASSERT_FALSE(m);
+    EXPECT_NE(m.error().message().find("mem_file_path: "), std::string::npos)
+        << m.error().message();
+  }
+  auto checked = check_snapshot_targets(fits, p.m, {});
+  ASSERT_TRUE(checked) << checked.error().message();
+  auto saved = save_snapshot_pair(filled(0x42), state(1), fits, p.m, {});
+  EXPECT_TRUE(saved) << saved.error().message();
+  const std::string mfits = p.dir.path() + "/" + std::string(max - 17, 'm');
+  auto mchecked = check_snapshot_targets(p.s, mfits, {});
+  ASSERT_TRUE(mchecked) << mchecked.error().message();
+  saved = save_snapshot_pair(filled(0x42), state(1), p.s, mfits, {});
+  EXPECT_TRUE(saved) << saved.error().message();
+}
+
+TEST(SnapshotPair, StateTemporaryThatCannotBeCreatedFailsBeforeTheMemoryFileIsWritten) {
+  // attack2: the state file's temporary was made only after the whole memory file (minutes for a
+  // big guest, the VM paused) had been written; a state directory removed (or made unwritable)
+  // since the target check failed only then.
+  Pair p;
+  ASSERT_EQ(::mkdir((p.dir.path() + "/gone").c_str(), 0700), 0);
+  const std::string s = p.dir.path() + "/gone/vm.state";
+  ASSERT_TRUE(check_snapshot_targets(s, p.m, {}));
+  ASSERT_EQ(::rmdir((p.dir.path() + "/gone").c_str()), 0);
+  uint64_t written = 0;
+  PairSaveOptions o;
+  o.memory.progress = [&](uint64_t done, uint64_t) { written = done; };
+  auto r = save_snapshot_pair(filled(0x43), state(1), s, p.m, o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find(s), std::string::npos) << r.error().message();
+  EXPECT_EQ(written, 0u) << "the memory file was written first";
+  EXPECT_EQ(entries(p.dir.path()), std::vector<std::string>{});
 }
 
 TEST(SnapshotPair, TargetsThatAreTheSameFileAreRefused) {
