@@ -11,6 +11,7 @@
 #include "kvm/vcpu_state.h"
 #include "kvm/vm_kvm_state.h"
 #include "snapshot/machine_state.h"
+#include "snapshot/snapshot_pair.h"
 #include "snapshot/state_file.h"
 
 namespace {
@@ -40,6 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 0: {
       auto f = snap::parse_state_file(in, "fuzz");
       if (f) check(snap::serialize_state_file(*f).size() == in.size());
+      if (f) (void)snap::state_pairing_token(*f, "fuzz");  // restore's first look at the file
       break;
     }
     case 1:
