@@ -449,6 +449,31 @@ TEST(SnapshotPair, TargetsThatAreTheSameFileAreRefused) {
   EXPECT_NE(refused(dir + "/a", dir + "/none/b").find("mem_file_path"), std::string::npos);
 }
 
+TEST(SnapshotPair, TargetsThatAreNotPlainFileNamesAreRefused) {
+  // attack2 probes that held: nothing here may be followed or replaced.
+  Pair p;
+  const std::string dir = p.dir.path();
+  auto outside = open_file(dir + "/outside", O_WRONLY | O_CREAT, 0600);  // e.g. /etc/passwd
+  ASSERT_TRUE(outside);
+  ASSERT_EQ(::symlink((dir + "/outside").c_str(), (dir + "/to-file").c_str()), 0);
+  ASSERT_EQ(::symlink((dir + "/nowhere").c_str(), (dir + "/dangling").c_str()), 0);
+  const std::string fd_path = "/proc/self/fd/" + std::to_string(outside->get());
+  for (const std::string& bad : {dir + "/", dir + "/.", dir + "/..", dir + "/to-file",
+                                 dir + "/dangling", fd_path, std::string()}) {
+    auto s = check_snapshot_targets(bad, p.m, {});
+    EXPECT_FALSE(s) << "snapshot_path " << bad;
+    if (!s) {
+      EXPECT_EQ(s.error().message().rfind("snapshot_path: ", 0), 0u) << s.error().message();
+    }
+    auto m = check_snapshot_targets(p.s, bad, {});
+    EXPECT_FALSE(m) << "mem_file_path " << bad;
+    if (!m) {
+      EXPECT_EQ(m.error().message().rfind("mem_file_path: ", 0), 0u) << m.error().message();
+    }
+  }
+  EXPECT_EQ(::access((dir + "/nowhere").c_str(), F_OK), -1);
+}
+
 TEST(SnapshotPair, TargetsThatAreTheVmsFilesAreRefused) {
   // Issue #8 defect 1 (failed before: a snapshot path naming a disk image truncated it).
   testing::TempDir d{"tern-pair"};
