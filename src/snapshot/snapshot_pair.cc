@@ -71,8 +71,9 @@ Result<Target> inspect(const char* field, const std::string& path, size_t extra 
 /// `state_path` reachable as previous_memory_path(mem_path) until the new state file is in place.
 /// Nothing to keep when there is no readable state file or nothing pairs with it. When `mem_path`
 /// does not pair but an earlier ".tern-prev" does (a save died between its renames), that one is
-/// the previous pair's and stays.
-Result<void> keep_previous_memory(const std::string& state_path, const std::string& mem_path) {
+/// the previous pair's and stays. True when this call made the link (then `mem_path` still holds
+/// the same file, and the link may go again if the memory file is not replaced after all).
+Result<bool> keep_previous_memory(const std::string& state_path, const std::string& mem_path) {
   const std::string prev = previous_memory_path(mem_path);
   // The token the state file on disk expects: nothing when there is no readable state file; an
   // empty token for a format 1.0 one, whose memory file has no trailer (and still must be kept).
@@ -85,12 +86,13 @@ Result<void> keep_previous_memory(const std::string& state_path, const std::stri
     return want && t && *t == *want;
   };
   const bool mem_pairs = pairs(mem_path);
-  if (!mem_pairs && pairs(prev)) return {};  // the previous pair is STATE + .tern-prev
+  if (!mem_pairs && pairs(prev)) return false;  // the previous pair is STATE + .tern-prev
   if (::unlink(prev.c_str()) != 0 && errno != ENOENT) return fail_errno("unlink", prev);
-  if (!mem_pairs) return {};
+  if (!mem_pairs) return false;
   if (::link(mem_path.c_str(), prev.c_str()) != 0)
     return fail_errno("link", mem_path + " to " + prev + " (keeps the previous snapshot's memory)");
-  return fsync_dir(dir_of(prev));
+  TRY(fsync_dir(dir_of(prev)));
+  return true;
 }
 
 bool same_file(const Target& a, const Target& b) {
@@ -168,11 +170,12 @@ Result<MemorySaveResult> save_snapshot_pair(const GuestMemory& mem, StateFile st
   // Steps 5-8: memory file first (made durable by its directory fsync), state file last. Between
   // the two renames the new memory file sits beside the old state file, whose memory file is then
   // the ".tern-prev" link of step 5 (restore finds it there by its pairing token).
-  TRY(keep_previous_memory(state_path, mem_path));
+  ASSIGN_OR_RETURN(const bool linked, keep_previous_memory(state_path, mem_path));
   const std::string prev = previous_memory_path(mem_path);
   if (auto ok = mem_file.commit(); !ok) {
-    // The memory file is still the old one: the link is not needed (nor harmful if left).
-    if (auto t = memory_file_token(mem_path); t && *t != token) ::unlink(prev.c_str());
+    // The memory file is still the old one: a link made above is not needed (nor harmful if
+    // left). One kept from an earlier save is the previous pair's only memory file: it stays.
+    if (auto t = memory_file_token(mem_path); linked && t && *t != token) ::unlink(prev.c_str());
     return tl::unexpected(ok.error());
   }
   // A failure now leaves the previous pair as state_path + prev: the message says so.

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -306,6 +308,44 @@ TEST(SnapshotPair, SaveOverAFormatOneZeroPairThatDiesBetweenItsRenamesLeavesItRe
   ASSERT_TRUE(r) << r.error().message();
   EXPECT_FALSE(r->used_previous);
   EXPECT_EQ(entries(p.dir.path()), (std::vector<std::string>{"vm.mem", "vm.state"}));
+}
+
+TEST(SnapshotPair, FailedMemoryRenameAfterADeadSaveKeepsThePreviousPair) {
+  // attack2: after a save that died between its renames (previous pair: STATE + .tern-prev), a
+  // save whose memory file rename failed unlinked .tern-prev — the previous pair's only memory
+  // file — though the docs promise "the rename of step 6 fails: the previous pair".
+  Pair p;
+  ASSERT_TRUE(save_snapshot_pair(filled(0x61), state(1), p.s, p.m, {}));
+  const std::string old_m = slurp(p.m);
+  PairSaveOptions dies;
+  dies.between_renames = []() -> Result<void> { return fail("test", "died between renames"); };
+  ASSERT_FALSE(save_snapshot_pair(filled(0x62), state(2), p.s, p.m, dies));
+  // The rename over the memory file fails: the target is immutable (EPERM, even for root).
+  auto set_immutable = [&](bool on) {
+    auto fd = open_file(p.m, O_RDONLY);
+    int flags = 0;
+    if (!fd || ::ioctl(fd->get(), FS_IOC_GETFLAGS, &flags) != 0) return false;
+    flags = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
+    return ::ioctl(fd->get(), FS_IOC_SETFLAGS, &flags) == 0;
+  };
+  bool immutable = false;
+  PairSaveOptions rename_fails;
+  rename_fails.before_commit = [&]() -> Result<void> {
+    immutable = set_immutable(true);
+    return {};
+  };
+  auto r = save_snapshot_pair(filled(0x63), state(3), p.s, p.m, rename_fails);
+  if (immutable) {
+    ASSERT_TRUE(set_immutable(false));
+  } else {
+    GTEST_SKIP() << "no FS_IMMUTABLE_FL on " << p.dir.path();
+  }
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("rename"), std::string::npos) << r.error().message();
+  auto back = restorable(p.s, p.m);
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_TRUE(back->used_previous);
+  EXPECT_EQ(back->mem, old_m);
 }
 
 TEST(SnapshotPair, StalePreviousLinkIsReplacedByThePairOnDisk) {
