@@ -16,22 +16,19 @@
 
 #include "api/api_parser.h"
 #include "api/api_server.h"
+#include "base/testing/fuzz_input.h"
 
 namespace {
 
 namespace http = boost::beast::http;
 
-void check(bool ok) {
-  if (!ok) std::abort();
-}
-
 void parse_and_check(std::string_view method, std::string_view target, std::string_view body) {
   using namespace tern;
   auto parsed = parse_api_request(method, target, body);
   if (!parsed) {
-    check(parsed.error().status >= 400 && parsed.error().status < 500);
+    FUZZ_CHECK(parsed.error().status >= 400 && parsed.error().status < 500);
     auto j = nlohmann::json::parse(parsed.error().body, nullptr, false);
-    check(j.is_object() && j.contains("fault_message"));
+    FUZZ_CHECK(j.is_object() && j.contains("fault_message"));
     return;
   }
   if (auto* b = std::get_if<api::PutBootSource>(&*parsed)) (void)json_text(to_json(b->value));
@@ -50,7 +47,7 @@ void http_stream(std::string_view bytes) {
     // As http::async_read does: feed what is buffered until the message is done.
     while (!p.is_done()) {
       size_t used = p.put(boost::asio::buffer(bytes.data(), bytes.size()), ec);
-      check(used <= bytes.size());
+      FUZZ_CHECK(used <= bytes.size());
       bytes.remove_prefix(used);
       if (ec == http::error::need_more && used > 0 && !bytes.empty()) {
         ec = {};

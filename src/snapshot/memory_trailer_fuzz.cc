@@ -11,13 +11,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/testing/fuzz_input.h"
 #include "snapshot/memory_file.h"
-
-namespace {
-void check(bool ok) {
-  if (!ok) std::abort();
-}
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tern::snap;
@@ -39,10 +34,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::array<tern::RegionSpec, 1> specs{{{0, extent}}};
   auto opened = open_memory_file(path, specs);
   auto token = memory_file_token(path);
-  if (file_size < extent) check(!opened);
+  if (file_size < extent) FUZZ_CHECK(!opened);
   if (opened && token && file_size >= kMemoryTrailerSize &&
       extent == file_size - kMemoryTrailerSize)
-    check(opened->token == *token);
+    FUZZ_CHECK(opened->token == *token);
   ::close(fd);
   return 0;
 }

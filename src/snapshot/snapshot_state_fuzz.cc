@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <span>
 
+#include "base/testing/fuzz_input.h"
 #include "kvm/vcpu_state.h"
 #include "kvm/vm_kvm_state.h"
 #include "snapshot/machine_state.h"
@@ -15,9 +16,6 @@
 #include "snapshot/state_file.h"
 
 namespace {
-void check(bool ok) {
-  if (!ok) std::abort();
-}
 
 // decode -> encode gives back exactly the consumed prefix of the input.
 template <class Decode, class Encode>
@@ -28,8 +26,8 @@ void round_trip(std::span<const uint8_t> in, Decode decode, Encode encode) {
   tern::snap::ByteWriter w;
   encode(w, *v);
   size_t used = in.size() - r.remaining();
-  check(w.data().size() == used);
-  check(std::equal(w.data().begin(), w.data().end(), in.begin()));
+  FUZZ_CHECK(w.data().size() == used);
+  FUZZ_CHECK(std::equal(w.data().begin(), w.data().end(), in.begin()));
 }
 }  // namespace
 
@@ -40,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   switch (data[0] % 4) {
     case 0: {
       auto f = snap::parse_state_file(in, "fuzz");
-      if (f) check(snap::serialize_state_file(*f).size() == in.size());
+      if (f) FUZZ_CHECK(snap::serialize_state_file(*f).size() == in.size());
       if (f) (void)snap::state_pairing_token(*f, "fuzz");  // restore's first look at the file
       break;
     }

@@ -9,15 +9,10 @@
 #include <cstring>
 #include <vector>
 
+#include "base/testing/fuzz_input.h"
 #include "virtio/block/block_request.h"
 #include "virtio/queue.h"
 #include "virtio/virtio_spec.h"
-
-namespace {
-void check(bool ok) {
-  if (!ok) std::abort();
-}
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tern;
@@ -37,8 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memset(low.data(), 0, kLow);
   std::memcpy(low.data(), data, size < kLow ? size : kLow);
   std::memset(high.data(), 0, high.size());
-  auto mem = GuestMemory::wrap({MemoryRegion{0, kLow, low.data(), 0},
-                                MemoryRegion{1 << 20, high.size(), high.data(), 0}});
+  auto mem = GuestMemory::wrap(
+      {MemoryRegion{0, kLow, low.data(), 0}, MemoryRegion{1 << 20, high.size(), high.data(), 0}});
 
   VirtqueueConfig cfg;
   cfg.size = queue_size;
@@ -62,26 +57,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       PopResult p = vq.pop();
       if (p.kind == PopResult::Kind::kEmpty) break;
       if (p.kind == PopResult::Kind::kFatal) return 0;
-      check(vq.last_avail_idx() == static_cast<uint16_t>(before + 1));
+      FUZZ_CHECK(vq.last_avail_idx() == static_cast<uint16_t>(before + 1));
       if (p.kind == PopResult::Kind::kMalformed) {
         (void)vq.add_used(p.head, 0);
         continue;
       }
       const DescriptorChain& c = p.chain;
-      check(c.head < queue_size);
-      check(c.descriptors <= queue_size);
-      for (const auto& s : c.segments) check(mem.slice(s.gpa, s.host.size()).has_value());
+      FUZZ_CHECK(c.head < queue_size);
+      FUZZ_CHECK(c.descriptors <= queue_size);
+      for (const auto& s : c.segments) FUZZ_CHECK(mem.slice(s.gpa, s.host.size()).has_value());
       BlockRequest r = parse_block_request(c, limits);
       uint64_t total = 0;
       for (const auto& v : r.data) total += v.iov_len;
       if (r.op == BlockRequest::Op::kIn || r.op == BlockRequest::Op::kOut) {
-        check(total == r.len);
-        check(r.len % 512 == 0);
-        check(r.offset / 512 + r.len / 512 <= limits.capacity_sectors);
-        check(!(r.op == BlockRequest::Op::kOut && limits.read_only));
+        FUZZ_CHECK(total == r.len);
+        FUZZ_CHECK(r.len % 512 == 0);
+        FUZZ_CHECK(r.offset / 512 + r.len / 512 <= limits.capacity_sectors);
+        FUZZ_CHECK(!(r.op == BlockRequest::Op::kOut && limits.read_only));
       }
-      if (r.op != BlockRequest::Op::kNone) check(r.status != nullptr);
-      for (const auto& g : r.ranges) check(g.offset / 512 + g.len / 512 <= limits.capacity_sectors);
+      if (r.op != BlockRequest::Op::kNone) FUZZ_CHECK(r.status != nullptr);
+      for (const auto& g : r.ranges)
+        FUZZ_CHECK(g.offset / 512 + g.len / 512 <= limits.capacity_sectors);
       if (r.status != nullptr) *r.status = 0;  // what the device would do
       (void)vq.add_used(p.head, r.success_used_len());
     }

@@ -8,31 +8,26 @@
 #include <string_view>
 
 #include "api/api_parser.h"
+#include "base/testing/fuzz_input.h"
 #include "vmm/config_file.h"
-
-namespace {
-void check(bool ok) {
-  if (!ok) std::abort();
-}
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tern;
   auto c = parse_config_file(std::string_view(reinterpret_cast<const char*>(data), size));
   if (!c) {
-    check(!c.error().message().empty());
+    FUZZ_CHECK(!c.error().message().empty());
     return 0;
   }
-  check(!c->boot.kernel_image_path.empty());
+  FUZZ_CHECK(!c->boot.kernel_image_path.empty());
   std::set<std::string> ids;
   int roots = 0;
   for (const auto& d : c->drives) {
-    check(ids.insert(d.drive_id).second);
+    FUZZ_CHECK(ids.insert(d.drive_id).second);
     roots += d.is_root_device;
     (void)json_text(to_json(d));
   }
-  check(roots <= 1);
-  check(c->machine.vcpu_count >= 1);
+  FUZZ_CHECK(roots <= 1);
+  FUZZ_CHECK(c->machine.vcpu_count >= 1);
   (void)json_text(to_json(c->boot));
   (void)json_text(to_json(c->machine));
   return 0;

@@ -7,26 +7,21 @@
 #include <string_view>
 
 #include "base/size.h"
+#include "base/testing/fuzz_input.h"
 #include "vmm/disk_option.h"
-
-namespace {
-void check(bool ok) {
-  if (!ok) std::abort();
-}
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tern;
   std::string_view text(reinterpret_cast<const char*>(data), size);
   if (auto d = parse_disk_option(text)) {
-    check(!d->path.empty());
-    check(d->path.size() < size);  // "path=" came with it
-    check(d->serial.size() <= kVirtioBlkIdBytes);
-    check(d->queues >= 1 && d->queues <= 64);
+    FUZZ_CHECK(!d->path.empty());
+    FUZZ_CHECK(d->path.size() < size);  // "path=" came with it
+    FUZZ_CHECK(d->serial.size() <= kVirtioBlkIdBytes);
+    FUZZ_CHECK(d->queues >= 1 && d->queues <= 64);
   } else {
-    check(!d.error().message().empty());
+    FUZZ_CHECK(!d.error().message().empty());
   }
-  if (auto s = parse_size(text, "--memory")) check(*s > 0);
+  if (auto s = parse_size(text, "--memory")) FUZZ_CHECK(*s > 0);
   (void)parse_cache_mode(text);
   (void)parse_io_engine(text);
   return 0;

@@ -8,13 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "base/testing/fuzz_input.h"
 #include "virtio/block/block_request.h"
-
-namespace {
-void check(bool ok) {
-  if (!ok) std::abort();
-}
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tern;
@@ -58,29 +53,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   };
   uint64_t total = 0;
   for (const auto& v : r.data) {
-    check(inside(v.iov_base, v.iov_len));
+    FUZZ_CHECK(inside(v.iov_base, v.iov_len));
     total += v.iov_len;
   }
-  if (r.status != nullptr) check(inside(r.status, 1));
+  if (r.status != nullptr) FUZZ_CHECK(inside(r.status, 1));
   switch (r.op) {
     case BlockRequest::Op::kIn:
     case BlockRequest::Op::kOut:
-      check(total == r.len && r.len % 512 == 0);
-      check(r.offset / 512 + r.len / 512 <= limits.capacity_sectors);
-      check(!(read_only && r.op == BlockRequest::Op::kOut));
+      FUZZ_CHECK(total == r.len && r.len % 512 == 0);
+      FUZZ_CHECK(r.offset / 512 + r.len / 512 <= limits.capacity_sectors);
+      FUZZ_CHECK(!(read_only && r.op == BlockRequest::Op::kOut));
       break;
     case BlockRequest::Op::kGetId:
-      check(total == 20);
+      FUZZ_CHECK(total == 20);
       break;
     case BlockRequest::Op::kDiscard:
     case BlockRequest::Op::kWriteZeroes:
-      check(!read_only);
-      check(r.ranges.size() <= 4);
-      for (const auto& g : r.ranges) check(g.offset / 512 + g.len / 512 <= 64 && g.len <= 32 * 512);
+      FUZZ_CHECK(!read_only);
+      FUZZ_CHECK(r.ranges.size() <= 4);
+      for (const auto& g : r.ranges)
+        FUZZ_CHECK(g.offset / 512 + g.len / 512 <= 64 && g.len <= 32 * 512);
       break;
     default:
       break;
   }
-  if (r.op != BlockRequest::Op::kNone) check(r.status != nullptr);
+  if (r.op != BlockRequest::Op::kNone) FUZZ_CHECK(r.status != nullptr);
   return 0;
 }
