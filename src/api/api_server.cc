@@ -99,7 +99,19 @@ class Session : public std::enable_shared_from_this<Session> {
     res->body() = std::move(r.body);
     res->keep_alive(keep_alive_ && !srv_.stopping);
     res->prepare_payload();
+    // A client that does not take its answer (it pipelines requests and never reads, or is
+    // stopped) must not hold its connection slot for ever: the answer has read_timeout too.
+    const uint64_t gen = ++write_gen_;
+    writing_response_ = true;
+    timer_.expires_after(srv_.opts.read_timeout);
+    timer_.async_wait([weak = weak_from_this(), gen](beast::error_code ec) {
+      if (ec) return;
+      auto self = weak.lock();
+      if (self && self->writing_response_ && self->write_gen_ == gen) self->close();
+    });
     http::async_write(sock_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
+      self->writing_response_ = false;
+      self->timer_.cancel();
       if (ec || !res->keep_alive()) {
         self->close();
         return;
@@ -281,6 +293,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   bool keep_alive_ = true;
   bool timed_out_ = false;
+  bool writing_response_ = false;  // an HTTP answer is being written (write())
+  uint64_t write_gen_ = 0;         // which write() the write timer belongs to
   bool closed_ = false;
   // Event stream state.
   bool events_mode_ = false;

@@ -420,6 +420,40 @@ TEST(ApiServer, ConnectionLimit) {
   idle.clear();
 }
 
+// A client that pipelines requests and never reads the answers (or is stopped) used to hold its
+// connection for ever: the answer's write waited without a timeout, so 128 such clients locked
+// everyone out of the API (tern snapshot, power-off) until they died.
+TEST(ApiServer, ClientThatNeverTakesItsAnswersIsDisconnected) {
+  ApiServerOptions opts;
+  opts.max_connections = 1;
+  opts.read_timeout = std::chrono::milliseconds(300);
+  ApiHarness h(opts);
+  UniqueFd stuck = raw_connect(h.sock);
+  int small = 4096;
+  ::setsockopt(stuck.get(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  // Pipeline until the server stops reading (its answers fill the socket): it is then blocked
+  // writing an answer nobody takes.
+  const std::string one = "GET /vm/config HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::string many;
+  for (int i = 0; i < 64; ++i) many += one;
+  size_t sent = 0;
+  for (int spins = 0; spins < 200 && sent < (size_t{64} << 20); ++spins) {
+    ssize_t n = ::send(stuck.get(), many.data(), many.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      spins = 0;
+      continue;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_GT(sent, 0u);
+  // Well past the timeout, the one connection slot is free again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  auto r = api_request(h.sock, "GET", "/");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->status, 200) << r->body;
+}
+
 /// Opens GET /tern/events on a raw socket and reads the response head (and what follows it).
 std::string open_event_stream(const UniqueFd& fd) {
   send_all(fd, "GET /tern/events HTTP/1.1\r\nHost: x\r\n\r\n");
