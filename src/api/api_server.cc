@@ -1,5 +1,6 @@
 #include "api/api_server.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -253,12 +254,23 @@ class Session : public std::enable_shared_from_this<Session> {
     flush();
   }
 
+  // The subscriber closing ends the stream. End of input alone does not: a client that only shut
+  // down its sending side (socat, nc -N after the request) still reads, and the end of the stream
+  // means "tern exited". Such a client's later close shows as a write error at the next event.
   void watch_for_close() {
     sock_.async_read_some(asio::buffer(scratch_),
                           [self = shared_from_this()](beast::error_code ec, size_t) {
-                            if (ec) self->close();
-                            else self->watch_for_close();
+                            if (!ec) self->watch_for_close();
+                            else if (ec != asio::error::eof || !self->peer_still_reading())
+                              self->close();
                           });
+  }
+
+  // After end of input: true if the peer only half-closed (a peer that closed altogether leaves
+  // this socket hung up both ways, POLLHUP).
+  bool peer_still_reading() {
+    pollfd p{sock_.native_handle(), POLLOUT, 0};
+    return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) == 0;
   }
 
   // Writes out_ (the head and backlog at first), then whatever queue_ holds, until both are empty.

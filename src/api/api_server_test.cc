@@ -544,6 +544,35 @@ TEST(ApiServer, SlowEventSubscriberIsDroppedWithALastLine) {
   EXPECT_EQ(open_event_stream(again).rfind("HTTP/1.1 200", 0), 0u);
 }
 
+// A subscriber that shuts down its sending side after the request (socat, nc -N) used to get the
+// backlog and then the end of the stream at once - which reads as "tern exited".
+TEST(ApiServer, HalfClosedEventSubscriberStillGetsLiveEvents) {
+  ApiHarness h;
+  UniqueFd fd = raw_connect(h.sock);
+  std::string head = open_event_stream(fd);
+  ASSERT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+  ASSERT_EQ(::shutdown(fd.get(), SHUT_WR), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the server sees the EOF
+  h.events.publish({{"event", "test-live"}});
+  std::string got = head;
+  char buf[4096];
+  while (got.find("test-live") == std::string::npos) {
+    ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);  // 10 s timeout (raw_connect)
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_NE(got.find("\"event\":\"test-live\""), std::string::npos) << got;
+  // Closing it altogether frees its stream slot (at the next event at the latest).
+  fd.reset();
+  h.events.publish({{"event", "test-after-close"}});
+  ApiServerOptions defaults;
+  std::vector<UniqueFd> streams;
+  for (size_t i = 0; i < defaults.max_event_streams; ++i) {
+    streams.push_back(raw_connect(h.sock));
+    EXPECT_EQ(open_event_stream(streams.back()).rfind("HTTP/1.1 200", 0), 0u) << i;
+  }
+}
+
 TEST(ApiServer, EventsStreamBacklogThenLiveUntilExit) {
   ApiHarness h;
   h.configure_and_start();

@@ -49,6 +49,7 @@ struct EngineParam {
   IoEngineKind engine;
   const char* name;
 };
+void PrintTo(const EngineParam& p, std::ostream* os) { *os << p.name; }  // not its padding bytes
 
 class BlockAttackTest : public ::testing::TestWithParam<EngineParam> {
  protected:
