@@ -260,9 +260,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void watch_for_close() {
     sock_.async_read_some(asio::buffer(scratch_),
                           [self = shared_from_this()](beast::error_code ec, size_t) {
-                            if (!ec) self->watch_for_close();
-                            else if (ec != asio::error::eof || !self->peer_still_reading())
+                            if (!ec) {
+                              self->watch_for_close();
+                            } else if (ec != asio::error::eof || !self->peer_still_reading()) {
                               self->close();
+                            }
                           });
   }
 
