@@ -48,6 +48,9 @@ struct ApiServer::Impl {
   bool stopping = false;  // io thread only
   bool shut_down = false;  // caller's thread only
   size_t event_streams = 0;  // io thread only
+  /// Connections beyond max_connections that are answered 503 (each for at most a second);
+  /// further ones are closed unanswered.
+  static constexpr size_t kMaxRefusing = 64;
   std::unordered_map<Session*, std::shared_ptr<Session>> sessions;  // io thread only
 };
 
@@ -113,8 +116,12 @@ class Session : public std::enable_shared_from_this<Session> {
     http::async_write(sock_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
       self->writing_response_ = false;
       self->timer_.cancel();
-      if (ec || !res->keep_alive()) {
+      if (ec) {
         self->close();
+        return;
+      }
+      if (!res->keep_alive()) {
+        self->linger();
         return;
       }
       self->read_request();
@@ -122,6 +129,35 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
+  // The answer is out and the connection ends. Closing at once, with the client's request (or
+  // the rest of its body) unread, makes the kernel fail the client's next write with EPIPE or its
+  // read with ECONNRESET, so it may never see the answer (tern ctl under the connection limit
+  // said "write request: Broken pipe" instead of the 503). Stop sending, drop what still arrives
+  // until the client closes, for at most a second and kMaxLingerBytes, then close.
+  void linger() {
+    if (closed_) return;
+    beast::error_code ig;
+    sock_.shutdown(local::socket::shutdown_send, ig);
+    timer_.expires_after(std::min<std::chrono::milliseconds>(srv_.opts.read_timeout,
+                                                            std::chrono::seconds(1)));
+    timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+      if (ec) return;
+      if (auto self = weak.lock()) self->close();
+    });
+    drain();
+  }
+  void drain() {
+    sock_.async_read_some(asio::buffer(scratch_),
+                          [self = shared_from_this()](beast::error_code ec, size_t n) {
+                            self->lingered_ += n;
+                            if (ec || self->lingered_ > kMaxLingerBytes) {
+                              self->close();
+                            } else {
+                              self->drain();
+                            }
+                          });
+  }
+
   void read_request() {
     if (closed_) return;
     parser_.emplace();
@@ -307,6 +343,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   bool keep_alive_ = true;
   bool timed_out_ = false;
+  static constexpr size_t kMaxLingerBytes = 1 << 20;
+  size_t lingered_ = 0;            // bytes dropped by drain()
   bool writing_response_ = false;  // an HTTP answer is being written (write())
   uint64_t write_gen_ = 0;         // which write() the write timer belongs to
   bool closed_ = false;
@@ -330,6 +368,13 @@ void ApiServer::Impl::accept() {
       if (ec == asio::error::operation_aborted || stopping) return;
       static RateLimit limit;
       TERN_LOG_RATELIMITED(limit, warn, "API socket accept: {}", ec.message());
+      accept();
+      return;
+    }
+    if (sessions.size() >= opts.max_connections + kMaxRefusing) {
+      // A flood: refusing politely (503, then lingering) would hold a descriptor per attempt.
+      beast::error_code ig;
+      s.close(ig);
       accept();
       return;
     }

@@ -454,6 +454,33 @@ TEST(ApiServer, ClientThatNeverTakesItsAnswersIsDisconnected) {
   EXPECT_EQ(r->status, 200) << r->body;
 }
 
+// Over the connection limit, a client that sends its request once the server has answered 503
+// used to fail writing it (EPIPE: the server had closed), so tern ctl reported "write request:
+// Broken pipe" and never read the 503. Now the server lingers: the write succeeds, the 503 is read.
+TEST(ApiServer, RefusedClientCanStillSendItsRequestAndReadThe503) {
+  ApiServerOptions opts;
+  opts.max_connections = 1;
+  ApiHarness h(opts);
+  UniqueFd held = raw_connect(h.sock);
+  send_all(held, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  char buf[512];
+  ASSERT_GT(::recv(held.get(), buf, sizeof buf, 0), 0);  // accepted: the one slot is taken
+  for (int i = 0; i < 5; ++i) {
+    UniqueFd fd = raw_connect(h.sock);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the 503 is written by now
+    const std::string req =
+        "PUT /actions HTTP/1.1\r\nHost: x\r\nContent-Length: 31\r\n\r\n"
+        "{\"action_type\": \"FlushMetrics\"}";
+    ssize_t n = ::send(fd.get(), req.data(), req.size(), MSG_NOSIGNAL);
+    EXPECT_EQ(n, static_cast<ssize_t>(req.size())) << "send: " << std::strerror(errno);
+    std::string out = read_to_close(fd);
+    EXPECT_EQ(out.rfind("HTTP/1.1 503", 0), 0u) << out;
+  }
+  held.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(h.call("GET", "/").status, 200);
+}
+
 /// Opens GET /tern/events on a raw socket and reads the response head (and what follows it).
 std::string open_event_stream(const UniqueFd& fd) {
   send_all(fd, "GET /tern/events HTTP/1.1\r\nHost: x\r\n\r\n");
