@@ -138,8 +138,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_) return;
     beast::error_code ig;
     sock_.shutdown(local::socket::shutdown_send, ig);
-    timer_.expires_after(std::min<std::chrono::milliseconds>(srv_.opts.read_timeout,
-                                                            std::chrono::seconds(1)));
+    timer_.expires_after(
+        std::min<std::chrono::milliseconds>(srv_.opts.read_timeout, std::chrono::seconds(1)));
     timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
       if (ec) return;
       if (auto self = weak.lock()) self->close();
