@@ -61,7 +61,8 @@ namespace {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(ApiServer::Impl& srv, local::socket s)
-      : srv_(srv), sock_(std::move(s)), timer_(*srv.ioc) {}
+      : srv_(srv), sock_(std::move(s)), timer_(*srv.ioc),
+        buf_(srv.opts.max_header_bytes + kReadAhead) {}
 
   void start() { read_request(); }
 
@@ -200,6 +201,12 @@ class Session : public std::enable_shared_from_this<Session> {
                                         std::to_string(srv_.opts.max_body_bytes) + " bytes"));
       return;
     }
+    if (ec == http::error::buffer_overflow) {
+      // Chunk extensions and trailers count toward neither limit: they must fit in buf_.
+      write(ApiResponse::error(400, "request framing (a chunk header or trailer) larger than " +
+                                        std::to_string(buf_.max_size()) + " bytes"));
+      return;
+    }
     if (ec == http::error::header_limit) {
       write(ApiResponse::error(431, "request head larger than " +
                                         std::to_string(srv_.opts.max_header_bytes) + " bytes"));
@@ -336,10 +343,15 @@ class Session : public std::enable_shared_from_this<Session> {
                       });
   }
 
+  // What the HTTP parser may hold unparsed beyond a request head. Bodies are parsed out of buf_
+  // as they arrive; without a cap, one chunk extension or trailer of any size was buffered whole
+  // (4 clients streaming a chunk extension for 4 s grew tern by 1.8 GiB).
+  static constexpr size_t kReadAhead = 64 * 1024;
+
   ApiServer::Impl& srv_;
   local::socket sock_;
   asio::steady_timer timer_;
-  beast::flat_buffer buf_;
+  beast::flat_buffer buf_;  // max_size(): max_header_bytes + kReadAhead
   std::optional<http::request_parser<http::string_body>> parser_;
   bool keep_alive_ = true;
   bool timed_out_ = false;
