@@ -61,7 +61,9 @@ namespace {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(ApiServer::Impl& srv, local::socket s)
-      : srv_(srv), sock_(std::move(s)), timer_(*srv.ioc),
+      : srv_(srv),
+        sock_(std::move(s)),
+        timer_(*srv.ioc),
         buf_(srv.opts.max_header_bytes + kReadAhead) {}
 
   void start() { read_request(); }
