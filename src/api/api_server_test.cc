@@ -374,14 +374,14 @@ TEST(ApiServer, HugeChunkExtensionOrTrailerIsRefusedNotBuffered) {
   char size_hex[16];
   std::snprintf(size_hex, sizeof size_hex, "%zx", body.size());
   // A valid request but for a 4 MiB chunk extension: it used to be accepted (204).
-  std::string ext = head + size_hex + ";x=" + std::string(4 << 20, 'a') + "\r\n" + body +
-                    "\r\n0\r\n\r\n";
+  std::string ext =
+      head + size_hex + ";x=" + std::string(4 << 20, 'a') + "\r\n" + body + "\r\n0\r\n\r\n";
   std::string out = raw_exchange(h.sock, ext);
   EXPECT_EQ(out.rfind("HTTP/1.1 400", 0), 0u) << out.substr(0, 200);
   EXPECT_NE(out.find("chunk header or trailer"), std::string::npos) << out.substr(0, 300);
   // A 4 MiB trailer field.
-  std::string trailer = head + size_hex + "\r\n" + body + "\r\n0\r\nX-T: " +
-                        std::string(4 << 20, 'b') + "\r\n\r\n";
+  std::string trailer =
+      head + size_hex + "\r\n" + body + "\r\n0\r\nX-T: " + std::string(4 << 20, 'b') + "\r\n\r\n";
   out = raw_exchange(h.sock, trailer);
   EXPECT_TRUE(out.rfind("HTTP/1.1 400", 0) == 0 || out.rfind("HTTP/1.1 431", 0) == 0)
       << out.substr(0, 200);
