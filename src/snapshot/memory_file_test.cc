@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "base/fd.h"
@@ -220,6 +221,34 @@ TEST(MemoryFile, CancelledSaveFailsAndLeavesNoFile) {
   auto r = save_memory_file(*mem, p, o);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message().find("cancelled"), std::string::npos) << r.error().message();
+  EXPECT_FALSE(std::filesystem::exists(p));
+}
+
+// A tiny rate limit (the API takes 1 B/s) made each one-page run sleep page/limit seconds without
+// looking at the cancel flag: PUT /tern/power-off answered 204 and tern then waited ~68 min per
+// page for the save thread at 1 B/s. Here 200 B/s: the first page alone used to sleep 20 s.
+TEST(MemoryFile, CancelInterruptsASlowRateLimit) {
+  std::array<RegionSpec, 1> spec{{{0, 1 << 20}}};
+  auto mem = GuestMemory::create(spec);
+  ASSERT_TRUE(mem);
+  std::memset(mem->regions()[0].host, 0x22, 1 << 20);
+  testing::TempDir d{"tern-mem"};
+  const std::string p = d.path() + "/slow.mem";
+  std::atomic<bool> cancel{false};
+  MemorySaveOptions o;
+  o.cancel = &cancel;
+  o.rate_limit_bytes_per_s = 200;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    cancel = true;
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = save_memory_file(*mem, p, o);
+  auto took = std::chrono::steady_clock::now() - t0;
+  canceller.join();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("cancelled"), std::string::npos) << r.error().message();
+  EXPECT_LT(took, std::chrono::seconds(2));
   EXPECT_FALSE(std::filesystem::exists(p));
 }
 
