@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/json_reader.h"
+
 namespace tern {
 namespace {
 
@@ -175,6 +177,24 @@ TEST(ApiParser, MalformedJson) {
   EXPECT_NE(fault(r).find("JSON body"), std::string::npos);
   // The error body itself is valid JSON even when it quotes the bad bytes.
   EXPECT_TRUE(nlohmann::json::accept(r.error().body));
+}
+
+// nlohmann keeps the last of duplicate keys: {"state": "Paused", "state": "Resumed"} resumed the
+// VM, while anything reading the first key saw a pause. Refused now, naming the key, at any depth.
+TEST(ApiParser, DuplicateKeysAreRefused) {
+  EXPECT_EQ(fault(parse_api_request("PATCH", "/vm", R"({"state": "Paused", "state": "Resumed"})")),
+            "JSON body: duplicate key \"state\"");
+  EXPECT_EQ(fault(parse_api_request("PUT", "/snapshot/load",
+                                    R"({"snapshot_path": "/proc/self/exe", "mem_backend":
+                                        {"backend_type": "File", "backend_path": "/a",
+                                         "backend_path": "/proc/self/exe"}})")),
+            "JSON body: duplicate key \"backend_path\"");
+  // The same key in sibling or nested objects, or as a value, is fine.
+  auto ok = parse_json_text(R"({"a": {"x": 1}, "b": [{"x": 2}, {"x": 3}], "x": "x"})");
+  ASSERT_TRUE(ok) << ok.error().message();
+  EXPECT_EQ((*ok)["b"][1]["x"], 3);
+  EXPECT_FALSE(parse_json_text(R"({"a": [{"x": 1, "x": 2}]})"));
+  EXPECT_TRUE(parse_api_request("PATCH", "/vm", R"({"state": "Paused"})").has_value());
 }
 
 TEST(ApiParser, PathsAndMethods) {

@@ -104,6 +104,8 @@ struct ApiResponse {
   static ApiResponse no_content() { return {}; }
   /// 200 with a JSON body, serialised by json_text().
   static ApiResponse json(const nlohmann::json& body, int status = 200);
+  /// Not for text that already is JSON: it would be sent as one JSON string ("\"{...}\"").
+  static ApiResponse json(const std::string& already_serialised, int status = 200) = delete;
   /// 200 with a text body of type `content_type`.
   static ApiResponse text(std::string body, std::string content_type);
   /// An error in Firecracker's shape: {"fault_message": "..."}.

@@ -1,5 +1,6 @@
 #include "api/api_server.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -47,6 +48,9 @@ struct ApiServer::Impl {
   bool stopping = false;  // io thread only
   bool shut_down = false;  // caller's thread only
   size_t event_streams = 0;  // io thread only
+  /// Connections beyond max_connections that are answered 503 (each for at most a second);
+  /// further ones are closed unanswered.
+  static constexpr size_t kMaxRefusing = 64;
   std::unordered_map<Session*, std::shared_ptr<Session>> sessions;  // io thread only
 };
 
@@ -57,7 +61,10 @@ namespace {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(ApiServer::Impl& srv, local::socket s)
-      : srv_(srv), sock_(std::move(s)), timer_(*srv.ioc) {}
+      : srv_(srv),
+        sock_(std::move(s)),
+        timer_(*srv.ioc),
+        buf_(srv.opts.max_header_bytes + kReadAhead) {}
 
   void start() { read_request(); }
 
@@ -99,9 +106,25 @@ class Session : public std::enable_shared_from_this<Session> {
     res->body() = std::move(r.body);
     res->keep_alive(keep_alive_ && !srv_.stopping);
     res->prepare_payload();
+    // A client that does not take its answer (it pipelines requests and never reads, or is
+    // stopped) must not hold its connection slot for ever: the answer has read_timeout too.
+    const uint64_t gen = ++write_gen_;
+    writing_response_ = true;
+    timer_.expires_after(srv_.opts.read_timeout);
+    timer_.async_wait([weak = weak_from_this(), gen](beast::error_code ec) {
+      if (ec) return;
+      auto self = weak.lock();
+      if (self && self->writing_response_ && self->write_gen_ == gen) self->close();
+    });
     http::async_write(sock_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
-      if (ec || !res->keep_alive()) {
+      self->writing_response_ = false;
+      self->timer_.cancel();
+      if (ec) {
         self->close();
+        return;
+      }
+      if (!res->keep_alive()) {
+        self->linger();
         return;
       }
       self->read_request();
@@ -109,6 +132,35 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
+  // The answer is out and the connection ends. Closing at once, with the client's request (or
+  // the rest of its body) unread, makes the kernel fail the client's next write with EPIPE or its
+  // read with ECONNRESET, so it may never see the answer (tern ctl under the connection limit
+  // said "write request: Broken pipe" instead of the 503). Stop sending, drop what still arrives
+  // until the client closes, for at most a second and kMaxLingerBytes, then close.
+  void linger() {
+    if (closed_) return;
+    beast::error_code ig;
+    sock_.shutdown(local::socket::shutdown_send, ig);
+    timer_.expires_after(
+        std::min<std::chrono::milliseconds>(srv_.opts.read_timeout, std::chrono::seconds(1)));
+    timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+      if (ec) return;
+      if (auto self = weak.lock()) self->close();
+    });
+    drain();
+  }
+  void drain() {
+    sock_.async_read_some(asio::buffer(scratch_),
+                          [self = shared_from_this()](beast::error_code ec, size_t n) {
+                            self->lingered_ += n;
+                            if (ec || self->lingered_ > kMaxLingerBytes) {
+                              self->close();
+                            } else {
+                              self->drain();
+                            }
+                          });
+  }
+
   void read_request() {
     if (closed_) return;
     parser_.emplace();
@@ -149,6 +201,12 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == http::error::body_limit) {
       write(ApiResponse::error(413, "request body larger than " +
                                         std::to_string(srv_.opts.max_body_bytes) + " bytes"));
+      return;
+    }
+    if (ec == http::error::buffer_overflow) {
+      // Chunk extensions and trailers count toward neither limit: they must fit in buf_.
+      write(ApiResponse::error(400, "request framing (a chunk header or trailer) larger than " +
+                                        std::to_string(buf_.max_size()) + " bytes"));
       return;
     }
     if (ec == http::error::header_limit) {
@@ -241,12 +299,25 @@ class Session : public std::enable_shared_from_this<Session> {
     flush();
   }
 
+  // The subscriber closing ends the stream. End of input alone does not: a client that only shut
+  // down its sending side (socat, nc -N after the request) still reads, and the end of the stream
+  // means "tern exited". Such a client's later close shows as a write error at the next event.
   void watch_for_close() {
     sock_.async_read_some(asio::buffer(scratch_),
                           [self = shared_from_this()](beast::error_code ec, size_t) {
-                            if (ec) self->close();
-                            else self->watch_for_close();
+                            if (!ec) {
+                              self->watch_for_close();
+                            } else if (ec != asio::error::eof || !self->peer_still_reading()) {
+                              self->close();
+                            }
                           });
+  }
+
+  // After end of input: true if the peer only half-closed (a peer that closed altogether leaves
+  // this socket hung up both ways, POLLHUP).
+  bool peer_still_reading() {
+    pollfd p{sock_.native_handle(), POLLOUT, 0};
+    return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) == 0;
   }
 
   // Writes out_ (the head and backlog at first), then whatever queue_ holds, until both are empty.
@@ -274,13 +345,22 @@ class Session : public std::enable_shared_from_this<Session> {
                       });
   }
 
+  // What the HTTP parser may hold unparsed beyond a request head. Bodies are parsed out of buf_
+  // as they arrive; without a cap, one chunk extension or trailer of any size was buffered whole
+  // (4 clients streaming a chunk extension for 4 s grew tern by 1.8 GiB).
+  static constexpr size_t kReadAhead = 64 * 1024;
+
   ApiServer::Impl& srv_;
   local::socket sock_;
   asio::steady_timer timer_;
-  beast::flat_buffer buf_;
+  beast::flat_buffer buf_;  // max_size(): max_header_bytes + kReadAhead
   std::optional<http::request_parser<http::string_body>> parser_;
   bool keep_alive_ = true;
   bool timed_out_ = false;
+  static constexpr size_t kMaxLingerBytes = 1 << 20;
+  size_t lingered_ = 0;            // bytes dropped by drain()
+  bool writing_response_ = false;  // an HTTP answer is being written (write())
+  uint64_t write_gen_ = 0;         // which write() the write timer belongs to
   bool closed_ = false;
   // Event stream state.
   bool events_mode_ = false;
@@ -302,6 +382,13 @@ void ApiServer::Impl::accept() {
       if (ec == asio::error::operation_aborted || stopping) return;
       static RateLimit limit;
       TERN_LOG_RATELIMITED(limit, warn, "API socket accept: {}", ec.message());
+      accept();
+      return;
+    }
+    if (sessions.size() >= opts.max_connections + kMaxRefusing) {
+      // A flood: refusing politely (503, then lingering) would hold a descriptor per attempt.
+      beast::error_code ig;
+      s.close(ig);
       accept();
       return;
     }

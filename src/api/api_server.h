@@ -21,7 +21,8 @@ struct ApiServerOptions {
   size_t max_header_bytes = 8 * 1024;        ///< Larger request heads get 431.
   size_t max_body_bytes = kMaxApiBodyBytes;  ///< Larger bodies get 413 (from Content-Length).
   /// A request (or the wait for the next one on a kept-alive connection) must arrive whole within
-  /// this time; otherwise 408 and the connection is closed.
+  /// this time; otherwise 408 and the connection is closed. An answer the client does not take
+  /// within this time also closes the connection.
   std::chrono::milliseconds read_timeout{5000};
   size_t max_connections = 128;  ///< Connections beyond this get 503 and are closed.
   /// GET /tern/events streams beyond this get 503. Streams count toward max_connections, so at

@@ -363,6 +363,37 @@ TEST(ApiServer, MalformedHttp) {
   EXPECT_EQ(h.call("GET", "/").status, 200);
 }
 
+// Chunk extensions and trailers count toward neither the head nor the body limit, and Beast
+// buffers one whole before parsing it: a client streaming a chunk extension grew tern without
+// bound (1.8 GiB in 4 s from 4 connections). The read buffer is capped now.
+TEST(ApiServer, HugeChunkExtensionOrTrailerIsRefusedNotBuffered) {
+  ApiHarness h;
+  const std::string head =
+      "PUT /actions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string body = R"({"action_type": "FlushMetrics"})";
+  char size_hex[16];
+  std::snprintf(size_hex, sizeof size_hex, "%zx", body.size());
+  // A valid request but for a 4 MiB chunk extension: it used to be accepted (204).
+  std::string ext =
+      head + size_hex + ";x=" + std::string(4 << 20, 'a') + "\r\n" + body + "\r\n0\r\n\r\n";
+  std::string out = raw_exchange(h.sock, ext);
+  EXPECT_EQ(out.rfind("HTTP/1.1 400", 0), 0u) << out.substr(0, 200);
+  EXPECT_NE(out.find("chunk header or trailer"), std::string::npos) << out.substr(0, 300);
+  // A 4 MiB trailer field.
+  std::string trailer =
+      head + size_hex + "\r\n" + body + "\r\n0\r\nX-T: " + std::string(4 << 20, 'b') + "\r\n\r\n";
+  out = raw_exchange(h.sock, trailer);
+  EXPECT_TRUE(out.rfind("HTTP/1.1 400", 0) == 0 || out.rfind("HTTP/1.1 431", 0) == 0)
+      << out.substr(0, 200);
+  // Many small chunks are fine: the body is parsed out of the buffer as it comes.
+  std::string chunks = head;
+  for (char c : body) chunks += std::string("1\r\n") + c + "\r\n";
+  chunks += "0\r\n\r\n";
+  out = raw_exchange(h.sock, chunks);
+  EXPECT_EQ(out.rfind("HTTP/1.1 204", 0), 0u) << out;
+  EXPECT_EQ(h.call("GET", "/").status, 200);
+}
+
 TEST(ApiServer, BadJsonBodies) {
   ApiHarness h;
   EXPECT_NE(fault_of(h.call("PUT", "/machine-config", R"({"vcpu_count": 2, "mem_)")).find("JSON body"),
@@ -418,6 +449,67 @@ TEST(ApiServer, ConnectionLimit) {
   std::string out = raw_exchange(h.sock, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(out.rfind("HTTP/1.1 503", 0), 0u) << out;
   idle.clear();
+}
+
+// A client that pipelines requests and never reads the answers (or is stopped) used to hold its
+// connection for ever: the answer's write waited without a timeout, so 128 such clients locked
+// everyone out of the API (tern snapshot, power-off) until they died.
+TEST(ApiServer, ClientThatNeverTakesItsAnswersIsDisconnected) {
+  ApiServerOptions opts;
+  opts.max_connections = 1;
+  opts.read_timeout = std::chrono::milliseconds(300);
+  ApiHarness h(opts);
+  UniqueFd stuck = raw_connect(h.sock);
+  int small = 4096;
+  ::setsockopt(stuck.get(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  // Pipeline until the server stops reading (its answers fill the socket): it is then blocked
+  // writing an answer nobody takes.
+  const std::string one = "GET /vm/config HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::string many;
+  for (int i = 0; i < 64; ++i) many += one;
+  size_t sent = 0;
+  for (int spins = 0; spins < 200 && sent < (size_t{64} << 20); ++spins) {
+    ssize_t n = ::send(stuck.get(), many.data(), many.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      spins = 0;
+      continue;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_GT(sent, 0u);
+  // Well past the timeout, the one connection slot is free again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  auto r = api_request(h.sock, "GET", "/");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->status, 200) << r->body;
+}
+
+// Over the connection limit, a client that sends its request once the server has answered 503
+// used to fail writing it (EPIPE: the server had closed), so tern ctl reported "write request:
+// Broken pipe" and never read the 503. Now the server lingers: the write succeeds, the 503 is read.
+TEST(ApiServer, RefusedClientCanStillSendItsRequestAndReadThe503) {
+  ApiServerOptions opts;
+  opts.max_connections = 1;
+  ApiHarness h(opts);
+  UniqueFd held = raw_connect(h.sock);
+  send_all(held, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  char buf[512];
+  ASSERT_GT(::recv(held.get(), buf, sizeof buf, 0), 0);  // accepted: the one slot is taken
+  for (int i = 0; i < 5; ++i) {
+    UniqueFd fd = raw_connect(h.sock);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the 503 is written by now
+    const std::string req =
+        "PUT /actions HTTP/1.1\r\nHost: x\r\nContent-Length: 31\r\n\r\n"
+        "{\"action_type\": \"FlushMetrics\"}";
+    ssize_t n = ::send(fd.get(), req.data(), req.size(), MSG_NOSIGNAL);
+    EXPECT_EQ(n, static_cast<ssize_t>(req.size())) << "send: " << std::strerror(errno);
+    std::string out = read_to_close(fd);
+    EXPECT_EQ(out.rfind("HTTP/1.1 503", 0), 0u) << out;
+  }
+  held.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(h.call("GET", "/").status, 200);
 }
 
 /// Opens GET /tern/events on a raw socket and reads the response head (and what follows it).
@@ -508,6 +600,35 @@ TEST(ApiServer, SlowEventSubscriberIsDroppedWithALastLine) {
   EXPECT_EQ(h.call("GET", "/").status, 200);
   UniqueFd again = raw_connect(h.sock);
   EXPECT_EQ(open_event_stream(again).rfind("HTTP/1.1 200", 0), 0u);
+}
+
+// A subscriber that shuts down its sending side after the request (socat, nc -N) used to get the
+// backlog and then the end of the stream at once - which reads as "tern exited".
+TEST(ApiServer, HalfClosedEventSubscriberStillGetsLiveEvents) {
+  ApiHarness h;
+  UniqueFd fd = raw_connect(h.sock);
+  std::string head = open_event_stream(fd);
+  ASSERT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+  ASSERT_EQ(::shutdown(fd.get(), SHUT_WR), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the server sees the EOF
+  h.events.publish({{"event", "test-live"}});
+  std::string got = head;
+  char buf[4096];
+  while (got.find("test-live") == std::string::npos) {
+    ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);  // 10 s timeout (raw_connect)
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_NE(got.find("\"event\":\"test-live\""), std::string::npos) << got;
+  // Closing it altogether frees its stream slot (at the next event at the latest).
+  fd.reset();
+  h.events.publish({{"event", "test-after-close"}});
+  ApiServerOptions defaults;
+  std::vector<UniqueFd> streams;
+  for (size_t i = 0; i < defaults.max_event_streams; ++i) {
+    streams.push_back(raw_connect(h.sock));
+    EXPECT_EQ(open_event_stream(streams.back()).rfind("HTTP/1.1 200", 0), 0u) << i;
+  }
 }
 
 TEST(ApiServer, EventsStreamBacklogThenLiveUntilExit) {

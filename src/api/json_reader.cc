@@ -1,5 +1,9 @@
 #include "api/json_reader.h"
 
+#include <optional>
+#include <set>
+#include <vector>
+
 namespace tern {
 
 Result<nlohmann::json> parse_json_text(std::string_view text, int max_depth) {
@@ -24,8 +28,27 @@ Result<nlohmann::json> parse_json_text(std::string_view text, int max_depth) {
       --depth;
     }
   }
+  // Duplicate keys: nlohmann keeps the last one silently, so {"state": "Paused", "state":
+  // "Resumed"} resumed, and a proxy or linter reading the first saw another request. Refused, as
+  // Firecracker (serde) does.
+  std::vector<std::set<std::string>> keys;  // one set per open object
+  std::optional<std::string> duplicate;
+  auto watch = [&](int, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (ev == E::object_start) {
+      keys.emplace_back();
+    } else if (ev == E::object_end) {
+      if (!keys.empty()) keys.pop_back();
+    } else if (ev == E::key && !keys.empty() && parsed.is_string()) {
+      if (!keys.back().insert(parsed.get<std::string>()).second && !duplicate)
+        duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text.begin(), text.end());
+    auto j = nlohmann::json::parse(text.begin(), text.end(), watch);
+    if (duplicate) return fail("JSON body", "duplicate key \"" + *duplicate + "\"");
+    return j;
   } catch (const nlohmann::json::exception& e) {
     // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 5: ...".
     std::string what = e.what();

@@ -125,12 +125,18 @@ class Saver {
     return {};
   }
 
-  /// Sleeps until the bytes written so far fit the rate limit.
+  /// Sleeps until the bytes written so far fit the rate limit, or the save is cancelled. Below
+  /// 20 pages/s one page is a run and waits page/limit seconds (4096 s at 1 B/s): a cancel
+  /// (power-off, SIGTERM) must not wait for that, so the wait is cut into short slices.
   void pace() const {
     if (o_.rate_limit_bytes_per_s == 0) return;
     auto due = std::chrono::duration<double>(static_cast<double>(res_.written_bytes) /
                                              static_cast<double>(o_.rate_limit_bytes_per_s));
-    std::this_thread::sleep_until(start_ + std::chrono::duration_cast<Clock::duration>(due));
+    const auto until = start_ + std::chrono::duration_cast<Clock::duration>(due);
+    for (auto now = Clock::now(); now < until; now = Clock::now()) {
+      if (o_.cancel && o_.cancel->load()) return;
+      std::this_thread::sleep_for(std::min<Clock::duration>(until - now, kProgressInterval));
+    }
   }
 
   void maybe_progress() {

@@ -224,6 +224,27 @@ TEST(MemoryFile, CancelledSaveFailsAndLeavesNoFile) {
   EXPECT_TRUE(std::filesystem::is_empty(d.path()));  // no temporary left
 }
 
+// A tiny rate limit (the API takes 1 B/s) made each one-page run sleep page/limit seconds without
+// looking at the cancel flag: PUT /tern/power-off answered 204 and tern then waited ~68 min per
+// page for the save thread. Here the save is cancelled before it starts at 1 B/s: it must end
+// after its first page (the old code slept 4096 s there, so this test hung).
+TEST(MemoryFile, CancelInterruptsASlowRateLimit) {
+  std::array<RegionSpec, 1> spec{{{0, 1 << 20}}};
+  auto mem = GuestMemory::create(spec);
+  ASSERT_TRUE(mem);
+  std::memset(mem->regions()[0].host, 0x22, 1 << 20);
+  testing::TempDir d{"tern-mem"};
+  const std::string p = d.path() + "/slow.mem";
+  std::atomic<bool> cancel{true};
+  MemorySaveOptions o;
+  o.cancel = &cancel;
+  o.rate_limit_bytes_per_s = 1;
+  auto r = save_memory_file(*mem, p, o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("cancelled"), std::string::npos) << r.error().message();
+  EXPECT_FALSE(std::filesystem::exists(p));
+}
+
 TEST(MemoryFile, OpenMemoryFileChecksSizeAndReadsTheTrailer) {
   testing::TempDir d{"tern-mem"};
   auto missing = open_memory_file(d.path() + "/none.mem", kSpecs);

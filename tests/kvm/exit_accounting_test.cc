@@ -215,7 +215,7 @@ TEST(ExitAccounting, CountsArriveOverHttp) {
       sock,
       [&stats](ApiRequest r, std::function<void(ApiResponse)> reply) {
         if (std::holds_alternative<api::GetStats>(r))
-          reply(ApiResponse::json(stats.stats_json().dump()));
+          reply(ApiResponse::json(stats.stats_json()));
         else if (std::holds_alternative<api::GetMetrics>(r))
           reply(ApiResponse::text(stats.metrics_text(), "text/plain; version=0.0.4"));
         else
