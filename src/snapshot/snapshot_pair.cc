@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "base/log.h"
@@ -71,9 +72,12 @@ Result<Target> inspect(const char* field, const std::string& path, size_t extra 
 /// `state_path` reachable as previous_memory_path(mem_path) until the new state file is in place.
 /// Nothing to keep when there is no readable state file or nothing pairs with it. When `mem_path`
 /// does not pair but an earlier ".tern-prev" does (a save died between its renames), that one is
-/// the previous pair's and stays. True when this call made the link (then `mem_path` still holds
-/// the same file, and the link may go again if the memory file is not replaced after all).
-Result<bool> keep_previous_memory(const std::string& state_path, const std::string& mem_path) {
+/// the previous pair's and stays. kLinked when this call made the link (then `mem_path` still holds
+/// the same file, and the link may go again if the memory file is not replaced after all). On a
+/// filesystem without hard links (vfat, exfat, some FUSE and network filesystems) nothing can be
+/// kept: the save goes on, saying once that the step-6/7 window is open there.
+enum class Kept { kNone, kEarlier, kLinked };
+Result<Kept> keep_previous_memory(const std::string& state_path, const std::string& mem_path) {
   const std::string prev = previous_memory_path(mem_path);
   // The token the state file on disk expects: nothing when there is no readable state file; an
   // empty token for a format 1.0 one, whose memory file has no trailer (and still must be kept).
@@ -86,13 +90,24 @@ Result<bool> keep_previous_memory(const std::string& state_path, const std::stri
     return want && t && *t == *want;
   };
   const bool mem_pairs = pairs(mem_path);
-  if (!mem_pairs && pairs(prev)) return false;  // the previous pair is STATE + .tern-prev
+  if (!mem_pairs && pairs(prev)) return Kept::kEarlier;  // the previous pair is STATE + .tern-prev
   if (::unlink(prev.c_str()) != 0 && errno != ENOENT) return fail_errno("unlink", prev);
-  if (!mem_pairs) return false;
-  if (::link(mem_path.c_str(), prev.c_str()) != 0)
+  if (!mem_pairs) return Kept::kNone;
+  if (::link(mem_path.c_str(), prev.c_str()) != 0) {
+    if (errno == EPERM || errno == EOPNOTSUPP || errno == EMLINK) {
+      static std::atomic<bool> said{false};
+      if (!said.exchange(true))
+        spdlog::warn(
+            "snapshot: cannot keep the previous memory file as {} ({}: no hard links on "
+            "this filesystem?); a save that dies between its two renames leaves the "
+            "previous pair unrestorable here",
+            prev, std::strerror(errno));
+      return Kept::kNone;
+    }
     return fail_errno("link", mem_path + " to " + prev + " (keeps the previous snapshot's memory)");
+  }
   TRY(fsync_dir(dir_of(prev)));
-  return true;
+  return Kept::kLinked;
 }
 
 bool same_file(const Target& a, const Target& b) {
@@ -170,7 +185,8 @@ Result<MemorySaveResult> save_snapshot_pair(const GuestMemory& mem, StateFile st
   // Steps 5-8: memory file first (made durable by its directory fsync), state file last. Between
   // the two renames the new memory file sits beside the old state file, whose memory file is then
   // the ".tern-prev" link of step 5 (restore finds it there by its pairing token).
-  ASSIGN_OR_RETURN(const bool linked, keep_previous_memory(state_path, mem_path));
+  ASSIGN_OR_RETURN(const Kept kept, keep_previous_memory(state_path, mem_path));
+  const bool linked = kept == Kept::kLinked;
   const std::string prev = previous_memory_path(mem_path);
   if (auto ok = mem_file.commit(); !ok) {
     // The memory file is still the old one: a link made above is not needed (nor harmful if
@@ -180,8 +196,9 @@ Result<MemorySaveResult> save_snapshot_pair(const GuestMemory& mem, StateFile st
   }
   // A failure now leaves the previous pair as state_path + prev: the message says so.
   auto keeping_previous = [&](Error e) {
-    e.context += " (the previous snapshot is " + state_path + " with memory file " + prev +
-                 ", which tern restore finds by itself)";
+    if (kept != Kept::kNone)
+      e.context += " (the previous snapshot is " + state_path + " with memory file " + prev +
+                   ", which tern restore finds by itself)";
     return tl::unexpected<Error>(std::move(e));
   };
   if (o.between_renames) {
