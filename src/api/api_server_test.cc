@@ -217,7 +217,7 @@ TEST(ApiServer, SnapshotCreateNeedsPausedVmReportsProgressAndFailures) {
       R"({"snapshot_type": "Full", "snapshot_path": "/tmp/a.state", "mem_file_path": "/tmp/a.mem"})";
   EXPECT_EQ(
       fault_of(h.call("PUT", "/snapshot/create", body)),
-      R"(snapshot/create: the VM must be paused first (PATCH /vm {"state": "Paused"}); it is Not started)");
+      R"(snapshot/create: the VM is Not started; only a paused VM can be saved)");
   h.configure_and_start();
   EXPECT_EQ(h.call("PUT", "/snapshot/create", body).status, 400);  // running
   EXPECT_EQ(h.call("PATCH", "/vm", R"({"state": "Paused"})").status, 204);

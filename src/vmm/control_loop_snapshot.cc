@@ -1,5 +1,6 @@
 // ControlLoop's snapshot commands: PUT /snapshot/create (saved on its own thread while the control
-// thread keeps serving), PUT /snapshot/load and `tern restore`, and the first resume of a restored VM.
+// thread keeps serving), PUT /snapshot/load and `tern restore`, and the first resume of a restored
+// VM.
 #include <pthread.h>
 
 #include "vmm/control_loop.h"
@@ -10,7 +11,8 @@ namespace tern {
 tl::expected<void, StartFailure> ControlLoop::restore(const SnapshotLoadSpec& spec,
                                                       const std::string& console) {
   if (!restore_factory_)
-    return tl::unexpected(StartFailure{kExitError, Error{"snapshot", "restore is not available here", 0}});
+    return tl::unexpected(
+        StartFailure{kExitError, Error{"snapshot", "restore is not available here", 0}});
   auto m = restore_factory_(spec, console);
   if (!m) return tl::unexpected(m.error());
   machine_ = std::move(*m);
@@ -42,14 +44,18 @@ void ControlLoop::create_snapshot(const SnapshotCreateSpec& spec,
     return;
   }
   if (state_ != VmState::kPaused) {
-    reply(ApiResponse::error(400, std::string("snapshot/create: the VM must be paused first "
-                                              "(PATCH /vm {\"state\": \"Paused\"}); it is ") +
-                                      vm_state_name(state_)));
+    reply(ApiResponse::error(
+        400, state_ == VmState::kRunning
+                 ? std::string("snapshot/create: the VM must be paused first "
+                               "(PATCH /vm {\"state\": \"Paused\"}); it is Running")
+                 : std::string("snapshot/create: the VM is ") + vm_state_name(state_) +
+                       "; only a paused VM can be saved"));
     return;
   }
   if (saver_.joinable()) saver_.join();
   progress_.begin(spec.snapshot_path, spec.mem_file_path);
-  events_.publish({{"event", "snapshot-start"}, {"snapshot_path", spec.snapshot_path},
+  events_.publish({{"event", "snapshot-start"},
+                   {"snapshot_path", spec.snapshot_path},
                    {"mem_file_path", spec.mem_file_path}});
   save_reply_ = std::move(reply);
   Machine* m = machine_.get();
@@ -87,13 +93,14 @@ void ControlLoop::handle(cmd::SnapshotSaved& c) {
 // PUT /snapshot/load: only into a tern that has no VM yet.
 ApiResponse ControlLoop::load_snapshot(const SnapshotLoadSpec& spec) {
   if (state_ != VmState::kNotStarted || machine_)
-    return ApiResponse::error(
-        400, std::string("snapshot/load: this tern already has a VM (") + vm_state_name(state_) +
-                 "); load a snapshot into a fresh tern --api-sock");
+    return ApiResponse::error(400, std::string("snapshot/load: this tern already has a VM (") +
+                                       vm_state_name(state_) +
+                                       "); load a snapshot into a fresh tern --api-sock");
   if (configured_)
     return ApiResponse::error(
-        400, "snapshot/load: not after pre-boot configuration (boot-source, machine-config, "
-             "drives): the snapshot defines the VM; load it into a fresh tern --api-sock");
+        400,
+        "snapshot/load: not after pre-boot configuration (boot-source, machine-config, "
+        "drives): the snapshot defines the VM; load it into a fresh tern --api-sock");
   auto ok = restore(spec, config_.console);
   if (!ok) return ApiResponse::error(400, "snapshot/load: " + ok.error().error.message());
   return ApiResponse::no_content();

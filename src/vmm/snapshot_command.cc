@@ -172,8 +172,13 @@ int run_snapshot(const SnapshotOptions& o) {
   }
   double pause_ms =
       paused_here ? std::chrono::duration<double, std::milli>(Clock::now() - pause_t0).count() : 0;
+  // "paused P ms" is what bench/snapshot reads from this line.
   std::string paused = paused_here ? fmt::format("paused {:.0f} ms", pause_ms)
-                                   : std::string("the VM was already paused and stays paused");
+                                   : std::string("the VM was already paused");
+  if (o.exit_after)
+    paused += ", then powered off (--exit)";
+  else if (!paused_here || o.keep_paused)
+    paused += paused_here ? ", stays paused (--keep-paused)" : " and stays paused";
   double secs = done.value("seconds", 0.0);
   uint64_t total = done.value("total_bytes", uint64_t{0});
   std::fprintf(stderr,
