@@ -8,11 +8,11 @@
 
 #include "base/log.h"
 #include "vmm/exit_status.h"
-#include "vmm/run_command.h"
-#include "vmm/vmm_runner.h"
-#include "api/ctl_command.h"
-#include "vmm/snapshot_command.h"
-#include "vmm/stat_command.h"
+#include "cli/run_command.h"
+#include "cli/vmm_runner.h"
+#include "cli/ctl_command.h"
+#include "cli/snapshot_command.h"
+#include "cli/stat_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tern: a KVM virtual machine monitor"};

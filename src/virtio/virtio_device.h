@@ -13,6 +13,7 @@
 #include "base/result.h"
 #include "memory/guest_memory.h"
 #include "snapshot/codec.h"
+#include "stats/device_counters.h"
 
 namespace tern {
 
@@ -65,6 +66,9 @@ class VirtioDevice {
   [[nodiscard]] virtual uint32_t device_type() const = 0;
   /// Short stable name for logs and statistics, e.g. "virtio-blk0".
   [[nodiscard]] virtual std::string_view name() const = 0;
+  /// Device kind for the snapshot and statistics ("virtio-blk", "virtio-rng", ...): by default
+  /// the virtio 1.2 §5 name of device_type() (virtio::device_kind_name).
+  [[nodiscard]] virtual std::string_view kind() const;
   /// Feature bits the device offers (VIRTIO_F_VERSION_1 included by the device).
   [[nodiscard]] virtual uint64_t device_features() const = 0;
   [[nodiscard]] virtual uint16_t num_queues() const = 0;
@@ -103,6 +107,12 @@ class VirtioDevice {
   virtual void save_device_state(snap::ByteWriter&) const {}
   /// Restores save_device_state()'s bytes, before activate(). Errors name the device and field.
   [[nodiscard]] virtual Result<void> restore_device_state(snap::ByteReader&) { return {}; }
+
+  // ---- statistics ----
+
+  /// Counters since the device was built (any thread, any time; relaxed reads). The default
+  /// reports name and kind only.
+  [[nodiscard]] virtual DeviceCounters counters() const;
 };
 
 }  // namespace tern

@@ -3,8 +3,27 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace tern::virtio {
+
+// Device IDs (§5).
+inline constexpr uint32_t VIRTIO_ID_NET = 1;
+inline constexpr uint32_t VIRTIO_ID_BLOCK = 2;
+inline constexpr uint32_t VIRTIO_ID_CONSOLE = 3;
+inline constexpr uint32_t VIRTIO_ID_ENTROPY = 4;
+
+/// The kind name tern uses for a device ID: "virtio-net", "virtio-blk", "virtio-console",
+/// "virtio-rng"; "virtio" for any other ID.
+constexpr std::string_view device_kind_name(uint32_t device_id) {
+  switch (device_id) {
+    case VIRTIO_ID_NET: return "virtio-net";
+    case VIRTIO_ID_BLOCK: return "virtio-blk";
+    case VIRTIO_ID_CONSOLE: return "virtio-console";
+    case VIRTIO_ID_ENTROPY: return "virtio-rng";
+    default: return "virtio";
+  }
+}
 
 // Generic feature bits (§6).
 inline constexpr unsigned VIRTIO_F_INDIRECT_DESC = 28;

@@ -3,9 +3,9 @@
 
 #include <cstdint>
 
-namespace tern::virtio {
+#include "virtio/virtio_spec.h"
 
-inline constexpr uint32_t VIRTIO_ID_BLOCK = 2;
+namespace tern::virtio {
 
 // Feature bits (§5.2.3).
 inline constexpr unsigned VIRTIO_BLK_F_SIZE_MAX = 1;

@@ -1,4 +1,4 @@
-#include "vmm/vmm_runner.h"
+#include "cli/vmm_runner.h"
 
 #include <cstdio>
 

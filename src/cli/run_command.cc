@@ -1,4 +1,4 @@
-#include "vmm/run_command.h"
+#include "cli/run_command.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include "vmm/host_check.h"
 #include "stats/stats_table.h"
 #include "vmm/control_loop.h"
-#include "vmm/vmm_runner.h"
+#include "cli/vmm_runner.h"
 
 namespace tern {
 

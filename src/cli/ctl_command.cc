@@ -1,4 +1,4 @@
-#include "api/ctl_command.h"
+#include "cli/ctl_command.h"
 
 #include <nlohmann/json.hpp>
 

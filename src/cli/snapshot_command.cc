@@ -1,4 +1,4 @@
-#include "vmm/snapshot_command.h"
+#include "cli/snapshot_command.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -16,7 +16,7 @@
 #include "stats/stats_table.h"
 #include "vmm/control_loop.h"
 #include "vmm/exit_status.h"
-#include "vmm/vmm_runner.h"
+#include "cli/vmm_runner.h"
 
 namespace tern {
 

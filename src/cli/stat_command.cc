@@ -1,4 +1,4 @@
-#include "vmm/stat_command.h"
+#include "cli/stat_command.h"
 
 #include <unistd.h>
 
