@@ -115,3 +115,38 @@ th_hash() {
         if [[ -f "$a" ]]; then sha256sum <"$a"; fi
     done | sha256sum | cut -c1-16
 }
+
+# th_wedged RC LOG [VERDICT_ERE]: true when a test-host run ended by its last-resort guard before
+# L1's console reached a verdict: testhost/run.sh exited 124 (--timeout) or 125 (--stall: L1 used no
+# CPU) and no line of LOG matches VERDICT_ERE (default ^TESTHOST-(DONE|ERROR)). That is the emulator
+# wedging, not a verdict on the VMM: TCG soft lockups keep L1 at 100% CPU until the timeout, and a
+# nested guest's start once left it at 0% CPU (shared/TESTHOST.md). Any other status is real: the
+# scenario's own (even 124, when TESTHOST-DONE says so), L1 ending early (a panic, TESTHOST-ERROR),
+# a failed build, or an interrupt (130/143).
+th_wedged() {
+    local rc="$1" log="$2" verdict="${3:-^TESTHOST-(DONE|ERROR)}"
+    [[ "$rc" == 124 || "$rc" == 125 ]] || return 1
+    ! grep -aEq "$verdict" "$log" 2>/dev/null
+}
+
+# th_run_retrying LOG [--verdict ERE] -- CMD [ARG...]: the one way tests and benchmarks run the test
+# host. Runs CMD (testhost/run.sh ... --log LOG, or a function around it that returns run.sh's
+# status and redoes whatever a run consumes) and, only when th_wedged RC LOG ERE, once more: it says
+# so on stderr, keeps the first console log as LOG.wedged and appends a TESTHOST-RETRIED line to the
+# second log. Returns the status of the last run. Never retries more than once.
+th_run_retrying() {
+    local log="$1" verdict="^TESTHOST-(DONE|ERROR)" rc=0
+    shift
+    if [[ "${1:-}" == --verdict ]]; then verdict="$2"; shift 2; fi
+    [[ "${1:-}" == -- ]] && shift
+    rm -f "$log.wedged"
+    "$@" || rc=$?
+    th_wedged "$rc" "$log" "$verdict" || return "$rc"
+    th_log "RETRY: the test host wedged (run.sh exited $rc before its console matched '$verdict'); booting it once more (first log: $log.wedged)"
+    cp "$log" "$log.wedged" 2>/dev/null || true
+    local first="$rc"
+    rc=0
+    "$@" || rc=$?
+    echo "TESTHOST-RETRIED once: the first run wedged (run.sh exited $first; its log: $log.wedged)" >>"$log"
+    return "$rc"
+}

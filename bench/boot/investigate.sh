@@ -32,10 +32,14 @@ fi
 log="$TH_CACHE/logs/bench-boot-$name.log"
 out="$here/results/$name.txt"
 mkdir -p "$(dirname "$log")" "$(dirname "$out")"
+investigate_host_run() {
+    "$repo/testhost/run.sh" --scenario "$scenario" --with-qemu --tern "$tern" --memory 2048 \
+        --timeout 2400 --stall 120 --log "$log" --env "$env" | grep --line-buffered -E '^(INV-|EXP-|TESTHOST-)'
+    return "${PIPESTATUS[0]}"
+}
 set +e
-"$repo/testhost/run.sh" --scenario "$scenario" --with-qemu --tern "$tern" --memory 2048 \
-    --timeout 2400 --stall 120 --log "$log" --env "$env" | grep --line-buffered -E '^(INV-|EXP-|TESTHOST-)'
-rc="${PIPESTATUS[0]}"
+th_run_retrying "$log" -- investigate_host_run  # a wedged test host is booted once more, saying so
+rc=$?
 set -e
 [[ "$rc" == 0 ]] || th_die "test host run failed (rc=$rc); console log: $log"
 if [[ "$experiments" == 1 ]]; then

@@ -8,7 +8,8 @@
 # tern is measured when its binary exists; otherwise (or if it fails) its numbers are null + error.
 # Besides L1's wall clock it records the host CPU time L1's QEMU spent per boot (bench/lib/stamp_cpu.py),
 # which depends much less on the load of this shared machine, and the host's load average.
-# A test host that wedges (no CPU for 120 s; seen once when a nested guest started) is retried once.
+# A test host that wedges (no CPU for 120 s, seen once when a nested guest started; or still running
+# at the timeout) is booted once more (testhost/lib.sh th_run_retrying).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -37,17 +38,18 @@ if [[ -x "$tern" ]]; then args+=(--tern "$tern"); else
 fi
 mkdir -p "$(dirname "$log")" "$(dirname "$out")"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
-for attempt in 1 2; do
-    : >"$log"
+# boot_host_run: one test-host run; only the benchmark's own lines reach the terminal (the full
+# console goes to $log), the boots' host-CPU stamps to $stamps.
+boot_host_run() {
     : >"$stamps"
-    set +e  # show only the benchmark's own lines; the full console goes to $log
     "$repo/testhost/run.sh" "${args[@]}" |
         python3 "$repo/bench/lib/stamp_cpu.py" "$pidfile" '^(BENCH-|TESTHOST-)' '^BENCH-(PROGRESS boot|SAMPLE)' "$stamps"
-    rc="${PIPESTATUS[0]}"
-    set -e
-    [[ "$rc" == 125 && "$attempt" == 1 ]] || break
-    th_log "the test host wedged; retrying once"
-done
+    return "${PIPESTATUS[0]}"
+}
+set +e
+th_run_retrying "$log" -- boot_host_run
+rc=$?
+set -e
 [[ "$rc" == 0 ]] || th_die "test host run failed (rc=$rc); console log: $log"
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 

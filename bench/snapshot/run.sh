@@ -72,14 +72,14 @@ else
 fi
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 t0="$(date +%s)"
-for attempt in 1 2; do
-    set +e
+snapshot_host_run() {
     "$repo/testhost/run.sh" "${args[@]}" | grep --line-buffered -E '^(BENCH-|TESTHOST-|  \| SNAP-)'
-    rc="${PIPESTATUS[0]}"
-    set -e
-    [[ "$rc" == 125 && "$attempt" == 1 ]] || break
-    th_log "the test host wedged; retrying once"
-done
+    return "${PIPESTATUS[0]}"
+}
+set +e
+th_run_retrying "$log" -- snapshot_host_run  # a wedged test host is booted once more, saying so
+rc=$?
+set -e
 [[ "$rc" == 0 ]] || th_die "test host run failed (rc=$rc); console log: $log"
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 

@@ -36,17 +36,9 @@ mkdir -p "$(dirname "$log")"
 : >"$log"
 
 set +e
-"$repo/testhost/run.sh" "${run_args[@]}" --log "$log"
+# A wedged test host (TCG) is booted once more, saying so: testhost/lib.sh th_run_retrying.
+th_run_retrying "$log" -- "$repo/testhost/run.sh" "${run_args[@]}" --log "$log"
 host_rc=$?
-if [[ "$host_rc" != 0 ]] && ! grep -aq '^TESTHOST-DONE' "$log"; then
-    # The nested test host itself wedged (seen once in ~10 runs: L1 at 100% CPU, even its own
-    # per-case timeout stopped firing, see ../shared/TESTHOST.md on TCG soft lockups). That is the
-    # emulator, not a verdict on tern: run the whole test host once more, and say so.
-    echo "RETRY test host did not finish (run.sh exited $host_rc); booting it once more"
-    cp "$log" "$log.first"
-    "$repo/testhost/run.sh" "${run_args[@]}" --log "$log"
-    host_rc=$?
-fi
 set -e
 
 release="$(th_kernel_version)"

@@ -78,7 +78,6 @@ mke2fs -q -F -t ext4 -L tern-hostile-fs "$work/images/hostile-fs.img" 32M
 truncate -s 72M "$work/images/hostile.img"
 sha_ro_before="$(sha256sum <"$work/images/ro.img")"
 carrier="$work/carrier.img"
-mke2fs -q -F -t ext4 -d "$work/images" "$carrier" 1024M
 modules="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk"
 guest_initrd="$work/guest-initramfs.cpio.gz"
 # The guest files plus the hostile user-space driver (a static binary, built here).
@@ -88,11 +87,16 @@ cp -a "$here/disk_guest/." "$extra/"
 gcc -static -O2 -Wall -Wextra -Werror -o "$extra/bin/tern-hostile-blk" "$here/hostile_blk/hostile_blk.c"
 "$repo/testhost/build-guest-initramfs.sh" "$guest_initrd" --modules "$modules" --extra "$extra"
 
-# ---- 3. The test host run. ----
+# ---- 3. The test host run (a fresh carrier each time: a wedged first run may have written to it). ----
+disk_host_run() {
+    rm -f "$carrier"
+    mke2fs -q -F -t ext4 -d "$work/images" "$carrier" 1024M || return 1
+    "$repo/testhost/run.sh" --scenario "$here/disk_scenario.sh" --tern "$tern" --disk "$carrier" \
+        --modules "$modules" --guest-initramfs "$guest_initrd" --env E2E_CASE_TIMEOUT=180 \
+        --timeout 1500 --log "$log"
+}
 set +e
-"$repo/testhost/run.sh" --scenario "$here/disk_scenario.sh" --tern "$tern" --disk "$carrier" \
-    --modules "$modules" --guest-initramfs "$guest_initrd" --env E2E_CASE_TIMEOUT=180 \
-    --timeout 1500 --log "$log"
+th_run_retrying "$log" -- disk_host_run  # a wedged test host (TCG) is booted once more, saying so
 host_rc=$?
 set -e
 

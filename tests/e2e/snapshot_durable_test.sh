@@ -17,7 +17,6 @@ work="$TH_CACHE/snapshot-durable-e2e"
 rm -rf "$work"
 mkdir -p "$work"
 img="$work/disk.raw"
-truncate -s 64M "$img"
 modules="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk"
 guest="$work/guest-initramfs.cpio.gz"
 "$repo/testhost/build-guest-initramfs.sh" "$guest" --extra "$here/snapshot_guest" --modules "$modules"
@@ -29,20 +28,27 @@ check() {  # check OK(0|1) DETAIL
     if [[ "$1" == 0 ]]; then echo "PASS $2"; passed=$((passed + 1)); else echo "FAIL $2"; failed=$((failed + 1)); fi
 }
 
-"$repo/testhost/run.sh" --scenario "$here/snapshot_durable_scenario.sh" --tern "$tern" \
-    --disk "$img" --modules "$modules" --guest-initramfs "$guest" --pidfile "$work/qemu.pid" \
-    --timeout 900 --log "$log" >/dev/null 2>&1 &
-run_pid=$!
-# Poll L1's console for the line printed after tern snapshot returned (or for the scenario's end).
-while kill -0 "$run_pid" 2>/dev/null &&
-    ! grep -aq '^DURABLE-SNAPSHOT-RETURNED\|^DURABLE-ERROR\|^TESTHOST-DONE' "$log"; do
-    sleep 0.5
-done
-qemu_pid="$(cat "$work/qemu.pid" 2>/dev/null || true)"
-if [[ -n "$qemu_pid" ]] && grep -qa qemu-system "/proc/$qemu_pid/cmdline" 2>/dev/null; then
-    kill -KILL "$qemu_pid"
-fi
-wait "$run_pid" || true
+# kill_l1_at_marker: reads L1's console (run.sh's stdout) and SIGKILLs L1's QEMU at the line printed
+# after tern snapshot returned (or at the scenario's end), so L1's page cache is lost.
+kill_l1_at_marker() {
+    local line pid
+    while IFS= read -r line; do
+        case "$line" in DURABLE-SNAPSHOT-RETURNED* | DURABLE-ERROR* | TESTHOST-DONE*) ;; *) continue ;; esac
+        pid="$(cat "$work/qemu.pid" 2>/dev/null || true)"
+        if [[ -n "$pid" ]] && grep -qa qemu-system "/proc/$pid/cmdline" 2>/dev/null; then kill -KILL "$pid"; fi
+    done
+}
+# durable_host_run: one test-host run on a fresh image. run.sh exits 124 when L1 was killed here;
+# the marker in the log is what tells that from a wedge (th_run_retrying --verdict).
+durable_host_run() {
+    rm -f "$img"
+    truncate -s 64M "$img" || return 1
+    "$repo/testhost/run.sh" --scenario "$here/snapshot_durable_scenario.sh" --tern "$tern" \
+        --disk "$img" --modules "$modules" --guest-initramfs "$guest" --pidfile "$work/qemu.pid" \
+        --timeout 900 --log "$log" 2>/dev/null | kill_l1_at_marker
+    return "${PIPESTATUS[0]}"
+}
+th_run_retrying "$log" --verdict '^(DURABLE-SNAPSHOT-RETURNED|DURABLE-ERROR|TESTHOST-DONE)' -- durable_host_run || true
 grep -a '^DURABLE-' "$log" | sed 's/^/  /' || true
 
 returned="$(grep -a '^DURABLE-SNAPSHOT-RETURNED' "$log" || true)"
