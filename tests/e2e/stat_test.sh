@@ -17,7 +17,7 @@ mkdir -p "$(dirname "$log")"
 : >"$log"
 
 set +e
-"$repo/testhost/run.sh" --scenario "$here/stat_scenario.sh" --tern "$tern" --timeout 600 --log "$log"
+th_run_retrying "$log" -- "$repo/testhost/run.sh" --scenario "$here/stat_scenario.sh" --tern "$tern" --timeout 600 --log "$log"
 host_rc=$?
 set -e
 
