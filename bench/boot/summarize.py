@@ -9,31 +9,23 @@ BENCH-PROGRESS and BENCH-SAMPLE line: their difference is what one boot cost the
 A VMM without a successful sample gets null medians and its first error.
 """
 import argparse
-import datetime
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from console_fields import fields, stats  # noqa: E402
+from results import add_common_args, number, stamp  # noqa: E402
 
 VMMS = ["tern", "qemu-microvm", "qemu-pc"]
-
-
-
-def number(value):
-    return None if value in (None, "null", "") else float(value)
-
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("log")
-    ap.add_argument("--kernel", required=True)
     ap.add_argument("--runs", type=int, required=True)
-    ap.add_argument("--test-host", default="")
     ap.add_argument("--stamps")
-    ap.add_argument("--host-load", default="")
+    add_common_args(ap)
     args = ap.parse_args()
 
     # (vmm, run) -> {"start": (cpu_s, wall_s), "end": (cpu_s, wall_s)}
@@ -98,10 +90,8 @@ def main():
         return {"ratio": round(tern["median"] / best, 3), "faster_qemu": which}
 
     mem = {n: (v["memory_overhead"] or {}).get("overhead_kb") for n, v in out_vmms.items()}
-    result = {
-        "benchmark": "boot",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "kernel": args.kernel,
+    result = stamp("boot", args.kernel)
+    result.update({
         "guest": {"memory_mib": 256, "vcpus": 1, "cmdline": "console=ttyS0 quiet tern.action=poweroff"},
         "test_host": args.test_host,
         "host_load": args.host_load,
@@ -113,7 +103,7 @@ def main():
         "tern_vs_faster_qemu": {"to_marker": ratio("to_marker_ms"), "to_exit": ratio("to_exit_ms"),
                                 "l1_host_cpu": ratio("l1_host_cpu_ms")},
         "memory_overhead_kb": mem,
-    }
+    })
     print(json.dumps(result, indent=2))
 
 

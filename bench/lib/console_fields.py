@@ -10,9 +10,10 @@ def fields(line):
     return {k: v for k, v in FIELD.findall(line)}
 
 
-def stats(values):
-    """Median (1 decimal), min, max and count of the non-None `values`; None when there are none."""
+def stats(values, digits=1):
+    """Median (`digits` decimals), min, max and count of the non-None `values`; None when there are none."""
     values = [v for v in values if v is not None]
     if not values:
         return None
-    return {"median": round(statistics.median(values), 1), "min": min(values), "max": max(values), "n": len(values)}
+    return {"median": round(statistics.median(values), digits), "min": min(values), "max": max(values),
+            "n": len(values)}

@@ -9,37 +9,26 @@ and the median / min / max of each figure over the successful runs. A mode witho
 first error.
 """
 import argparse
-import datetime
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from console_fields import fields, stats  # noqa: E402
+from results import add_common_args, number, stamp  # noqa: E402
 
 MODES = ["qemu-default", "qemu-unlimited", "tern"]
 SAVE_KEYS = ["save_wall_ms", "vmm_save_ms", "pause_ms", "save_mib_s", "file_mib", "file_alloc_mib"]
 RESTORE_KEYS = ["first_tick_ms", "vmm_running_ms"]
 
 
-
-def number(value):
-    try:
-        return None if value in (None, "null", "") else float(value)
-    except ValueError:
-        return None
-
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("log")
-    ap.add_argument("--kernel", required=True)
     ap.add_argument("--runs", type=int, required=True)
-    ap.add_argument("--test-host", default="")
-    ap.add_argument("--host-load", default="")
     ap.add_argument("--qemu-version", default="")
     ap.add_argument("--wall-s", type=float)
+    add_common_args(ap)
     args = ap.parse_args()
 
     info, commands, errors = {}, {}, {}
@@ -97,10 +86,8 @@ def main():
             "errors": errs,
             "error": errs[0] if errs and not per_size else None,
         }
-    result = {
-        "benchmark": "snapshot",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "kernel": args.kernel,
+    result = stamp("snapshot", args.kernel)
+    result.update({
         "qemu_version": args.qemu_version,
         "guest": {"vcpus": 1, "sizes_mib": sizes, "dirty": "half of RAM: anonymous memory of the guest program dirty-tick filled with xorshift64* output seeded from /dev/urandom",
                   "cmdline": "console=ttyS0 quiet loglevel=1 tern.action=dirty-tick snap.dirty_mib=<size/2>"},
@@ -128,7 +115,7 @@ def main():
             "file_mib": "size of the snapshot file(s); file_alloc_mib: blocks allocated in tmpfs",
         },
         "modes": modes,
-    }
+    })
     print(json.dumps(result, indent=2))
 
 

@@ -3,35 +3,30 @@
 
 Usage: table.py RESULTS.json
 """
-import json
+import os
 import sys
 
-
-def cell(stat, scale=1.0, digits=0):
-    if not stat:
-        return "n/a"
-    f = f"{{:.{digits}f}}"
-    med, lo, hi = (f.format(stat[k] * scale) for k in ("median", "min", "max"))
-    return med if stat["n"] == 1 or lo == hi else f"{med} ({lo}-{hi})"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from markdown import footer, spread, table  # noqa: E402
+from results import json_path, load  # noqa: E402
 
 
 def main():
-    with open(sys.argv[1]) as f:
-        r = json.load(f)
+    path = json_path(__file__, None)
+    r = load(path)
     sizes = r["guest"]["sizes_mib"]
     print(f"Save and restore of a guest with half of its RAM random: kernel {r['kernel']}, 1 vCPU, "
           f"{r['runs']} run(s) per point, median (min-max); snapshot files in the test host's tmpfs.\n")
-    print("| guest | VMM / mode | save (MiB/s) | pause (ms) | save request, wall (ms) "
-          "| restore: start to first tick (ms) | VMM-reported running (ms) | file (MiB allocated) |")
-    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    rows = []
     for size in sizes:
         for mode, m in r["modes"].items():
             e = m["sizes"].get(str(size))
-            if not e:
-                continue
-            print(f"| {size} MiB | {mode} | {cell(e['save_mib_s'])} | {cell(e['pause_ms'])} "
-                  f"| {cell(e['save_wall_ms'])} | {cell(e['first_tick_ms'])} | {cell(e['vmm_running_ms'])} "
-                  f"| {cell(e['file_alloc_mib'])} |")
+            if e:
+                rows.append([f"{size} MiB", mode] + [spread(e[k]) for k in (
+                    "save_mib_s", "pause_ms", "save_wall_ms", "first_tick_ms", "vmm_running_ms", "file_alloc_mib")])
+    print("\n".join(table(["guest", "VMM / mode", "save (MiB/s)", "pause (ms)", "save request, wall (ms)",
+                           "restore: start to first tick (ms)", "VMM-reported running (ms)", "file (MiB allocated)"],
+                          "rlrrrrrr", rows)))
     for mode, m in r["modes"].items():
         if m["error"]:
             print(f"\n{mode}: not measured ({m['error']})")
@@ -42,8 +37,7 @@ def main():
            if e.get("max_bandwidth_bytes_per_s")}
     if bws:
         print("\nQEMU max-bandwidth: " + ", ".join(f"{k} {v / 2**20:.0f} MiB/s" for k, v in sorted(bws.items())))
-    print(f"\nTest host: {r['test_host']}. Host load: {r.get('host_load') or 'not recorded'}. "
-          f"QEMU: {r.get('qemu_version') or 'n/a'}. Generated from {sys.argv[1].rsplit('/', 1)[-1]} ({r['date']}).")
+    print("\n" + footer(r, path, f"QEMU: {r.get('qemu_version') or 'n/a'}. "))
 
 
 if __name__ == "__main__":
