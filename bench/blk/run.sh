@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # Block benchmark (not a test): fio inside the stock-kernel guest on a virtio-blk disk, for QEMU
-# (virtio-blk-pci, cache=none, aio=io_uring) and for tern (--disk path=...,cache=none,io=io_uring;
-# skipped while `tern run --help` lists no --disk), all in ONE nested test-host run:
+# (virtio-blk-pci, cache=none, aio=io_uring) and for one or more tern binaries (--disk
+# path=...,cache=none,io=io_uring; a tern whose `tern run --help` lists no --disk is skipped), all in
+# ONE nested test-host run:
 #   4 KiB random read and random write at queue depth 1, 4, 16, 64, and the Iometer web-server,
 #   file-server and database mixes (bench/blk/jobs.txt), each for a fixed time (default 5 s);
 #   IOPS, mean and p99 latency (fio JSON), and the VMM's CPU time per I/O (/proc/PID/stat in L1).
 # The data disk is a 512 MiB file of random bytes on an ext4 disk of the test host (tmpfs has no
-# O_DIRECT). Writes results/blk.json, results/blk.md and results/blk-iops.svg (IOPS vs queue depth).
+# O_DIRECT), the same file for every VMM. Writes results/blk.json, results/blk.md and
+# results/blk-iops.svg (IOPS vs queue depth).
 #
-# Usage: bench/blk/run.sh [--vmms "qemu tern"] [--runtime SEC] [--engine libaio|io_uring]
-#                         [--tern-disk OPTS] [--data-mib N] [--out FILE.json]
+# Usage: bench/blk/run.sh [--tern NAME=PATH]... [--rounds N] [--vmms "qemu NAME..."] [--runtime SEC]
+#                         [--engine libaio|io_uring] [--tern-disk OPTS] [--data-mib N] [--out FILE.json]
+#   --tern NAME=PATH  a tern binary to measure, named NAME in the results (repeatable; default one,
+#                     tern=$TERN_BIN or build/tern, skipped when missing). Before/after in one run:
+#                     --tern tern-before=/path/to/old/tern --tern tern=build/tern
+#   --rounds N        boot every VMM N times, interleaved: qemu, NAME1, NAME2, qemu, ... (default 1);
+#                     with N > 1 the results are medians with min-max over the rounds
+#   --vmms LIST       which VMMs and in which order (default "qemu" then every --tern NAME)
 #   --tern-disk OPTS  what follows path=FILE in tern's --disk (default cache=none,io=io_uring)
 # Environment: TERN_BIN (default build/tern), TESTHOST_CACHE (default build/testhost).
 set -euo pipefail
@@ -17,23 +25,51 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 source "$repo/testhost/lib.sh"
 
-vmms="qemu tern" runtime=5 engine=libaio tern_disk="cache=none,io=io_uring" data_mib=512
+vmms="" runtime=5 engine=libaio tern_disk="cache=none,io=io_uring" data_mib=512 rounds=1 terns=()
 out="$here/results/blk.json"
 while [[ $# -gt 0 ]]; do
     case "$1" in
+        --tern) terns+=("$2"); shift 2 ;;
+        --rounds) rounds="$2"; shift 2 ;;
         --vmms) vmms="$2"; shift 2 ;;
         --runtime) runtime="$2"; shift 2 ;;
         --engine) engine="$2"; shift 2 ;;
         --tern-disk) tern_disk="$2"; shift 2 ;;
         --data-mib) data_mib="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
-        -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
         *) th_die "unknown argument $1; see --help" ;;
     esac
 done
 [[ "$runtime" =~ ^[1-9][0-9]*$ ]] || th_die "--runtime wants whole seconds, got '$runtime'"
 [[ "$engine" == libaio || "$engine" == io_uring ]] || th_die "--engine must be libaio or io_uring, got '$engine'"
 [[ "$data_mib" =~ ^[1-9][0-9]*$ ]] || th_die "--data-mib wants a number of MiB, got '$data_mib'"
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || th_die "--rounds wants a number of rounds, got '$rounds'"
+# The tern binaries: NAME=PATH each; without --tern, "tern" = $TERN_BIN (skipped when not built).
+declare -A tern_path=()
+tern_names=()
+if ((${#terns[@]} == 0)); then
+    default="${TERN_BIN:-$repo/build/tern}"
+    if [[ -x "$default" ]]; then terns=("tern=$default"); else
+        th_log "no tern binary at $default: tern will be skipped"
+        tern_names=(tern)
+    fi
+fi
+for t in ${terns[@]+"${terns[@]}"}; do
+    name="${t%%=*}" path="${t#*=}"
+    [[ "$t" == *=* && "$name" =~ ^[a-z][a-z0-9._-]*$ && "$name" != qemu ]] ||
+        th_die "--tern wants NAME=PATH with NAME of a-z 0-9 . _ - (not qemu), got '$t'"
+    [[ -z "${tern_path[$name]:-}" ]] || th_die "--tern: the name '$name' is given twice"
+    [[ -x "$path" && -f "$path" ]] || th_die "--tern $name: not an executable: $path"
+    tern_path[$name]="$(cd "$(dirname "$path")" && pwd)/$(basename "$path")"
+    tern_names+=("$name")
+done
+[[ -n "$vmms" ]] || vmms="qemu ${tern_names[*]}"
+for v in $vmms; do
+    [[ "$v" == qemu || " ${tern_names[*]} " == *" $v "* ]] ||
+        th_die "--vmms: '$v' is neither qemu nor a --tern NAME (${tern_names[*]})"
+done
+nvmms="$(wc -w <<<"$vmms")"
 th_need_cmd fio fio
 th_need_cmd python3 python3
 th_need_cmd mke2fs e2fsprogs
@@ -81,32 +117,54 @@ rm -f "$img"
 mke2fs -q -t ext4 -L blkbench -d "$tmp" "$img" "$((data_mib + $(du -m "$initrd" | cut -f1) + 256))M"
 rm -rf "$tmp"
 
-# 3. One test-host run. Per VMM: ~30 s to boot the 80 MB initramfs, then 11 jobs of $runtime s plus
-#    fio's start and its report on the serial console (a few s each).
-tern="${TERN_BIN:-$repo/build/tern}"
-args=(--scenario "$here/scenario.sh" --with-qemu --disk "$img" --modules "$mods" --memory 3072
-    --timeout 1800 --stall 180 --log "$TH_CACHE/logs/bench-blk.log"
-    --env "BLK_VMMS=$vmms" --env "BLK_RUNTIME=$runtime" --env "BLK_ENGINE=$engine"
-    --env "BLK_TERN_DISK=$tern_disk" --env BLK_TIMEOUT=840)
-if [[ -x "$tern" ]]; then args+=(--tern "$tern"); else
-    th_log "no tern binary at $tern: tern will be skipped"
-    args+=(--no-tern)
-fi
+# 3. The tern binaries for L1, without their debug sections (not loaded when they run; ~170 MB of a
+#    RelWithDebInfo build would have to be unpacked into L1's RAM for each), at /opt/tern/bin/NAME.
+extra="$(mktemp -d)"
+trap 'rm -rf "$tmp" "$extra"' EXIT
+blk_terns="" sum_terns=()
+for name in ${tern_names[@]+"${tern_names[@]}"}; do
+    [[ -n "${tern_path[$name]:-}" ]] || continue
+    mkdir -p "$extra/stripped"
+    if ! strip --strip-debug -o "$extra/stripped/$name" "${tern_path[$name]}" 2>/dev/null; then
+        cp "${tern_path[$name]}" "$extra/stripped/$name"
+    fi
+    th_copy_with_libs "$extra/stripped/$name" "$extra/root" "/opt/tern/bin/$name"
+    blk_terns+="$name=/opt/tern/bin/$name "
+    sum_terns+=(--tern "$name=${tern_path[$name]}")  # summarize.py records each binary (path, sha256)
+done
+rm -rf "$extra/stripped"
+mkdir -p "$extra/root"
+
+# 4. One test-host run. Per VMM and round: ~30 s to boot the 80 MB initramfs, then 11 jobs of
+#    $runtime s plus fio's start and its report on the serial console (a few s each). Each VMM run
+#    has BLK_TIMEOUT s in L1; the whole test host the sum of those (at least 1800 s) as last resort.
+timeout=$((120 + rounds * nvmms * 840))
+((timeout >= 1800)) || timeout=1800
 log="$TH_CACHE/logs/bench-blk.log"
+args=(--scenario "$here/scenario.sh" --with-qemu --no-tern --extra "$extra/root" --disk "$img" --modules "$mods"
+    --memory 3072 --timeout "$timeout" --stall 180 --log "$log"
+    --env "BLK_VMMS=$vmms" --env "BLK_TERNS=$blk_terns" --env "BLK_ROUNDS=$rounds" --env "BLK_RUNTIME=$runtime"
+    --env "BLK_ENGINE=$engine" --env "BLK_TERN_DISK=$tern_disk" --env BLK_TIMEOUT=840)
+blk_host_run() {
+    "$repo/testhost/run.sh" "${args[@]}" | grep --line-buffered -E '^(BLK-|TESTHOST-)'
+    return "${PIPESTATUS[0]}"
+}
+th_log "VMMs: $vmms; $rounds round(s)$(for n in ${tern_names[@]+"${tern_names[@]}"}; do printf '; %s = %s' "$n" "${tern_path[$n]:-missing}"; done)"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 set +e
-"$repo/testhost/run.sh" "${args[@]}" | grep --line-buffered -E '^(BLK-|TESTHOST-)'
-rc="${PIPESTATUS[0]}"
+th_run_retrying "$log" -- blk_host_run  # a wedged test host is booted once more, saying so
+rc=$?
 set -e
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 [[ "$rc" == 0 ]] || th_die "test host run failed (rc=$rc); console log: $log"
 
-# 4. Results out of the image, then JSON, Markdown table and SVG plot.
+# 5. Results out of the image, then JSON, Markdown table and SVG plot.
 rm -rf "$work/results"
 debugfs -R "rdump /results $work" "$img" >/dev/null 2>&1 || th_die "cannot read results/ from $img"
 host_cpu="$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
 python3 "$here/summarize.py" "$work/results" --log "$log" --kernel "$ver" --runtime "$runtime" \
-    --engine "$engine" --data-mib "$data_mib" --jobs "$here/jobs.txt" \
+    --engine "$engine" --data-mib "$data_mib" --jobs "$here/jobs.txt" --vmms "$vmms" --rounds "$rounds" \
+    ${sum_terns[@]+"${sum_terns[@]}"} \
     --test-host "qemu-system-x86_64 -accel tcg -cpu EPYC,+svm,+npt -smp 1 -m 3072 on $(nproc)x $host_cpu" \
     --host-load "before: $load_before; after: $load_after (1/5/15-min load average, $(nproc) CPUs)" >"$out.tmp"
 mv "$out.tmp" "$out"

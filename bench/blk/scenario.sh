@@ -3,14 +3,17 @@
 #   blk.raw              the data disk the guest sees as /dev/vda (random bytes, fully allocated)
 #   guest-fio.cpio       guest initramfs with fio and /actions/fio-bench (bench/blk/guest-fio-bench.sh)
 #   results/             filled here, read by the host from the image afterwards (debugfs)
-# For each VMM in $BLK_VMMS (qemu, tern) boots the guest with the data disk as virtio-blk, answers its
-# BLK-JOB-BEGIN/END lines after reading the VMM's CPU time, and stores per VMM in results/<vmm>/:
+# $BLK_ROUNDS times (default 1), boots the guest once per VMM in $BLK_VMMS (qemu, or a tern NAME of
+# $BLK_TERNS = "NAME=PATH ...", default "tern=$TH_TERN"), in that order, so the VMMs interleave:
+# qemu, tern-a, tern-b, qemu, ... Each boot has the same data disk as virtio-blk; the scenario answers
+# the guest's BLK-JOB-BEGIN/END lines after reading the VMM's CPU time, and stores per VMM and round
+# in results/<vmm>/<round>/:
 #   <job>.json  fio's report     cpu.txt  "<job> begin|end utime stime guest_time" (clock ticks)
 #   status      "rc=N" of the VMM, or "skipped=<why>"
 # Prints BLK-PROGRESS / BLK-SKIP / BLK-ERROR lines for the host. ext4 (not tmpfs) under the data disk
 # is what makes O_DIRECT (cache=none) possible.
 : "${BLK_VMMS:=qemu tern}" "${BLK_RUNTIME:=5}" "${BLK_ENGINE:=libaio}" "${BLK_MEM_MIB:=1024}" "${BLK_TIMEOUT:=1200}"
-: "${BLK_TERN_DISK:=cache=none,io=io_uring}"
+: "${BLK_TERN_DISK:=cache=none,io=io_uring}" "${BLK_ROUNDS:=1}" "${BLK_TERNS:=${TH_TERN:+tern=$TH_TERN}}"
 trap '' PIPE  # a VMM that died must not take this script with it when it answers a job line
 CMDLINE="console=ttyS0 quiet loglevel=1 tern.action=fio-bench blk.runtime=$BLK_RUNTIME blk.engine=$BLK_ENGINE"
 
@@ -24,31 +27,36 @@ rm -rf /mnt/results
 mkdir -p /mnt/results
 echo "BLK-INFO l1_kernel=$(uname -r) data_bytes=$(stat -c %s "$DATA") initrd_bytes=$(stat -c %s "$INITRD") runtime=$BLK_RUNTIME engine=$BLK_ENGINE"
 
+tern_path() {  # tern_path NAME: the binary of tern NAME in $BLK_TERNS (empty: none)
+    for e in $BLK_TERNS; do [ "${e%%=*}" = "$1" ] && echo "${e#*=}" && return; done
+}
+
 vmm_cmd() {
     case "$1" in
         qemu) echo "$TH_QEMU -enable-kvm -M pc -L $TH_QEMU_FW -m ${BLK_MEM_MIB}M -smp 1 -kernel $TH_GUEST_KERNEL -initrd $INITRD -display none -nodefaults -serial stdio -no-reboot -drive file=$DATA,if=none,id=vda,cache=none,aio=io_uring,format=raw -device virtio-blk-pci,drive=vda -append" ;;
-        tern) echo "$TH_TERN run --kernel $TH_GUEST_KERNEL --initrd $INITRD --memory ${BLK_MEM_MIB}M --cpus 1 --disk path=$DATA,$BLK_TERN_DISK --cmdline" ;;
+        *) echo "$(tern_path "$1") run --kernel $TH_GUEST_KERNEL --initrd $INITRD --memory ${BLK_MEM_MIB}M --cpus 1 --disk path=$DATA,$BLK_TERN_DISK --cmdline" ;;
     esac
 }
 
 # cpu_ticks PID: "utime stime guest_time" of PID, in clock ticks (fields 14, 15, 43 of /proc/PID/stat).
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12, $13, $41 }'; }
 
-run_vmm() {  # run_vmm VMM
-    v="$1" out="/mnt/results/$1"
+run_vmm() {  # run_vmm VMM ROUND
+    v="$1" out="/mnt/results/$1/$2" tag=""
+    [ "$BLK_ROUNDS" = 1 ] || tag=" round=$2"
     mkdir -p "$out"
     case "$v" in
         qemu) [ -n "$TH_QEMU" ] || { echo "skipped=qemu not in the test host" >"$out/status"; echo "BLK-SKIP vmm=qemu reason=qemu not in the test host"; return; } ;;
-        tern)
-            if [ -z "$TH_TERN" ]; then
-                echo "skipped=tern not in the test host" >"$out/status"; echo "BLK-SKIP vmm=tern reason=tern not in the test host"; return
+        *)
+            bin=$(tern_path "$v")
+            if [ -z "$bin" ] || [ ! -x "$bin" ]; then
+                echo "skipped=tern not in the test host" >"$out/status"; echo "BLK-SKIP vmm=$v reason=tern not in the test host"; return
             fi
-            if ! "$TH_TERN" run --help 2>&1 | grep -q -- '--disk'; then
+            if ! "$bin" run --help 2>&1 | grep -q -- '--disk'; then
                 echo "skipped=tern has no --disk yet" >"$out/status"
-                echo "BLK-SKIP vmm=tern reason=tern has no --disk yet (tern run --help does not list it)"
+                echo "BLK-SKIP vmm=$v reason=tern has no --disk yet (tern run --help does not list it)"
                 return
             fi ;;
-        *) echo "BLK-ERROR unknown VMM $v"; return ;;
     esac
     echo "BLK-CMD vmm=$v cmd=$(vmm_cmd "$v") \"$CMDLINE\""
     rm -f /tmp/in /tmp/out /tmp/vmm.pid
@@ -64,28 +72,28 @@ run_vmm() {  # run_vmm VMM
     vmm_rc=""
     : >"$out/cpu.txt"
     t0=$(cut -d' ' -f1 /proc/uptime)
-    echo "BLK-PROGRESS vmm=$v booting (pid $pid)"
+    echo "BLK-PROGRESS vmm=$v$tag booting (pid $pid)"
     while IFS= read -r line <&3; do
         case "$line" in
             BLK-JOB-BEGIN*)
                 job="${line#*name=}"
                 echo "$job begin $(cpu_ticks "$pid")" >>"$out/cpu.txt"
                 echo go >&4
-                echo "BLK-PROGRESS vmm=$v job=$job running (${BLK_RUNTIME}s) l1_uptime=$(cut -d' ' -f1 /proc/uptime)" ;;
+                echo "BLK-PROGRESS vmm=$v$tag job=$job running (${BLK_RUNTIME}s) l1_uptime=$(cut -d' ' -f1 /proc/uptime)" ;;
             BLK-JOB-END*)
                 job="${line#*name=}"
                 echo "$job end $(cpu_ticks "$pid")" >>"$out/cpu.txt"
                 echo go >&4 ;;
             BLK-JOB-RC*)
-                case "$line" in *rc=0) ;; *) echo "BLK-ERROR vmm=$v fio failed: ${line#BLK-JOB-RC }" ;; esac ;;
+                case "$line" in *rc=0) ;; *) echo "BLK-ERROR vmm=$v$tag fio failed: ${line#BLK-JOB-RC }" ;; esac ;;
             BLK-B64-END*)
                 job="${line#*name=}"
                 if base64 -d <"/tmp/$job.b64" | gunzip >"$out/$job.json" 2>/dev/null; then
                     # fio's pretty JSON: the first "iops" is the read side, the second the write side.
                     summary=$(awk -F: '/"iops" :/ { gsub(/[ ,]/, "", $2); v[++n] = $2 } END { printf "read_iops=%.0f write_iops=%.0f", v[1], v[2] }' "$out/$job.json")
-                    echo "BLK-PROGRESS vmm=$v job=$job done $summary"
+                    echo "BLK-PROGRESS vmm=$v$tag job=$job done $summary"
                 else
-                    echo "BLK-ERROR vmm=$v job=$job fio report did not decode"
+                    echo "BLK-ERROR vmm=$v$tag job=$job fio report did not decode"
                 fi
                 rm -f "/tmp/$job.b64" ;;
             BLK-VMM-EXIT*) vmm_rc="${line#*rc=}" ;;
@@ -95,18 +103,22 @@ run_vmm() {  # run_vmm VMM
             *)
                 echo "  | $line"
                 case "$line" in
-                    BLK-GUEST*) echo "BLK-PROGRESS vmm=$v guest up after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')s: ${line#BLK-GUEST }" ;;
-                    BLK-ERROR* | BLK-WARN* | BLK-FIO-ERROR*) echo "${line%% *} vmm=$v ${line#* }" ;;
+                    BLK-GUEST*) echo "BLK-PROGRESS vmm=$v$tag guest up after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')s: ${line#BLK-GUEST }" ;;
+                    BLK-ERROR* | BLK-WARN* | BLK-FIO-ERROR*) echo "${line%% *} vmm=$v$tag ${line#* }" ;;
                 esac ;;
         esac
     done
     exec 3<&- 4>&-
     wait
     echo "rc=${vmm_rc:-unknown} jobs=$(grep -c ' end ' "$out/cpu.txt")" >"$out/status"
-    echo "BLK-PROGRESS vmm=$v exited rc=${vmm_rc:-unknown} after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.0f", b - a }')s"
+    echo "BLK-PROGRESS vmm=$v$tag exited rc=${vmm_rc:-unknown} after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.0f", b - a }')s"
 }
 
-for v in $BLK_VMMS; do run_vmm "$v"; done
+r=1
+while [ "$r" -le "$BLK_ROUNDS" ]; do
+    for v in $BLK_VMMS; do run_vmm "$v" "$r"; done
+    r=$((r + 1))
+done
 sync
 umount /mnt
 exit 0
