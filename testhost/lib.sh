@@ -150,3 +150,14 @@ th_run_retrying() {
     echo "TESTHOST-RETRIED once: the first run wedged (run.sh exited $first; its log: $log.wedged)" >>"$log"
     return "$rc"
 }
+
+# th_test_host_desc MEMORY_MIB: how the test host ran, for a benchmark's results ("test_host").
+th_test_host_desc() {
+    printf 'qemu-system-x86_64 -accel tcg -cpu %s -smp 1 -m %s on %sx %s\n' "${TESTHOST_CPU:-EPYC,+svm,+npt}" "$1" \
+        "$(nproc)" "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+}
+
+# th_loadavg: the host's 1/5/15-min load averages now; th_host_load BEFORE AFTER: both, described
+# for a benchmark's results ("host_load": this machine is shared, its load moves the figures).
+th_loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+th_host_load() { echo "before: $1; after: $2 (1/5/15-min load average, $(nproc) CPUs)"; }

@@ -150,23 +150,22 @@ blk_host_run() {
     return "${PIPESTATUS[0]}"
 }
 th_log "VMMs: $vmms; $rounds round(s)$(for n in ${tern_names[@]+"${tern_names[@]}"}; do printf '; %s = %s' "$n" "${tern_path[$n]:-missing}"; done)"
-load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+load_before="$(th_loadavg)"
 set +e
 th_run_retrying "$log" -- blk_host_run  # a wedged test host is booted once more, saying so
 rc=$?
 set -e
-load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
+load_after="$(th_loadavg)"
 [[ "$rc" == 0 ]] || th_die "test host run failed (rc=$rc); console log: $log"
 
 # 5. Results out of the image, then JSON, Markdown table and SVG plot.
 rm -rf "$work/results"
 debugfs -R "rdump /results $work" "$img" >/dev/null 2>&1 || th_die "cannot read results/ from $img"
-host_cpu="$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
 python3 "$here/summarize.py" "$work/results" --log "$log" --kernel "$ver" --runtime "$runtime" \
     --engine "$engine" --data-mib "$data_mib" --jobs "$here/jobs.txt" --vmms "$vmms" --rounds "$rounds" \
     ${sum_terns[@]+"${sum_terns[@]}"} \
-    --test-host "qemu-system-x86_64 -accel tcg -cpu EPYC,+svm,+npt -smp 1 -m 3072 on $(nproc)x $host_cpu" \
-    --host-load "before: $load_before; after: $load_after (1/5/15-min load average, $(nproc) CPUs)" >"$out.tmp"
+    --test-host "$(th_test_host_desc 3072)" \
+    --host-load "$(th_host_load "$load_before" "$load_after")" >"$out.tmp"
 mv "$out.tmp" "$out"
 python3 "$here/plot.py" "$out" >"${out%.json}-iops.svg"
 python3 "$here/table.py" "$out" | tee "${out%.json}.md"

@@ -37,7 +37,7 @@ if [[ -x "$tern" ]]; then args+=(--tern "$tern"); else
     args+=(--no-tern)
 fi
 mkdir -p "$(dirname "$log")" "$(dirname "$out")"
-load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+load_before="$(th_loadavg)"
 # boot_host_run: one test-host run; only the benchmark's own lines reach the terminal (the full
 # console goes to $log), the boots' host-CPU stamps to $stamps.
 boot_host_run() {
@@ -51,12 +51,11 @@ th_run_retrying "$log" -- boot_host_run
 rc=$?
 set -e
 [[ "$rc" == 0 ]] || th_die "test host run failed (rc=$rc); console log: $log"
-load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
+load_after="$(th_loadavg)"
 
-host_cpu="$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
 python3 "$here/summarize.py" "$log" --kernel "$(th_kernel_version)" --runs "$runs" --stamps "$stamps" \
-    --host-load "before: $load_before; after: $load_after (1/5/15-min load average, $(nproc) CPUs)" \
-    --test-host "qemu-system-x86_64 -accel tcg -cpu EPYC,+svm,+npt -smp 1 -m $memory on $(nproc)x $host_cpu" >"$out.tmp"
+    --host-load "$(th_host_load "$load_before" "$load_after")" \
+    --test-host "$(th_test_host_desc "$memory")" >"$out.tmp"
 mv "$out.tmp" "$out"
 python3 "$here/table.py" "$out" | tee "${out%.json}.md"
 th_log "wrote $out and ${out%.json}.md (console log: $log)"

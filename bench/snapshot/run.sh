@@ -70,7 +70,7 @@ if [[ " $vmms " == *" tern "* && -x "$tern" ]]; then
 else
     args+=(--no-tern)
 fi
-load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+load_before="$(th_loadavg)"
 t0="$(date +%s)"
 snapshot_host_run() {
     "$repo/testhost/run.sh" "${args[@]}" | grep --line-buffered -E '^(BENCH-|TESTHOST-|  \| SNAP-)'
@@ -81,14 +81,13 @@ th_run_retrying "$log" -- snapshot_host_run  # a wedged test host is booted once
 rc=$?
 set -e
 [[ "$rc" == 0 ]] || th_die "test host run failed (rc=$rc); console log: $log"
-load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
+load_after="$(th_loadavg)"
 
 # 3. JSON, Markdown table, SVG.
-host_cpu="$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
 python3 "$here/summarize.py" "$log" --kernel "$ver" --runs "$runs" --wall-s "$(($(date +%s) - t0))" \
     --qemu-version "$(qemu-system-x86_64 --version | head -n 1)" \
-    --test-host "qemu-system-x86_64 -accel tcg -cpu EPYC,+svm,+npt -smp 1 -m $memory on $(nproc)x $host_cpu" \
-    --host-load "before: $load_before; after: $load_after (1/5/15-min load average, $(nproc) CPUs)" >"$out.tmp"
+    --test-host "$(th_test_host_desc "$memory")" \
+    --host-load "$(th_host_load "$load_before" "$load_after")" >"$out.tmp"
 mv "$out.tmp" "$out"
 python3 "$here/plot.py" "$out" >"${out%.json}-restore.svg"
 python3 "$here/table.py" "$out" | tee "${out%.json}.md"
