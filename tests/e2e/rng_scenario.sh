@@ -66,6 +66,7 @@ wait_exit() {
 # mon_send NAME TEXT: TEXT to QEMU's monitor (bounded: the fifo blocks once QEMU is gone).
 mon_send() { timeout 10 sh -c 'printf "%s\n" "$1" >"$2"' _ "$2" "/tmp/$1.mon.in"; }
 CMD="console=ttyS0 quiet"
+stage() { echo "RNG-INFO $* uptime=$(cut -d' ' -f1 /proc/uptime)"; }  # L1 time, for the log
 
 # ---- the VMM: tern, or QEMU for comparison ----
 # start_vm NAME ACTION CMDLINE-EXTRA RNG: boots the guest with a 16 MiB disk /tmp/NAME.img and an rng
@@ -152,6 +153,7 @@ loop_lines() { lines "$1" '^TERN-RNG-READ tag=loop '; }
 loops_at_least() { [ "$(loop_lines "$1" | wc -l)" -ge "$2" ]; }
 
 # ---------------- case 1: read 1 MiB, save while reading, restore, read again ----------------
+stage case1
 start_vm a rng-read tern.rng_loop=1 ""
 wait_vm "$RNG_WAIT" loops_at_least /tmp/a.out 2
 check_current rng-current /tmp/a.out
@@ -193,6 +195,7 @@ show a
 show b
 
 # ---------------- case 2: malformed chains to the rng queue ----------------
+stage case2
 allowed="answered needs_reset"
 tern_only || allowed="$allowed pending"
 start_vm h rng-hostile tern.hostile_timeout=10 ""
@@ -211,7 +214,9 @@ for p in good readonly zerolen loop badnext badhead oob overflow huge indirect j
     case "$p:$res" in
     good:answered | good-again:answered) [ "${len:-0}" -gt 0 ] && [ "${d:-0}" -ge 200 ] || ok=1 ;;
     good:* | good-again:*) ok=1 ;;
-    readonly:answered | zerolen:answered | oob:answered | overflow:answered) [ "$len" = 0 ] || ok=1 ;;
+    # QEMU maps unassigned guest-physical ranges and drops what it writes there: it answers them.
+    oob:answered | overflow:answered) tern_only && { [ "$len" = 0 ] || ok=1; } ;;
+    readonly:answered | zerolen:answered) [ "$len" = 0 ] || ok=1 ;;
     huge:skipped) ok=0 ;;
     esac
     check "hostile-$p" "$ok" "${l:-no line for phase $p}"
@@ -227,6 +232,7 @@ check_read hostile-rebound-read /tmp/h.out rebound 1048576
 show h
 
 # ---------------- case 3: rate-limited (--rng=bandwidth=...) ----------------
+stage case3
 start_vm l rng-read "" --rng=bandwidth=64K,refill_time=100,ops=2000,one_time_burst=128K
 if tern_only; then
     wait_vm 10 test -S /tmp/l.sock
@@ -245,6 +251,7 @@ check limited-exit "$st" "exit status $st at the guest's poweroff"
 show l
 
 # ---------------- case 4 (tern): PUT /entropy, input errors ----------------
+stage case4
 if tern_only; then
     # bad_rng NAME WANT ARG: tern run refuses ARG before booting, naming WANT.
     bad_rng() {
@@ -284,5 +291,6 @@ if tern_only; then
     show e
 fi
 
+stage done
 echo "RNG-DONE fails=$fails vmm=$RNG_VMM"
 exit 0

@@ -15,10 +15,11 @@
 //   jump       avail idx moved by queue size + 1 (more chains than the ring holds)
 //   good-again the control once more, after all of the above
 // and prints for each
-//   TERN-HOSTILE-RNG phase=<p> result=answered|needs_reset|pending used_len=<n> distinct=<d> status=0x<s>
+//   TERN-HOSTILE-RNG phase=<p> result=answered|needs_reset|pending used_len=<n> distinct=<d> status=0x<s> ms=<t>
 // (answered: a used element came back, used_len its length, distinct the number of different byte
 // values in what the device wrote to the buffer; needs_reset: the device set DEVICE_NEEDS_RESET or
-// FAILED; pending: neither within TIMEOUT). Then it resets the device and prints
+// FAILED; pending: neither within TIMEOUT; t: milliseconds from the kick to that). Then it
+// resets the device and prints
 //   TERN-HOSTILE-RNG-DONE phases=<n>
 // The spec-conforming reactions are "answered" (with used_len 0 when nothing could be written) and
 // "needs_reset" (virtio 1.2 §2.1.2); a device that keeps a malformed chain forever shows "pending".
@@ -37,13 +38,20 @@ static unsigned distinct(const uint8_t* p, size_t n) {
   return d;
 }
 
+static struct timespec t0;  // when the phase's chain was published
+
+static void start_clock(void) { clock_gettime(CLOCK_MONOTONIC, &t0); }
+
 static void report(const char* phase, enum vu_outcome o) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
   uint32_t id = 0, len = 0;
   if (o == VU_USED) vu_used_elem((uint16_t)(used_seen - 1), &id, &len);
   unsigned d = o == VU_USED && len > 0 && len <= PAGE ? distinct(data, len) : 0;
-  printf("TERN-HOSTILE-RNG phase=%s result=%s used_len=%u distinct=%u status=0x%x\n", phase,
+  printf("TERN-HOSTILE-RNG phase=%s result=%s used_len=%u distinct=%u status=0x%x ms=%ld\n", phase,
          o == VU_USED ? "answered" : o == VU_NEEDS_RESET ? "needs_reset" : "pending", len, d,
-         vu_status());
+         vu_status(), ms);
 }
 
 // Fresh queue, descriptors d[0..n) copied into the table, head 0 made available and kicked.
@@ -52,6 +60,7 @@ static void run(const char* phase, const struct desc* d, unsigned n, uint16_t he
   memset(data, 0, PAGE);
   for (unsigned i = 0; i < n && i < qsz; ++i) ring_desc[i] = d[i];
   vu_add(head);
+  start_clock();
   vu_publish(avail_idx);
   report(phase, vu_wait(1, timeout_s));
 }
@@ -101,6 +110,7 @@ int main(int argc, char** argv) {
   vu_init_queue(0, 1024);
   memset(data, 0, PAGE);
   ring_desc[0] = good;
+  start_clock();
   vu_publish((uint16_t)(qsz + 1));
   report("jump", vu_wait(1, timeout_s)), ++phases;
 
