@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2034  # the CHECK_* variables are read by run_check_scenario
 # End-to-end virtio-rng test (issue #9): in one nested test host boot, tern runs guests with --rng
 # (tests/e2e/rng_scenario.sh, which prints RNG-CHECK lines; guest actions in
 # tests/e2e/rng_guest/actions/): the guest reads 1 MiB from /dev/hwrng through virtio_rng, a saved
