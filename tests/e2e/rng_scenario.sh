@@ -146,8 +146,8 @@ check_current() {  # check_current NAME FILE: the first TERN-RNG-CURRENT names v
     case "$(field "$l" current)" in virtio_rng*) ok=0 ;; *) ok=1 ;; esac
     check "$1" $ok "${l:-no TERN-RNG-CURRENT line}"
 }
-show() {  # show NAME: the guest's TERN- lines and the last console lines, for the log
-    { grep -a '^TERN-' "/tmp/$1.out"; tail -n 3 "/tmp/$1.out"; } 2>/dev/null | tr -d '\r' | tail -n 40 | sed "s/^/  $1 console: /"
+show() {  # show NAME: the guest's TERN- lines and its last other console lines, for the log
+    { grep -a '^TERN-' "/tmp/$1.out" | tail -n 30; grep -av '^TERN-' "/tmp/$1.out" | tail -n 3; } 2>/dev/null | tr -d '\r' | sed "s/^/  $1 console: /"
 }
 loop_lines() { lines "$1" '^TERN-RNG-READ tag=loop '; }
 loops_at_least() { [ "$(loop_lines "$1" | wc -l)" -ge "$2" ]; }
