@@ -295,6 +295,6 @@ if tern_only; then
     show e
 fi
 
-stage done
+stage end
 echo "RNG-DONE fails=$fails vmm=$RNG_VMM"
 exit 0
