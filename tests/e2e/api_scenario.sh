@@ -7,6 +7,8 @@
 #   guest marker, pause stops the guest's ticking
 #   console, resume continues it, SendCtrlAltDel makes the guest's init reboot: event + status 3.
 # Case 2 (tern --config-file + --api-sock): boots at once; tern ctl pause/resume/power-off: status 0.
+# Case 3 (tern run --disk x2 --cpus 2 --memory 384M --api-sock, issue #9): GET /vm/config lists both
+#   CLI drives (path_on_host, is_read_only) and the machine config; GET /machine-config agrees.
 : "${API_WAIT:=120}"
 [ -n "$TH_TERN" ] || { echo "API-CHECK name=setup FAIL tern binary not in the test host"; exit 2; }
 command -v curl >/dev/null || { echo "API-CHECK name=setup FAIL curl not in the test host"; exit 2; }
@@ -164,6 +166,33 @@ check config-file-boot $? "$(grep -a TERN-GUEST-MARKER "$CON" | head -n 1)"
 wait "$tern_pid"
 st=$?
 [ "$st" = 0 ]; check power-off-status $? "tern exit status $st; stderr: $(tr '\n' ' ' </tmp/tern2.err)"
+
+# ---- case 3: tern run --disk ... --api-sock: the CLI's drives in GET /vm/config (issue #9) ----
+S=/tmp/api3.sock
+CON=/tmp/console3.log
+dd if=/dev/zero of=/tmp/api-disk2.img bs=1M count=4 2>/dev/null
+"$TH_TERN" run --kernel "$TH_GUEST_KERNEL" --initrd "$TH_GUEST_INITRD" --cpus 2 --memory 384M \
+    --cmdline "console=ttyS0 quiet tern.action=idle" --disk path=/tmp/api-disk.img \
+    --disk path=/tmp/api-disk2.img,readonly=on --api-sock "$S" >"$CON" 2>/tmp/tern3.err </dev/null &
+tern_pid=$!
+wait_for 10 test -S "$S"
+check run-socket $? "api socket $S"
+r=$(api GET /vm/config)
+n=$(echo "$r" | grep -o '"path_on_host"' | wc -l)
+ro=$(echo "$r" | grep -o '"is_read_only": *true' | wc -l)
+ok=1
+[ "$n" = 2 ] && [ "$ro" = 1 ] && echo "$r" | grep -q '"path_on_host": *"/tmp/api-disk.img"' &&
+    echo "$r" | grep -q '"path_on_host": *"/tmp/api-disk2.img"' && ok=0
+check run-vm-config-drives $ok "$n drives, $ro read-only (want 2, 1): $r"
+ok=1; echo "$r" | grep -q '"vcpu_count": *2[,}]' && echo "$r" | grep -q '"mem_size_mib": *384[,}]' && ok=0
+check run-vm-config-machine $ok "$r"
+r=$(api GET /machine-config)
+ok=1; echo "$r" | grep -q '"vcpu_count": *2[,}]' && echo "$r" | grep -q '"mem_size_mib": *384[,}]' && ok=0
+check run-machine-config $ok "$r"
+"$TH_TERN" ctl --api-sock "$S" power-off; check run-power-off $? ""
+wait "$tern_pid"
+st=$?
+[ "$st" = 0 ]; check run-power-off-status $? "tern exit status $st; stderr: $(tr '\n' ' ' </tmp/tern3.err)"
 
 echo "API-SUMMARY fails=$fails"
 [ "$fails" = 0 ]

@@ -6,6 +6,8 @@
 # tests/e2e/NAME_scenario.sh in one test-host boot (with tern and curl), then prints each check as
 # "PASS|FAIL <check> <detail>" and "N passed, M failed"; returns 1 on any failure, when the test
 # host failed, or when no check ran. Environment: TERN_BIN (default build/tern), E2E_LOG.
+# Optional, set by the caller: CHECK_GUEST_MODULES (more guest modules), CHECK_GUEST_EXTRA (the
+# guest's --extra directory instead of NAME_guest/), CHECK_RUN_ARGS (array: more run.sh arguments).
 run_check_scenario() {
     local name="$1" prefix="$2"
     local here repo tern guest modules log host_rc passed failed
@@ -17,14 +19,14 @@ run_check_scenario() {
     th_need_cmd curl curl
     guest="$TH_CACHE/$name-guest-initramfs.cpio.gz"
     # The virtio modules let the guest see its disk (--disk or PUT /drives) as /dev/vda.
-    modules="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk"
-    "$repo/testhost/build-guest-initramfs.sh" "$guest" --extra "$here/${name}_guest" --modules "$modules"
+    modules="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk ${CHECK_GUEST_MODULES:-}"
+    "$repo/testhost/build-guest-initramfs.sh" "$guest" --extra "${CHECK_GUEST_EXTRA:-$here/${name}_guest}" --modules "$modules"
     log="${E2E_LOG:-$TH_CACHE/logs/e2e-$name.log}"
     mkdir -p "$(dirname "$log")"
     : >"$log"
 
     local run_args=(--scenario "$here/${name}_scenario.sh" --tern "$tern" --guest-initramfs "$guest"
-        --bin "$(command -v curl)" --timeout 900 --log "$log")
+        --bin "$(command -v curl)" --timeout 900 --log "$log" ${CHECK_RUN_ARGS[@]+"${CHECK_RUN_ARGS[@]}"})
     set +e
     # A wedged test host (TCG) is booted once more, saying so: testhost/lib.sh th_run_retrying.
     th_run_retrying "$log" -- "$repo/testhost/run.sh" "${run_args[@]}" >/dev/null

@@ -61,7 +61,7 @@ EOC
     fi
     echo "E2E-RESULT case=$name status=$status"
 done
-# Hostile guest driver (tern-hostile-blk, tests/e2e/hostile_blk/) on a cache=none disk, with a
+# Hostile guest driver (tern-hostile-blk, tests/e2e/hostile_virtio/) on a cache=none disk, with a
 # normal ext4 disk beside it: tern's memory is read from /proc/<pid>/status when the driver is set
 # up (it waits for a line on the console) and when it is done, and printed as
 #   E2E-HOSTILE-MEM rss_before_kb=.. hwm_before_kb=.. hwm_after_kb=.. rss_after_kb=..

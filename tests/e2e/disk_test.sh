@@ -6,7 +6,7 @@
 # this script takes the images out of the carrier (debugfs) and checks them: e2fsck -fn, the bytes
 # of the files the guest wrote (every cache mode), a read-only image byte-identical, and the
 # flushed marker present after SIGKILL (cache=writeback and none). Case "hostile": a user-space
-# driver in the guest (tests/e2e/hostile_blk/hostile_blk.c, built here with gcc -static) sends
+# driver in the guest (tests/e2e/hostile_virtio/hostile_blk.c, built here with gcc -static) sends
 # requests over size_max / seg_max (IOERR expected) and 64 aliased odd-address 1 MiB writes at once
 # to a cache=none disk; tern's growth (VmHWM after - VmRSS before) must stay within the bounce
 # budget of docs/limits.md, and the other disk must keep working.
@@ -84,7 +84,7 @@ guest_initrd="$work/guest-initramfs.cpio.gz"
 extra="$work/guest-extra"
 mkdir -p "$extra/bin"
 cp -a "$here/disk_guest/." "$extra/"
-gcc -static -O2 -Wall -Wextra -Werror -o "$extra/bin/tern-hostile-blk" "$here/hostile_blk/hostile_blk.c"
+gcc -static -O2 -Wall -Wextra -Werror -o "$extra/bin/tern-hostile-blk" "$here/hostile_virtio/hostile_blk.c"
 "$repo/testhost/build-guest-initramfs.sh" "$guest_initrd" --modules "$modules" --extra "$extra"
 
 # ---- 3. The test host run (a fresh carrier each time: a wedged first run may have written to it). ----

@@ -6,7 +6,9 @@
 #   running) ends tern; every bad restore input is refused with its own message; PUT /snapshot/load
 #   into a tern that already has a VM is refused; then `tern restore --resume` continues the guest:
 #   counters go on from the saved values, timers tick on both vCPUs, the disk writer's records are
-#   all in the image, the console keeps printing.
+#   all in the image, the console keeps printing. GET /vm/config of the running VM lists its
+#   --disk drive, and GET /machine-config after PUT /snapshot/load and after `tern restore` reports
+#   the snapshot's 2 vCPUs and 256 MiB (issue #9; case 2's restore: 1 vCPU, 512 MiB).
 # Case 2: a 512 MiB guest with 128 MiB random data of which 64 MiB were zeroed (actions/snap-mem):
 #   the memory file's allocated blocks stay far below 512 MiB, and the data reads back identical.
 # Case 3: a rate-limited save in progress is cancelled by PUT /tern/power-off; no file is left.
@@ -60,6 +62,20 @@ cmd1="console=ttyS0 quiet tern.action=snap-counter"
 pid_a=$!
 wait_for "$SNAP_WAIT" sh -c "grep -q 'TERN-COUNT cpu=1 n=3 ' /tmp/a.out && grep -q 'TERN-REC n=3' /tmp/a.out"
 check guest-counting $? "$(grep -c TERN-COUNT /tmp/a.out) counter lines before the save"
+# drives_are SOCK PATH: GET /vm/config lists exactly one drive, PATH.
+drives_are() {
+    r=$(api "$1" GET /vm/config)
+    ok=1
+    [ "$(echo "$r" | grep -o '"path_on_host"' | wc -l)" = 1 ] && echo "$r" | grep -q "\"path_on_host\": *\"$2\"" && ok=0
+}
+# machine_is SOCK CPUS MIB: GET /machine-config reports CPUS vCPUs and MIB MiB.
+machine_is() {
+    r=$(api "$1" GET /machine-config)
+    ok=1
+    echo "$r" | grep -q "\"vcpu_count\": *$2[,}]" && echo "$r" | grep -q "\"mem_size_mib\": *$3[,}]" && ok=0
+}
+drives_are /tmp/a.sock /tmp/w.img
+check run-vm-config-drives "$ok" "tern run --disk path=/tmp/w.img: $r"
 
 # A save to a full file system fails cleanly; nothing is left there; the VM keeps running.
 mkdir -p /mnt/full && mount -t tmpfs -o size=8m tmpfs /mnt/full
@@ -115,6 +131,8 @@ wait_for 10 test -S /tmp/c.sock
 load='{"snapshot_path": "/tmp/s.state", "mem_backend": {"backend_path": "/tmp/s.mem", "backend_type": "File"}, "resume_vm": false}'
 r=$(api /tmp/c.sock PUT /snapshot/load "$load")
 check api-load "$([ "${r##* }" = 204 ]; echo $?)" "$r; state: $(api /tmp/c.sock GET /)"
+machine_is /tmp/c.sock 2 256
+check api-load-machine-config "$ok" "after PUT /snapshot/load (want 2 vCPUs, 256 MiB): $r"
 r=$(api /tmp/c.sock PUT /snapshot/load "$load")
 case "$r" in *"already has a VM"*" 400") ok=0 ;; *) ok=1 ;; esac
 check bad-load-into-existing-vm "$ok" "$r"
@@ -142,6 +160,10 @@ check disk-writer-continues "$ok" "saved rec=$rec, first after restore rec=$firs
 r=$(api /tmp/b.sock GET /tern/stats)
 case "$r" in *'"snapshot"'*) ok=0 ;; *) ok=1 ;; esac
 check restored-api "$ok" "GET /tern/stats answers on the restored tern"
+machine_is /tmp/b.sock 2 256
+check restored-machine-config "$ok" "after tern restore (want 2 vCPUs, 256 MiB): $r"
+drives_are /tmp/b.sock /tmp/w.img
+check restored-vm-config-drives "$ok" "after tern restore: $r"
 "$T" ctl --api-sock /tmp/b.sock power-off >/dev/null
 wait "$pid_b"
 rc_b=$?
@@ -180,6 +202,8 @@ check mem-file-sparse "$ok" "memory file: $size bytes, $alloc_kb KiB allocated (
 pid_m2=$!
 wait_for "$SNAP_WAIT" sh -c "[ \$(grep -c '^TERN-MEM-SUM' /tmp/m2.out) -ge 2 ]"
 check mem-restored-runs $? "$(grep -c TERN-MEM-SUM /tmp/m2.out) sums after restore; stderr: $(head -c 300 /tmp/m2.err)"
+machine_is /tmp/m2.sock 1 512
+check mem-restored-machine-config "$ok" "after tern restore (want 1 vCPU, 512 MiB): $r"
 want=$(sed -n 's/^TERN-MEM-READY sum=\([0-9a-f]*\).*/\1/p' /tmp/m.out)
 sums=$(sed -n 's/^TERN-MEM-SUM \([0-9a-f]*\).*/\1/p' /tmp/m2.out | sort -u)
 ok=1; [ -n "$want" ] && [ "$sums" = "$want" ] && ok=0
