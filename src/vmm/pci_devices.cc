@@ -19,8 +19,7 @@ void KvmPciPlatform::set_irq_level(uint32_t irq, bool level) {
   if (!r) TERN_LOG_RATELIMITED(log_limit_, warn, "{}", r.error().message());
 }
 
-Result<void> KvmPciPlatform::set_ioeventfd(uint64_t gpa, uint32_t len, BorrowedFd fd,
-                                          bool assign) {
+Result<void> KvmPciPlatform::set_ioeventfd(uint64_t gpa, uint32_t len, BorrowedFd fd, bool assign) {
   return vm_.set_ioeventfd(gpa, len, fd, assign);
 }
 
@@ -42,12 +41,9 @@ Result<std::unique_ptr<PciDevices>> PciDevices::create(
 Result<uint8_t> PciDevices::add(std::shared_ptr<PciFunction> fn) {
   const std::string name(fn->name());
   // Firmware-style initial BAR assignment inside the window, so Linux keeps it.
-  PciPlacement p;
-  for (const PciBarDecl& b : fn->bars()) {
-    auto gpa = root_->allocate_mmio(b.size);
-    if (!gpa) return fail(name, "BAR " + std::to_string(b.index) + ": " + gpa.error().message());
-    p.bar_gpa[b.index] = *gpa;
-  }
+  auto placed = root_->allocate_bars(fn->bars());
+  if (!placed) return fail(name, placed.error().message());
+  PciPlacement p = *placed;
   p.intx_irq = kIntxIrqs[functions_.size() % std::size(kIntxIrqs)];
   if (auto ok = fn->place(p); !ok) return fail(name, ok.error().message());
   auto slot = root_->add(fn);
@@ -56,8 +52,8 @@ Result<uint8_t> PciDevices::add(std::shared_ptr<PciFunction> fn) {
   return *slot;
 }
 
-Result<uint8_t> PciDevices::add_virtio(std::shared_ptr<VirtioDevice> device,
-                                       const GuestMemory& mem, DeviceActivator* activator) {
+Result<uint8_t> PciDevices::add_virtio(std::shared_ptr<VirtioDevice> device, const GuestMemory& mem,
+                                       DeviceActivator* activator) {
   const std::string name(device->name());
   auto t = VirtioPciTransport::create(std::move(device), mem, *platform_, activator);
   if (!t) return fail(name, t.error().message());
@@ -73,7 +69,9 @@ PciDevices::~PciDevices() {
   functions_.clear();
 }
 
-Result<void> PciDevices::attach(Bus& pio, Bus& mmio) { return root_->attach(pio, mmio); }
+Result<void> PciDevices::attach(Bus& pio, Bus& mmio) {
+  return root_->attach(pio, mmio);
+}
 
 std::vector<DeviceCounters> PciDevices::counters() const {
   std::vector<DeviceCounters> out;

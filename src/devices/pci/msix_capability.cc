@@ -64,7 +64,8 @@ bool MsixCapability::bar_read(const MsixTable& table, uint8_t bar, uint64_t offs
     table.table_read(offset - layout_.table_offset, data);
     return true;
   }
-  if (bar == layout_.pba_bar && inside(offset, data.size(), layout_.pba_offset, table.pba_bytes())) {
+  if (bar == layout_.pba_bar &&
+      inside(offset, data.size(), layout_.pba_offset, table.pba_bytes())) {
     table.pba_read(offset - layout_.pba_offset, data);
     return true;
   }

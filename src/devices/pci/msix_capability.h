@@ -13,11 +13,11 @@ namespace tern {
 
 /// Where the MSI-X structures live (§6.8.2.4, §6.8.2.5).
 struct MsixLayout {
-  uint16_t vectors = 1;        ///< Table size, 1..2048 (encoded N - 1 in Message Control).
-  uint8_t table_bar = 0;       ///< BIR of the table: a declared memory BAR.
-  uint32_t table_offset = 0;   ///< Byte offset in that BAR, 8-byte aligned.
-  uint8_t pba_bar = 0;         ///< BIR of the Pending Bit Array.
-  uint32_t pba_offset = 0;     ///< 8-byte aligned; must not overlap the table in the same BAR.
+  uint16_t vectors = 1;       ///< Table size, 1..2048 (encoded N - 1 in Message Control).
+  uint8_t table_bar = 0;      ///< BIR of the table: a declared memory BAR.
+  uint32_t table_offset = 0;  ///< Byte offset in that BAR, 8-byte aligned.
+  uint8_t pba_bar = 0;        ///< BIR of the Pending Bit Array.
+  uint32_t pba_offset = 0;    ///< 8-byte aligned; must not overlap the table in the same BAR.
 };
 
 /// The capability as placed in one config space. Message Control's Enable (bit 15) and Function

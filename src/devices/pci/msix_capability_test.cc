@@ -65,8 +65,8 @@ TEST(PciConfigSpaceTest, UnwiredIntxReadsNoPin) {
 TEST(MsixCapabilityTest, LayoutIsReadOnlyAndEnableMaskAreWritable) {
   PciConfigSpace c = make_config();
   auto cap = MsixCapability::add(
-      c, MsixLayout{.vectors = 3, .table_bar = 2, .table_offset = 0, .pba_bar = 0,
-                    .pba_offset = 0x2000});
+      c, MsixLayout{
+             .vectors = 3, .table_bar = 2, .table_offset = 0, .pba_bar = 0, .pba_offset = 0x2000});
   const uint8_t at = cap.offset();
   ASSERT_NE(at, 0);
   EXPECT_EQ(rd(c, pci::kCapabilitiesPointer, 1), at);
@@ -90,8 +90,9 @@ TEST(MsixCapabilityTest, BarAccessesReachTableAndPbaOnlyInTheirBars) {
   auto table = MsixTable::create(3, platform).value();
   PciConfigSpace c = make_config();
   auto cap = MsixCapability::add(
-      c, MsixLayout{.vectors = 3, .table_bar = 2, .table_offset = 0x10, .pba_bar = 0,
-                    .pba_offset = 0x2000});
+      c,
+      MsixLayout{
+          .vectors = 3, .table_bar = 2, .table_offset = 0x10, .pba_bar = 0, .pba_offset = 0x2000});
   wr(c, cap.offset() + pci::kMsixMessageControl, pci::kMsixControlEnable, 2);
   cap.sync(c, *table);
   EXPECT_TRUE(table->enabled());
@@ -103,16 +104,18 @@ TEST(MsixCapabilityTest, BarAccessesReachTableAndPbaOnlyInTheirBars) {
                            std::span<uint8_t>(reinterpret_cast<uint8_t*>(&back), 4)));
   EXPECT_EQ(back, 0x41u);
   // Outside the table, in another BAR, or into the PBA: not handled by the table.
-  EXPECT_FALSE(cap.bar_write(*table, 2, 0x8, std::span<const uint8_t>(
-                                                 reinterpret_cast<uint8_t*>(&data), 4)));
-  EXPECT_FALSE(cap.bar_write(*table, 0, 0x10, std::span<const uint8_t>(
-                                                  reinterpret_cast<uint8_t*>(&data), 4)));
-  EXPECT_FALSE(cap.bar_write(*table, 0, 0x2000, std::span<const uint8_t>(
-                                                    reinterpret_cast<uint8_t*>(&data), 4)));
+  EXPECT_FALSE(cap.bar_write(*table, 2, 0x8,
+                             std::span<const uint8_t>(reinterpret_cast<uint8_t*>(&data), 4)));
+  EXPECT_FALSE(cap.bar_write(*table, 0, 0x10,
+                             std::span<const uint8_t>(reinterpret_cast<uint8_t*>(&data), 4)));
+  EXPECT_FALSE(cap.bar_write(*table, 0, 0x2000,
+                             std::span<const uint8_t>(reinterpret_cast<uint8_t*>(&data), 4)));
   uint64_t pba = ~0ull;
-  EXPECT_TRUE(cap.bar_read(*table, 0, 0x2000, std::span<uint8_t>(reinterpret_cast<uint8_t*>(&pba), 8)));
+  EXPECT_TRUE(
+      cap.bar_read(*table, 0, 0x2000, std::span<uint8_t>(reinterpret_cast<uint8_t*>(&pba), 8)));
   EXPECT_EQ(pba, 0u);
-  EXPECT_FALSE(cap.bar_read(*table, 2, 0x2000, std::span<uint8_t>(reinterpret_cast<uint8_t*>(&pba), 8)));
+  EXPECT_FALSE(
+      cap.bar_read(*table, 2, 0x2000, std::span<uint8_t>(reinterpret_cast<uint8_t*>(&pba), 8)));
 }
 
 }  // namespace

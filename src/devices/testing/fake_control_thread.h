@@ -66,9 +66,8 @@ class FakeControlThread {
     attached_ = true;
     cv_.notify_all();
     while (true) {
-      cv_.wait(lock, [&] {
-        return stop_ || !calls_.empty() || (serving_ && served_ < notifications_);
-      });
+      cv_.wait(lock,
+               [&] { return stop_ || !calls_.empty() || (serving_ && served_ < notifications_); });
       if (stop_) break;
       if (!calls_.empty()) {
         auto f = std::move(calls_.front());

@@ -24,9 +24,7 @@ class ThreadRecordingDevice final : public VirtioDevice {
  public:
   uint32_t device_type() const override { return 4; }  // entropy
   std::string_view name() const override { return "recording-rng"; }
-  uint64_t device_features() const override {
-    return virtio::feature(virtio::VIRTIO_F_VERSION_1);
-  }
+  uint64_t device_features() const override { return virtio::feature(virtio::VIRTIO_F_VERSION_1); }
   uint16_t num_queues() const override { return 1; }
   uint16_t max_queue_size() const override { return 64; }
   void read_config(uint64_t, std::span<uint8_t> data) override {
@@ -57,8 +55,7 @@ class VirtioPciActivationTest : public ::testing::Test {
   void SetUp() override {
     dev = std::make_shared<ThreadRecordingDevice>();
     transport = VirtioPciTransport::create(dev, mem, platform, &activator).value();
-    PciPlacement p;
-    for (const PciBarDecl& b : transport->bars()) p.bar_gpa[b.index] = root.allocate_mmio(b.size).value();
+    PciPlacement p = root.allocate_bars(transport->bars()).value();
     p.intx_irq = 10;
     ASSERT_TRUE(transport->place(p));
     slot = root.add(transport).value();
