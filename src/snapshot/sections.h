@@ -19,7 +19,7 @@ enum SectionId : uint32_t {
 inline constexpr uint32_t kMachineSectionVersion = 1;
 inline constexpr uint32_t kVmKvmSectionVersion = 1;
 inline constexpr uint32_t kLegacySectionVersion = 1;
-inline constexpr uint32_t kPciSectionVersion = 1;
+inline constexpr uint32_t kPciSectionVersion = 2;  ///< 2: functions keyed by kind.
 inline constexpr uint32_t kPairingSectionVersion = 1;
 inline constexpr uint32_t kVcpuSectionVersion = 1;
 

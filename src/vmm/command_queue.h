@@ -33,9 +33,12 @@ struct GuestStopped {
 struct SnapshotSaved {
   Result<SnapshotReport> result;
 };
+/// A device queued activation/reset work (DeviceActivator): run it, a vCPU is waiting.
+struct DeviceWork {};
 }  // namespace cmd
 
-using Command = std::variant<cmd::Api, cmd::Signal, cmd::GuestStopped, cmd::SnapshotSaved>;
+using Command = std::variant<cmd::Api, cmd::Signal, cmd::GuestStopped, cmd::SnapshotSaved,
+                             cmd::DeviceWork>;
 
 /// Multi-producer, single-consumer queue whose eventfd becomes readable when commands are waiting
 /// (the control loop polls it). push() never blocks for long: any thread may call it.

@@ -7,6 +7,7 @@
 
 #include "api/api_parser.h"
 #include "base/log.h"
+#include "devices/device_activator.h"
 #include "vmm/exit_status.h"
 
 namespace tern {
@@ -80,6 +81,8 @@ tl::expected<void, StartFailure> ControlLoop::start() {
 void ControlLoop::watch_stop() {
   Machine* raw = machine_.get();
   CommandQueue* q = queue_.get();
+  // This thread runs device activation/reset from now on (DeviceActivator; vCPUs wait for it).
+  if (DeviceActivator* a = raw->activator()) a->attach([q] { q->push(cmd::DeviceWork{}); });
   stop_waiter_ = std::thread([raw, q] {
     pthread_setname_np(pthread_self(), "stop-waiter");
     q->push(cmd::GuestStopped{raw->wait_stopped()});
@@ -133,6 +136,11 @@ void ControlLoop::handle(cmd::Signal& c) {
     exit_status_ = kExitSignalBase + c.signo;
     done_ = true;
   }
+}
+
+void ControlLoop::handle(cmd::DeviceWork&) {
+  if (machine_)
+    if (DeviceActivator* a = machine_->activator()) a->run_pending();
 }
 
 void ControlLoop::handle(cmd::GuestStopped& c) {

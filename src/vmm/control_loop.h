@@ -72,6 +72,7 @@ class ControlLoop {
   void handle(cmd::Signal& c);
   void handle(cmd::GuestStopped& c);
   void handle(cmd::SnapshotSaved& c);
+  void handle(cmd::DeviceWork& c);
   void create_snapshot(const SnapshotCreateSpec& spec, std::function<void(ApiResponse)> reply);
   ApiResponse load_snapshot(const SnapshotLoadSpec& spec);
   void watch_stop();

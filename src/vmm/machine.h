@@ -13,6 +13,8 @@
 
 namespace tern {
 
+class DeviceActivator;
+
 /// What one snapshot save did (PUT /snapshot/create, `tern snapshot`).
 struct SnapshotReport {
   uint64_t total_bytes = 0;    ///< Guest RAM saved (bytes), zero pages included.
@@ -53,6 +55,9 @@ class Machine {
                                                              const std::atomic<bool>& cancel) = 0;
   /// The VM's statistics (GET /tern/stats, /tern/metrics).
   [[nodiscard]] virtual const StatsSource& stats() const = 0;
+  /// Where the VM's devices hand activation/reset to the control thread (null: none; they run
+  /// it inline). The control loop attaches to it (device_activator.h).
+  [[nodiscard]] virtual DeviceActivator* activator() { return nullptr; }
 };
 
 }  // namespace tern

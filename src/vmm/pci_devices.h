@@ -1,7 +1,7 @@
 // PciDevices: PCI bus 0 of a tern VM — the host bridge and config mechanism #1, the MMIO window
-// for BARs, and one virtio-pci function per virtio device (disks first: the first --disk is
-// slot 1 and so /dev/vda) — wired to KVM: GSI routing + irqfds for MSI-X, KVM_IRQ_LINE for INTx,
-// ioeventfds for queue notifications.
+// for BARs, and its PCI functions (one virtio-pci function per virtio device, disks first: the
+// first --disk is slot 1 and so /dev/vda; any other PciFunction) — wired to KVM: GSI routing +
+// irqfds for MSI-X, KVM_IRQ_LINE for INTx, ioeventfds for queue notifications.
 #pragma once
 
 #include <memory>
@@ -9,12 +9,15 @@
 
 #include "base/result.h"
 #include "bus/bus.h"
+#include "devices/device_activator.h"
+#include "devices/pci/pci_function.h"
 #include "devices/pci/pci_platform.h"
 #include "devices/pci/pci_root.h"
 #include "kvm/gsi_router.h"
 #include "kvm/kvm_vm.h"
 #include "memory/guest_memory.h"
 #include "snapshot/codec.h"
+#include "stats/device_counters.h"
 #include "virtio/transport/virtio_pci_transport.h"
 #include "virtio/virtio_device.h"
 
@@ -36,36 +39,67 @@ class KvmPciPlatform final : public PciPlatform {
   RateLimit log_limit_{5};
 };
 
+/// PCI bus 0 of a VM and its functions. Any PciFunction can be added: add() allocates its
+/// declared BARs from the root's MMIO window (in declaration order, size-aligned, as firmware
+/// would), wires its INTx pin, places it and puts it in the next slot. add_virtio() wraps a
+/// VirtioDevice in a VirtioPciTransport first.
 class PciDevices {
  public:
   /// Legacy IRQs the INTx pins of PCI slots are wired to, round-robin (ISA IRQs free on a tern
   /// guest; also the Interrupt Line register value).
   static constexpr uint8_t kIntxIrqs[] = {10, 11};
 
-  /// Builds the bus with one virtio-pci function per entry of `devices`, in order. `vm` and `mem`
-  /// must outlive the result. Errors: KVM failures (irqfd, routing), window exhausted.
+  /// An empty bus on `vm` (host bridge only). `vm` must outlive the result.
+  [[nodiscard]] static Result<std::unique_ptr<PciDevices>> create(KvmVm& vm);
+  /// Builds the bus with one virtio-pci function per entry of `devices`, in order, their
+  /// activation/reset going through `activator` (null: inline on the vCPU). `vm`, `mem` and
+  /// `activator` must outlive the result. Errors: KVM failures (irqfd, routing), window
+  /// exhausted.
   [[nodiscard]] static Result<std::unique_ptr<PciDevices>> create(
-      KvmVm& vm, const GuestMemory& mem, std::vector<std::shared_ptr<VirtioDevice>> devices);
-  /// Resets every device (stopping their threads) before the transports go away.
+      KvmVm& vm, const GuestMemory& mem, std::vector<std::shared_ptr<VirtioDevice>> devices,
+      DeviceActivator* activator = nullptr);
+  /// Resets every device (stopping their threads) before the functions go away.
   ~PciDevices();
+
+  /// Places `fn` (BARs from its declaration, INTx) and puts it in the next free slot; returns
+  /// the slot. Before vCPUs run. Errors name the function: window exhausted, 31 slots used.
+  [[nodiscard]] Result<uint8_t> add(std::shared_ptr<PciFunction> fn);
+  /// add() of a virtio-pci transport for `device`.
+  [[nodiscard]] Result<uint8_t> add_virtio(std::shared_ptr<VirtioDevice> device,
+                                           const GuestMemory& mem,
+                                           DeviceActivator* activator = nullptr);
+  /// The MSI/INTx/ioeventfd services functions are built with (e.g. their MsixTable).
+  [[nodiscard]] PciPlatform& platform() { return *platform_; }
 
   /// Claims 0xCF8-0xCFF on `pio` and the 32-bit PCI MMIO window on `mmio`.
   [[nodiscard]] Result<void> attach(Bus& pio, Bus& mmio);
 
-  /// Snapshots. quiesce() brings every virtio device to a consistent point (in-flight requests
-  /// completed into the used rings, workers parked, kicks left pending); unquiesce() resumes
-  /// them. Call with the vCPUs paused.
+  /// Snapshots. quiesce() brings every function to a consistent point (virtio: in-flight
+  /// requests completed into the used rings, workers parked, kicks left pending); unquiesce()
+  /// resumes them. Call with the vCPUs paused.
   void quiesce();
   void unquiesce();
-  /// The "pci" section (version 1): root (CONFIG_ADDRESS, host bridge) and, per function in slot
-  /// order, its device type and name then the transport's state. Must be quiesced.
+  /// The "pci" section (version 2, snap::kPciSectionVersion): root (CONFIG_ADDRESS, host bridge)
+  /// and, per function in slot order, its kind and name then its own state (a length-prefixed
+  /// blob). Must be quiesced.
   void save_state(snap::ByteWriter& w) const;
-  /// Restores the "pci" section into a freshly created PciDevices with the same devices in the
-  /// same order (a different count, type or name is an error naming it). Before any vCPU runs
-  /// and after guest memory is restored: active devices start serving their queues.
+  /// Restores the "pci" section into a freshly created PciDevices with the same functions in the
+  /// same order (a different count, kind or name is an error naming it). Before any vCPU runs
+  /// and after guest memory is restored: active devices start serving their queues. Version 1
+  /// sections (tern before the generic PCI functions) are refused by the section version check.
   [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
 
+  /// Per function in slot order: its counters (virtio: the device's, then the transport's
+  /// "protocol_errors", "interrupts_sent", "config_interrupts"). Any thread; never blocks on a
+  /// lock a vCPU may hold.
+  [[nodiscard]] std::vector<DeviceCounters> counters() const;
+
   [[nodiscard]] PciRoot& root() { return *root_; }
+  /// Every function in slot order.
+  [[nodiscard]] const std::vector<std::shared_ptr<PciFunction>>& functions() const {
+    return functions_;
+  }
+  /// The virtio-pci functions among them, in slot order.
   [[nodiscard]] const std::vector<std::shared_ptr<VirtioPciTransport>>& transports() const {
     return transports_;
   }
@@ -74,6 +108,7 @@ class PciDevices {
   PciDevices() = default;
   std::unique_ptr<KvmPciPlatform> platform_;
   std::unique_ptr<PciRoot> root_;
+  std::vector<std::shared_ptr<PciFunction>> functions_;
   std::vector<std::shared_ptr<VirtioPciTransport>> transports_;
   bool quiesced_ = false;
 };

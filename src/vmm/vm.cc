@@ -17,6 +17,7 @@ namespace tern {
 
 
 Vm::~Vm() {
+  auto inline_work = activator_.inline_scope();  // a vCPU waiting for activation must finish
   for (auto& v : vcpus_) v->stop();
   for (auto& v : vcpus_) v->join();
 }
@@ -118,7 +119,7 @@ Result<void> Vm::build_devices(const ConsoleTarget& console,
                                  stop_));
   TRY(devices_->attach(pio_));
   // PCI bus 0 (always: the DSDT describes its host bridge), virtio-blk disks in --disk order.
-  ASSIGN_OR_RETURN(pci_, PciDevices::create(*vm_, *memory_, disks));
+  ASSIGN_OR_RETURN(pci_, PciDevices::create(*vm_, *memory_, disks, &activator_));
   TRY(pci_->attach(pio_, mmio_));
   return {};
 }
@@ -154,12 +155,16 @@ void Vm::start() {
 StopEvent Vm::wait_stopped() { return stop_.wait(); }
 
 void Vm::finish() {
+  // Deadlock rule 1 (device_activator.h): vCPUs waiting for activation run it themselves.
+  auto inline_work = activator_.inline_scope();
   for (auto& v : vcpus_) v->stop();
   for (auto& v : vcpus_) v->join();
   devices_->shutdown();
 }
 
 void Vm::pause() {
+  // Deadlock rule 1 (device_activator.h): a vCPU waiting for activation never parks otherwise.
+  auto inline_work = activator_.inline_scope();
   for (auto& v : vcpus_) v->request_pause();
   for (auto& v : vcpus_) v->wait_paused();
 }

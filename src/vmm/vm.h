@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "devices/device_activator.h"
 #include "bus/bus.h"
 #include "kvm/kvm_system.h"
 #include "memory/guest_memory.h"
@@ -77,6 +78,8 @@ class Vm {
   [[nodiscard]] const StatsSource& stats() const { return *stats_; }
   /// Where devices register per-queue counters (ioeventfd kicks, irqfd injections).
   [[nodiscard]] QueueCounterRegistry& queue_counters() { return queues_; }
+  /// Runs device activation/reset on the control thread once one attaches (device_activator.h).
+  [[nodiscard]] DeviceActivator& activator() { return activator_; }
 
  private:
   Vm() = default;
@@ -108,6 +111,7 @@ class Vm {
   Bus mmio_{"mmio"};
   StopLatch stop_;
   std::unique_ptr<LegacyDevices> devices_;
+  DeviceActivator activator_;        // before pci_: its transports use it until destroyed
   std::unique_ptr<PciDevices> pci_;  // after memory_/vm_: its devices use both until destroyed
   std::vector<std::unique_ptr<VcpuThread>> vcpus_;
   QueueCounterRegistry queues_;

@@ -27,6 +27,7 @@ class VmMachine : public Machine {
     return vm_->save_snapshot(spec, progress, cancel);
   }
   [[nodiscard]] const StatsSource& stats() const override { return vm_->stats(); }
+  [[nodiscard]] DeviceActivator* activator() override { return &vm_->activator(); }
 
  private:
   std::unique_ptr<Vm> vm_;

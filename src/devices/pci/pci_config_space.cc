@@ -1,5 +1,7 @@
 #include "devices/pci/pci_config_space.h"
 
+#include <algorithm>
+
 #include "base/result.h"
 #include "devices/pci/pci_registers.h"
 
@@ -24,14 +26,51 @@ PciConfigSpace::PciConfigSpace(const PciIdentity& id) {
   wmask_[pci::kInterruptLine] = 0xFF;
 }
 
+void PciConfigSpace::declare_bar(const PciBarDecl& bar) {
+  const int i = bar.index;
+  const uint64_t size = bar.size;
+  TERN_CHECK(i >= 0 && i + (bar.is_64bit ? 1 : 0) < pci::kNumBars);
+  TERN_CHECK(size >= 16 && (size & (size - 1)) == 0);
+  TERN_CHECK(bar.is_64bit || size <= (uint64_t{1} << 31));
+  TERN_CHECK(!bar_used_[i] && !(bar.is_64bit && bar_used_[i + 1]));
+  bar_used_[i] = true;
+  bar_size_[i] = size;
+  uint32_t type = pci::kBarMemory32;
+  if (bar.is_64bit) type |= pci::kBarMemory64;
+  if (bar.prefetchable) type |= pci::kBarPrefetchable;
+  const uint32_t off = pci::kBar0 + 4 * i;
+  set32(off, type);
+  const uint64_t mask = ~(size - 1);
+  const auto lo = static_cast<uint32_t>(mask) & pci::kBarMemoryMask;
+  for (int b = 0; b < 4; ++b) wmask_[off + b] = static_cast<uint8_t>(lo >> (8 * b));
+  if (bar.is_64bit) {
+    bar_used_[i + 1] = true;
+    set32(off + 4, 0);
+    const auto hi = static_cast<uint32_t>(mask >> 32);
+    for (int b = 0; b < 4; ++b) wmask_[off + 4 + b] = static_cast<uint8_t>(hi >> (8 * b));
+  }
+  bars_.push_back(bar);
+}
+
+void PciConfigSpace::set_bar_address(int index, uint64_t gpa) {
+  auto it = std::find_if(bars_.begin(), bars_.end(),
+                         [index](const PciBarDecl& b) { return b.index == index; });
+  TERN_CHECK(it != bars_.end() && gpa % it->size == 0);
+  TERN_CHECK(it->is_64bit || gpa + it->size <= (uint64_t{1} << 32));
+  const uint32_t off = pci::kBar0 + 4 * index;
+  set32(off, static_cast<uint32_t>(gpa) | (read32(off) & ~pci::kBarMemoryMask));
+  if (it->is_64bit) set32(off + 4, static_cast<uint32_t>(gpa >> 32));
+}
+
+void PciConfigSpace::apply_placement(const PciPlacement& p) {
+  for (const PciBarDecl& b : bars_) set_bar_address(b.index, p.bar_gpa[b.index]);
+  bytes_[pci::kInterruptLine] = p.intx_irq;
+  if (p.intx_irq == 0xFF) bytes_[pci::kInterruptPin] = 0;
+}
+
 void PciConfigSpace::add_memory_bar(int index, uint32_t size, uint32_t gpa) {
-  TERN_CHECK(index >= 0 && index < pci::kNumBars);
-  TERN_CHECK(size >= 16 && (size & (size - 1)) == 0 && gpa % size == 0);
-  bar_size_[index] = size;
-  uint32_t off = pci::kBar0 + 4 * index;
-  set32(off, gpa | pci::kBarMemory32);
-  uint32_t mask = ~(size - 1) & pci::kBarMemoryMask;
-  for (int i = 0; i < 4; ++i) wmask_[off + i] = static_cast<uint8_t>(mask >> (8 * i));
+  declare_bar(PciBarDecl{.index = static_cast<uint8_t>(index), .size = size});
+  set_bar_address(index, gpa);
 }
 
 uint8_t PciConfigSpace::add_capability(uint8_t id, std::span<const uint8_t> body,
@@ -70,7 +109,10 @@ void PciConfigSpace::write(uint32_t offset, std::span<const uint8_t> data) {
 std::optional<uint64_t> PciConfigSpace::bar_address(int index) const {
   if (index < 0 || index >= pci::kNumBars || bar_size_[index] == 0) return std::nullopt;
   if (!(command() & pci::kCommandMemory)) return std::nullopt;
-  uint64_t a = read32(pci::kBar0 + 4 * index) & pci::kBarMemoryMask;
+  const uint32_t off = pci::kBar0 + 4 * index;
+  const uint32_t lo = read32(off);
+  uint64_t a = lo & pci::kBarMemoryMask;
+  if (lo & pci::kBarMemory64) a |= uint64_t{read32(off + 4)} << 32;
   if (a == 0) return std::nullopt;  // not programmed
   return a;
 }

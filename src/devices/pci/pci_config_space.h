@@ -9,6 +9,7 @@
 
 #include "base/result.h"
 #include "devices/pci/pci_device.h"
+#include "devices/pci/pci_function.h"
 #include "snapshot/codec.h"
 
 namespace tern {
@@ -27,13 +28,24 @@ struct PciIdentity {
 
 /// Plain storage plus the PCI write rules; no locking (the owning device serialises access).
 /// Only guest-writable bits change on write(): command (I/O, memory, bus master, INTx disable),
-/// interrupt line, BAR address bits above the BAR's size, and bytes a capability marks writable.
+/// interrupt line, BAR address bits above the BAR's size (both halves of a 64-bit BAR), and
+/// bytes a capability marks writable.
 class PciConfigSpace {
  public:
   explicit PciConfigSpace(const PciIdentity& id);
 
-  /// Declares BAR `index` (0-5) as a 32-bit non-prefetchable memory BAR of `size` bytes (a power
-  /// of two ≥ 16) at guest-physical `gpa` (firmware's initial assignment; size-aligned).
+  /// Declares a memory BAR (PCI 3.0 §6.2.5.1): size probe mask, type and prefetchable bits; its
+  /// address is 0 until set_bar_address(). A bad declaration (index, size not a power of two
+  /// ≥ 16, overlapping another BAR) is a programming error (CHECK).
+  void declare_bar(const PciBarDecl& bar);
+  /// Firmware's initial assignment of declared BAR `index` (size-aligned; CHECKed).
+  void set_bar_address(int index, uint64_t gpa);
+  /// set_bar_address() for every declared BAR from `p`, and the Interrupt Line from p.intx_irq
+  /// (0xFF, not wired, also makes Interrupt Pin read 0 so the guest does not use INTx).
+  void apply_placement(const PciPlacement& p);
+  /// The declared BARs in declaration order.
+  [[nodiscard]] const std::vector<PciBarDecl>& bar_declarations() const { return bars_; }
+  /// declare_bar() of a 32-bit non-prefetchable memory BAR of `size` bytes at `gpa`.
   void add_memory_bar(int index, uint32_t size, uint32_t gpa);
   /// Appends a capability with `id` and `body` (the bytes after ID and next pointer); returns its
   /// offset. `writable` (same length as body, optional) holds per-byte guest write masks.
@@ -48,7 +60,8 @@ class PciConfigSpace {
   [[nodiscard]] uint16_t command() const { return read16(0x04); }
   /// BAR `index`'s decoded base: nullopt if not a memory BAR or memory space is disabled.
   [[nodiscard]] std::optional<uint64_t> bar_address(int index) const;
-  [[nodiscard]] uint32_t bar_size(int index) const { return bar_size_[index]; }
+  /// Declared size of BAR `index` (0 for the upper half of a 64-bit BAR or an unused register).
+  [[nodiscard]] uint64_t bar_size(int index) const { return bar_size_[index]; }
   /// Every memory BAR currently decoded.
   [[nodiscard]] std::vector<PciBarWindow> memory_windows() const;
 
@@ -70,7 +83,9 @@ class PciConfigSpace {
  private:
   std::array<uint8_t, 256> bytes_{};
   std::array<uint8_t, 256> wmask_{};
-  std::array<uint32_t, 6> bar_size_{};
+  std::array<uint64_t, 6> bar_size_{};
+  std::array<bool, 6> bar_used_{};  // register taken by a declared BAR (either half)
+  std::vector<PciBarDecl> bars_;
   uint8_t next_cap_ = 0x40;
   uint8_t last_cap_ = 0;  // offset of the last capability (0: none)
 };

@@ -33,6 +33,8 @@ inline constexpr uint16_t kStatusCapabilities = 1 << 4;
 
 // BAR low bits (§6.2.5.1).
 inline constexpr uint32_t kBarMemory32 = 0x0;
+inline constexpr uint32_t kBarMemory64 = 0x4;      ///< Type 10b: 64-bit, upper half in BAR n+1.
+inline constexpr uint32_t kBarPrefetchable = 0x8;
 inline constexpr uint32_t kBarMemoryMask = ~uint32_t{0xF};
 
 // Capability IDs.

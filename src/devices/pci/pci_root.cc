@@ -134,6 +134,16 @@ Result<uint64_t> PciRoot::allocate_mmio(uint64_t size) {
   return at;
 }
 
+Result<PciPlacement> PciRoot::allocate_bars(const std::vector<PciBarDecl>& bars) {
+  PciPlacement p;
+  for (const PciBarDecl& b : bars) {
+    auto gpa = allocate_mmio(b.size);
+    if (!gpa) return fail("BAR " + std::to_string(b.index), gpa.error().message());
+    p.bar_gpa[b.index] = *gpa;
+  }
+  return p;
+}
+
 Result<void> PciRoot::attach(Bus& pio, Bus& mmio) {
   TRY(pio.insert(config_port_, pci::kConfigAddressPort, pci::kConfigPortCount));
   TRY(mmio.insert(mmio_window_, mmio_base_, mmio_size_));

@@ -14,6 +14,7 @@
 #include "base/result.h"
 #include "bus/bus.h"
 #include "devices/pci/pci_device.h"
+#include "devices/pci/pci_function.h"
 #include "snapshot/codec.h"
 
 namespace tern {
@@ -37,6 +38,9 @@ class PciRoot {
   /// Reserves `size` bytes (a power of two) of the MMIO window, size-aligned, for a BAR's initial
   /// (firmware) address. Before vCPUs run only.
   [[nodiscard]] Result<uint64_t> allocate_mmio(uint64_t size);
+  /// allocate_mmio() for each of `bars` in order (firmware's initial assignment of a function's
+  /// declared BARs); the result has the addresses, INTx not wired. Before vCPUs run only.
+  [[nodiscard]] Result<PciPlacement> allocate_bars(const std::vector<PciBarDecl>& bars);
   /// Claims 0xCF8-0xCFF on `pio` and the MMIO window on `mmio`.
   [[nodiscard]] Result<void> attach(Bus& pio, Bus& mmio);
 

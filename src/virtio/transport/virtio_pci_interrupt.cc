@@ -21,6 +21,7 @@ void VirtioPciInterrupt::signal_used_queue(uint16_t queue) {
 }
 
 void VirtioPciInterrupt::signal_config_change() {
+  config_raised_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(mu_);
   raise_locked(virtio_pci::kIsrConfig, config_vector_);
 }
@@ -84,6 +85,11 @@ uint16_t VirtioPciInterrupt::config_vector() const {
 uint16_t VirtioPciInterrupt::queue_vector(uint16_t queue) const {
   std::lock_guard lock(mu_);
   return queue < queue_vectors_.size() ? queue_vectors_[queue] : VIRTIO_MSI_NO_VECTOR;
+}
+
+void VirtioPciInterrupt::set_intx_irq(uint32_t irq) {
+  std::lock_guard lock(mu_);
+  intx_irq_ = irq;
 }
 
 void VirtioPciInterrupt::set_intx_disabled(bool disabled) {

@@ -54,6 +54,10 @@ class VirtioPciInterrupt final : public VirtioInterrupt {
 
   [[nodiscard]] MsixTable& msix() { return *msix_; }
   [[nodiscard]] uint64_t interrupts_sent() const { return sent_.load(); }
+  /// Configuration-change notifications raised (signal_config_change(), set_needs_reset()).
+  [[nodiscard]] uint64_t config_interrupts() const { return config_raised_.load(); }
+  /// Wires INTx to legacy IRQ `irq` (placement, before the guest runs).
+  void set_intx_irq(uint32_t irq);
 
  private:
   void raise_locked(uint8_t isr_bit, uint16_t vector);
@@ -70,6 +74,7 @@ class VirtioPciInterrupt final : public VirtioInterrupt {
   std::vector<uint16_t> queue_vectors_;
   std::atomic<bool> needs_reset_{false};
   std::atomic<uint64_t> sent_{0};
+  std::atomic<uint64_t> config_raised_{0};
 };
 
 }  // namespace tern

@@ -180,8 +180,7 @@ Result<void> VirtioPciTransport::restore_state(snap::ByteReader& r) {
   TRY(dr.expect_end());
 
   config_ = cfg;
-  uint16_t mc = config_.read16(msix_cap_ + pci::kMsixMessageControl);
-  interrupt_->msix().set_control(mc & pci::kMsixControlEnable, mc & pci::kMsixControlFunctionMask);
+  msix_cap_.sync(config_, interrupt_->msix());
   device_feature_select_ = dfs;
   driver_feature_select_ = drfs;
   driver_features_ = features;
@@ -191,7 +190,8 @@ Result<void> VirtioPciTransport::restore_state(snap::ByteReader& r) {
   for (uint16_t i = 0; i < nq; ++i) queues_[i].config = qs[i];
   move_ioeventfds_locked();
   if (activated) {
-    auto started = start_device_locked();
+    // Before any vCPU runs (restore): directly, not through the activator.
+    auto started = start_device_locked(/*via_activator=*/false);
     if (!started) return fail("restore " + dev, "activate: " + started.error().message());
     activated_ = true;
   }

@@ -52,7 +52,7 @@ bool is_pow2(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 Result<std::shared_ptr<VirtioPciTransport>> VirtioPciTransport::create(
     std::shared_ptr<VirtioDevice> device, const GuestMemory& mem, PciPlatform& platform,
-    const VirtioPciPlacement& placement) {
+    DeviceActivator* activator) {
   const uint16_t nq = device->num_queues();
   if (nq == 0 || nq > vp::kMaxQueues)
     return fail(std::string(device->name()), std::to_string(nq) + " queues (1..127 supported)");
@@ -64,13 +64,12 @@ Result<std::shared_ptr<VirtioPciTransport>> VirtioPciTransport::create(
                  .subsystem_id = 0x40,  // §4.1.2.1: ≥ 0x40 for modern-only devices
                  .revision = vp::kRevision,
                  .class_code = class_code_for(device->device_type()),
-                 .interrupt_pin = static_cast<uint8_t>(placement.intx_irq == 0xFF ? 0 : 1),
-                 .interrupt_line = placement.intx_irq};
+                 .interrupt_pin = 1,  // INTA#; reads 0 if placed with INTx not wired
+                 .interrupt_line = 0xFF};
   auto t = std::shared_ptr<VirtioPciTransport>(
-      new VirtioPciTransport(std::move(device), mem, platform, id));
+      new VirtioPciTransport(std::move(device), mem, platform, activator, id));
   ASSIGN_OR_RETURN(auto msix, MsixTable::create(static_cast<uint16_t>(nq + 1), platform));
-  t->interrupt_ = std::make_shared<VirtioPciInterrupt>(std::move(msix), platform,
-                                                       placement.intx_irq, nq);
+  t->interrupt_ = std::make_shared<VirtioPciInterrupt>(std::move(msix), platform, 0xFF, nq);
   for (uint16_t q = 0; q < nq; ++q) {
     ASSIGN_OR_RETURN(UniqueFd fd, make_eventfd(0, EFD_NONBLOCK));
     t->kicks_.push_back(std::move(fd));
@@ -78,17 +77,14 @@ Result<std::shared_ptr<VirtioPciTransport>> VirtioPciTransport::create(
   }
 
   PciConfigSpace& c = t->config_;
-  c.add_memory_bar(vp::kVirtioBar, vp::kVirtioBarSize, placement.virtio_bar_gpa);
-  c.add_memory_bar(vp::kMsixBar, vp::kMsixBarSize, placement.msix_bar_gpa);
-  // MSI-X (PCI 3.0 §6.8.2): table size - 1, table and PBA in BAR1; Enable and Function Mask
-  // (bits 15, 14 of Message Control) are the only writable bits.
-  std::vector<uint8_t> msix_cap(pci::kMsixCapSize - 2, 0);
-  store_le(std::span<uint8_t>(msix_cap).subspan(0, 2), nq);  // nq + 1 vectors, encoded N - 1
-  store_le(std::span<uint8_t>(msix_cap).subspan(2, 4), vp::kMsixTableOffset | vp::kMsixBar);
-  store_le(std::span<uint8_t>(msix_cap).subspan(6, 4), vp::kMsixPbaOffset | vp::kMsixBar);
-  std::vector<uint8_t> msix_w(msix_cap.size(), 0);
-  msix_w[1] = 0xC0;
-  t->msix_cap_ = c.add_capability(pci::kCapMsix, msix_cap, msix_w);
+  c.declare_bar(PciBarDecl{.index = vp::kVirtioBar, .size = vp::kVirtioBarSize});
+  c.declare_bar(PciBarDecl{.index = vp::kMsixBar, .size = vp::kMsixBarSize});
+  // MSI-X (PCI 3.0 §6.8.2): nq + 1 vectors, table and PBA in BAR1.
+  t->msix_cap_ = MsixCapability::add(c, MsixLayout{.vectors = static_cast<uint16_t>(nq + 1),
+                                                   .table_bar = vp::kMsixBar,
+                                                   .table_offset = vp::kMsixTableOffset,
+                                                   .pba_bar = vp::kMsixBar,
+                                                   .pba_offset = vp::kMsixPbaOffset});
   auto add_virtio = [&c](const std::vector<uint8_t>& body, std::span<const uint8_t> w = {}) {
     return c.add_capability(pci::kCapVendorSpecific, body, w);
   };
@@ -111,13 +107,31 @@ Result<std::shared_ptr<VirtioPciTransport>> VirtioPciTransport::create(
   return t;
 }
 
+Result<std::shared_ptr<VirtioPciTransport>> VirtioPciTransport::create(
+    std::shared_ptr<VirtioDevice> device, const GuestMemory& mem, PciPlatform& platform,
+    const VirtioPciPlacement& placement) {
+  ASSIGN_OR_RETURN(auto t, create(std::move(device), mem, platform, nullptr));
+  PciPlacement p;
+  p.bar_gpa[vp::kVirtioBar] = placement.virtio_bar_gpa;
+  p.bar_gpa[vp::kMsixBar] = placement.msix_bar_gpa;
+  p.intx_irq = placement.intx_irq;
+  TRY(t->place(p));
+  return t;
+}
+
 VirtioPciTransport::VirtioPciTransport(std::shared_ptr<VirtioDevice> device,
                                        const GuestMemory& mem, PciPlatform& platform,
-                                       PciIdentity id)
-    : device_(std::move(device)), mem_(mem), platform_(platform), config_(id) {}
+                                       DeviceActivator* activator, PciIdentity id)
+    : device_(std::move(device)),
+      mem_(mem),
+      platform_(platform),
+      activator_(activator),
+      config_(id) {}
 
 VirtioPciTransport::~VirtioPciTransport() {
   std::lock_guard lock(mu_);
+  // Teardown: the control thread (or a test) destroys the bus after the vCPUs are joined, so the
+  // reset runs here directly, not through the activator.
   if (activated_) device_->reset();
   activated_ = false;
   if (notify_gpa_) {
@@ -125,6 +139,29 @@ VirtioPciTransport::~VirtioPciTransport() {
       (void)platform_.set_ioeventfd(*notify_gpa_ + q * vp::kNotifyOffMultiplier,
                                     vp::kNotifyAccessBytes, kicks_[q].borrow(), false);
   }
+}
+
+std::vector<PciBarDecl> VirtioPciTransport::bars() const {
+  std::lock_guard lock(mu_);
+  return config_.bar_declarations();
+}
+
+Result<void> VirtioPciTransport::place(const PciPlacement& placement) {
+  std::lock_guard lock(mu_);
+  config_.apply_placement(placement);
+  interrupt_->set_intx_irq(placement.intx_irq);
+  move_ioeventfds_locked();  // nothing is decoded yet (memory space off): no-op, kept for symmetry
+  return {};
+}
+
+DeviceCounters VirtioPciTransport::counters() const {
+  DeviceCounters c = device_->counters();
+  if (c.name.empty()) c.name = std::string(device_->name());
+  if (c.kind.empty()) c.kind = std::string(device_->kind());
+  c.counters.emplace_back("protocol_errors", protocol_errors());
+  c.counters.emplace_back("interrupts_sent", interrupt_->interrupts_sent());
+  c.counters.emplace_back("config_interrupts", interrupt_->config_interrupts());
+  return c;
 }
 
 // ---- PCI configuration space ----
@@ -152,8 +189,7 @@ void VirtioPciTransport::config_write(uint32_t offset, std::span<const uint8_t> 
   uint16_t cmd = config_.command();
   if ((old_cmd ^ cmd) & pci::kCommandIntxDisable)
     interrupt_->set_intx_disabled(cmd & pci::kCommandIntxDisable);
-  uint16_t mc = config_.read16(msix_cap_ + pci::kMsixMessageControl);
-  interrupt_->msix().set_control(mc & pci::kMsixControlEnable, mc & pci::kMsixControlFunctionMask);
+  msix_cap_.sync(config_, interrupt_->msix());
   move_ioeventfds_locked();
 }
 
@@ -229,13 +265,7 @@ void VirtioPciTransport::bar_write(uint8_t bar, uint64_t offset, std::span<const
 }
 
 void VirtioPciTransport::msix_bar_read(uint64_t offset, std::span<uint8_t> data) {
-  {
-    MsixTable& m = interrupt_->msix();
-    if (offset >= vp::kMsixTableOffset && offset + data.size() <= m.table_bytes())
-      m.table_read(offset - vp::kMsixTableOffset, data);
-    else if (offset >= vp::kMsixPbaOffset && offset + data.size() <= vp::kMsixPbaOffset + m.pba_bytes())
-      m.pba_read(offset - vp::kMsixPbaOffset, data);
-  }
+  (void)msix_cap_.bar_read(interrupt_->msix(), vp::kMsixBar, offset, data);  // else reads 0
 }
 
 void VirtioPciTransport::virtio_bar_read_locked(uint64_t offset, std::span<uint8_t> data) {
@@ -250,13 +280,8 @@ void VirtioPciTransport::virtio_bar_read_locked(uint64_t offset, std::span<uint8
 }
 
 void VirtioPciTransport::msix_bar_write(uint64_t offset, std::span<const uint8_t> data) {
-  {
-    MsixTable& m = interrupt_->msix();
-    if (offset >= vp::kMsixTableOffset && offset + data.size() <= m.table_bytes())
-      m.table_write(offset - vp::kMsixTableOffset, data);
-    else
-      protocol_error("write outside the MSI-X table", offset, load_le(data));
-  }
+  if (!msix_cap_.bar_write(interrupt_->msix(), vp::kMsixBar, offset, data))
+    protocol_error("write outside the MSI-X table", offset, load_le(data));
 }
 
 void VirtioPciTransport::virtio_bar_write_locked(uint64_t offset, std::span<const uint8_t> data) {
@@ -409,7 +434,7 @@ void VirtioPciTransport::activate_locked() {
     interrupt_->set_needs_reset();
     return;
   }
-  auto r = start_device_locked();
+  auto r = start_device_locked(/*via_activator=*/true);
   if (!r) {
     TERN_LOG_RATELIMITED(log_limit_, warn, "{}: activation failed: {}", name(),
                          r.error().message());
@@ -420,7 +445,7 @@ void VirtioPciTransport::activate_locked() {
   spdlog::debug("{}: DRIVER_OK, features {:#x}", name(), driver_features_);
 }
 
-Result<void> VirtioPciTransport::start_device_locked() {
+Result<void> VirtioPciTransport::start_device_locked(bool via_activator) {
   std::vector<VirtqueueConfig> queues;
   std::vector<UniqueFd> kicks;
   for (size_t i = 0; i < queues_.size(); ++i) {
@@ -429,17 +454,30 @@ Result<void> VirtioPciTransport::start_device_locked() {
     if (fd < 0) return fail_errno("fcntl(F_DUPFD_CLOEXEC)", "queue kick eventfd");
     kicks.emplace_back(fd);
   }
-  auto r = device_->activate(mem_, driver_features_, std::move(queues), std::move(kicks),
-                             interrupt_);
-  if (!r) {
-    device_->reset();
-    return r;
-  }
-  return {};
+  // The work touches the device only (deadlock rule 2 in device_activator.h): everything it needs
+  // from the transport is copied here, under our mutex.
+  const uint64_t features = driver_features_;
+  Result<void> r;
+  auto work = [&] {
+    r = device_->activate(mem_, features, std::move(queues), std::move(kicks), interrupt_);
+    if (!r) device_->reset();
+  };
+  if (via_activator)
+    run_device_work(work);
+  else
+    work();
+  return r;
+}
+
+void VirtioPciTransport::run_device_work(const DeviceActivator::Work& work) {
+  if (activator_)
+    activator_->run(work);
+  else
+    work();
 }
 
 void VirtioPciTransport::reset_locked() {
-  if (activated_) device_->reset();
+  if (activated_) run_device_work([this] { device_->reset(); });
   activated_ = false;
   status_ = 0;
   device_feature_select_ = driver_feature_select_ = 0;

@@ -12,8 +12,10 @@
 
 #include "base/log.h"
 #include "base/result.h"
+#include "devices/device_activator.h"
+#include "devices/pci/msix_capability.h"
 #include "devices/pci/pci_config_space.h"
-#include "devices/pci/pci_device.h"
+#include "devices/pci/pci_function.h"
 #include "devices/pci/pci_platform.h"
 #include "memory/guest_memory.h"
 #include "snapshot/codec.h"
@@ -22,8 +24,9 @@
 
 namespace tern {
 
-/// Where the platform put the function: initial BAR addresses (guest-physical, inside the PCI
-/// MMIO window, size-aligned) and the legacy IRQ its INTx pin is wired to.
+/// Where the platform put the function (the two-BAR shorthand of PciPlacement used by tests):
+/// initial BAR addresses (guest-physical, inside the PCI MMIO window, size-aligned) and the legacy
+/// IRQ its INTx pin is wired to.
 struct VirtioPciPlacement {
   uint32_t virtio_bar_gpa = 0;  ///< BAR0, virtio_pci::kVirtioBarSize bytes.
   uint32_t msix_bar_gpa = 0;    ///< BAR1, virtio_pci::kMsixBarSize bytes.
@@ -37,16 +40,41 @@ struct VirtioPciPlacement {
 /// that clear bits, are ignored. Features the device does not offer or a missing VERSION_1 keep
 /// FEATURES_OK clear (§3.1.1). DRIVER_OK without FEATURES_OK, or an activate() error, sets
 /// DEVICE_NEEDS_RESET and signals a configuration change. Unimplemented BAR offsets read 0.
-class VirtioPciTransport final : public PciDevice {
+///
+/// Activation and reset: DRIVER_OK (VirtioDevice::activate) and a status-0 write of an active
+/// device (VirtioDevice::reset, which joins device threads) run through the DeviceActivator given
+/// to create(): on the control thread while the writing vCPU waits, holding this transport's
+/// mutex, so the write returns with the work done (see device_activator.h for the deadlock
+/// rules). The activation work touches only the device, never this transport's state. Without an
+/// activator the work runs inline on the vCPU.
+class VirtioPciTransport final : public PciFunction {
  public:
   /// Builds the function for `device` (num_queues() ≤ virtio_pci::kMaxQueues): one MSI-X vector
   /// per queue plus one for configuration changes, one kick eventfd per queue registered as an
-  /// ioeventfd wherever BAR0 is decoded. `mem` and `platform` must outlive the transport.
+  /// ioeventfd wherever BAR0 is decoded; BAR0 (virtio structures) and BAR1 (MSI-X) declared, not
+  /// placed (place()). `mem`, `platform` and `activator` (may be null: inline) must outlive the
+  /// transport.
+  [[nodiscard]] static Result<std::shared_ptr<VirtioPciTransport>> create(
+      std::shared_ptr<VirtioDevice> device, const GuestMemory& mem, PciPlatform& platform,
+      DeviceActivator* activator = nullptr);
+  /// create() then place() at `placement`, without an activator.
   [[nodiscard]] static Result<std::shared_ptr<VirtioPciTransport>> create(
       std::shared_ptr<VirtioDevice> device, const GuestMemory& mem, PciPlatform& platform,
       const VirtioPciPlacement& placement);
   /// Resets the device (stopping its threads) and removes the ioeventfds.
   ~VirtioPciTransport() override;
+
+  // PciFunction.
+  std::string_view kind() const override { return device_->kind(); }
+  std::vector<PciBarDecl> bars() const override;
+  [[nodiscard]] Result<void> place(const PciPlacement& placement) override;
+  /// VirtioDevice::quiesce()/unquiesce().
+  void quiesce() override { device_->quiesce(); }
+  void unquiesce() override { device_->unquiesce(); }
+  /// The device's counters followed by the transport's: "protocol_errors", "interrupts_sent"
+  /// (MSI-X messages and INTx edges), "config_interrupts" (configuration-change notifications
+  /// raised). Atomics only (never the transport mutex).
+  DeviceCounters counters() const override;
 
   std::string_view name() const override { return device_->name(); }
   void config_read(uint32_t offset, std::span<uint8_t> data) override;
@@ -70,7 +98,7 @@ class VirtioPciTransport final : public PciDevice {
   /// queue_select, config generation), per queue size/enable/ring addresses and — when the
   /// device is active — its ring positions, then the device's own state. The device must be
   /// quiesced (VirtioDevice::quiesce) so the positions are consistent.
-  void save_state(snap::ByteWriter& w) const;
+  void save_state(snap::ByteWriter& w) const override;
   /// Restores save_state()'s bytes into a transport freshly created for the same device
   /// configuration, before any vCPU runs and after guest memory holds the snapshot's contents.
   /// Every field is validated (untrusted input; errors name the device and the field) and
@@ -78,7 +106,7 @@ class VirtioPciTransport final : public PciDevice {
   /// the device was active, activate() with the restored queues and positions (no feature
   /// negotiation) as the last step. Fails if the transport was already used or activation
   /// fails; after an error the transport may be partly restored (discard it).
-  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
+  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r) override;
 
  private:
   struct Queue {
@@ -86,7 +114,7 @@ class VirtioPciTransport final : public PciDevice {
     uint16_t notify_off = 0;
   };
   VirtioPciTransport(std::shared_ptr<VirtioDevice> device, const GuestMemory& mem,
-                     PciPlatform& platform, PciIdentity id);
+                     PciPlatform& platform, DeviceActivator* activator, PciIdentity id);
 
   void msix_bar_read(uint64_t offset, std::span<uint8_t> data);
   void msix_bar_write(uint64_t offset, std::span<const uint8_t> data);
@@ -97,7 +125,10 @@ class VirtioPciTransport final : public PciDevice {
   void write_status(uint8_t v);
   void reset_locked();
   void activate_locked();
-  [[nodiscard]] Result<void> start_device_locked();
+  /// Starts the device with the configured queues; through the activator when `via_activator`.
+  [[nodiscard]] Result<void> start_device_locked(bool via_activator);
+  /// Runs device activation/reset work through the activator (inline without one).
+  void run_device_work(const DeviceActivator::Work& work);
   void move_ioeventfds_locked();
   void pci_cfg_access_locked(bool write, std::span<uint8_t> data);
   void protocol_error(const char* what, uint64_t offset, uint64_t value);
@@ -105,12 +136,13 @@ class VirtioPciTransport final : public PciDevice {
   std::shared_ptr<VirtioDevice> device_;
   const GuestMemory& mem_;
   PciPlatform& platform_;
+  DeviceActivator* activator_;
   std::shared_ptr<VirtioPciInterrupt> interrupt_;
   std::vector<UniqueFd> kicks_;  // one per queue; dup()s go to the device on activate
 
   mutable std::mutex mu_;  // everything below
   PciConfigSpace config_;
-  uint8_t msix_cap_ = 0;
+  MsixCapability msix_cap_;
   uint8_t pci_cfg_cap_ = 0;
   std::optional<uint64_t> notify_gpa_;  // where the ioeventfds are registered now
   uint32_t device_feature_select_ = 0;

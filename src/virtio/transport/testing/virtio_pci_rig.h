@@ -1,6 +1,7 @@
 // VirtioPciRig (tests and fuzzers only): PCI bus 0 with `functions` virtio-pci transports over
 // FakeVirtioDevices, on a FakePciPlatform (no KVM), BARs placed in the MMIO window the way
-// PciDevices places them (BAR0 then BAR1 per function, INTx on IRQs 10 and 11 alternately).
+// PciDevices places them (PciRoot::allocate_bars: BAR0 then BAR1 per function, INTx on IRQs 10
+// and 11 alternately).
 #pragma once
 
 #include <cstdint>
@@ -24,13 +25,10 @@ struct VirtioPciRig {
   explicit VirtioPciRig(size_t functions = 1) {
     for (size_t i = 0; i < functions; ++i) {
       auto dev = std::make_shared<FakeVirtioDevice>();
-      VirtioPciPlacement p{
-          .virtio_bar_gpa =
-              static_cast<uint32_t>(root.allocate_mmio(virtio_pci::kVirtioBarSize).value()),
-          .msix_bar_gpa =
-              static_cast<uint32_t>(root.allocate_mmio(virtio_pci::kMsixBarSize).value()),
-          .intx_irq = kIntxIrqs[i % 2]};
-      auto t = VirtioPciTransport::create(dev, mem, platform, p).value();
+      auto t = VirtioPciTransport::create(dev, mem, platform).value();
+      PciPlacement p = root.allocate_bars(t->bars()).value();
+      p.intx_irq = kIntxIrqs[i % 2];
+      TERN_CHECK(t->place(p).has_value());
       slots.push_back(root.add(t).value());
       devices.push_back(std::move(dev));
       transports.push_back(std::move(t));
