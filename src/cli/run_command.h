@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@ struct RunOptions {
   bool stats_on_exit = false;  ///< --stats-on-exit: print a statistics summary on stderr at the end
   std::string api_sock;  ///< --api-sock PATH: also serve the control API for this VM.
   std::vector<std::string> disks;  ///< --disk values as typed (vmm/disk_option.h), in order.
+  std::optional<std::string> rng;  ///< --rng[=SPEC] as typed (vmm/rng_option.h); "" alone.
 };
 
 /// Adds the `run` subcommand and its options to `app`, storing them in `opts`.
