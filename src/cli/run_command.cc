@@ -52,33 +52,31 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   return run;
 }
 
-// Every option lands in the one configuration (VmResources): GET /machine-config and GET
-// /vm/config over --api-sock report exactly what the command line asked for.
-int run_vm(const RunOptions& o) {
-  auto bad = [](const Error& e) {
-    std::fprintf(stderr, "tern: %s\n", e.message().c_str());
-    return kExitError;
-  };
+Result<VmResources> run_resources(const RunOptions& o) {
   VmResources r;
   BootSource boot;
   boot.kernel_image_path = o.kernel;
   if (!o.initrd.empty()) boot.initrd_path = o.initrd;
   if (o.cmdline_given) boot.boot_args = o.cmdline;
   r.boot = std::move(boot);
-  auto mem = parse_size(o.memory, "--memory");
-  if (!mem) return bad(mem.error());
-  r.memory_bytes = *mem;
+  ASSIGN_OR_RETURN(r.memory_bytes, parse_size(o.memory, "--memory"));
   r.vcpus = o.cpus;
   r.console = o.console;
   for (size_t i = 0; i < o.disks.size(); ++i) {
-    auto disk = parse_disk_option(o.disks[i]);
-    if (!disk) return bad(disk.error());
-    r.drives.push_back(drive_for_disk(*disk, i));
+    ASSIGN_OR_RETURN(auto disk, parse_disk_option(o.disks[i]));
+    r.drives.push_back(drive_for_disk(disk, i));
   }
   if (o.rng) {
-    auto rng = parse_rng_option(*o.rng);
-    if (!rng) return bad(rng.error());
-    r.entropy = *rng;
+    ASSIGN_OR_RETURN(r.entropy, parse_rng_option(*o.rng));
+  }
+  return r;
+}
+
+int run_vm(const RunOptions& o) {
+  auto r = run_resources(o);
+  if (!r) {
+    std::fprintf(stderr, "tern: %s\n", r.error().message().c_str());
+    return kExitError;
   }
 
   // The control loop validates the input first (a typo gets its own message whatever the host),
@@ -89,7 +87,7 @@ int run_vm(const RunOptions& o) {
     std::fprintf(stderr, "tern: %s\n", loop.error().message().c_str());
     return kExitError;
   }
-  (*loop)->configure(std::move(r));
+  (*loop)->configure(std::move(*r));
   int status = run_vmm(**loop, events, o.api_sock, /*start_now=*/true);
   if (o.stats_on_exit) {
     if (const StatsSource* stats = (*loop)->stats())

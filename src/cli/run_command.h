@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
+#include "vmm/vm_resources.h"
+
 namespace tern {
 
 /// Raw `tern run` options as typed by the user (validated by run_vm()).
@@ -26,6 +29,11 @@ struct RunOptions {
 
 /// Adds the `run` subcommand and its options to `app`, storing them in `opts`.
 CLI::App* add_run_command(CLI::App& app, RunOptions& opts);
+
+/// The configuration `opts` describe (the one VmResources: GET /machine-config and /vm/config
+/// over --api-sock report it; each --disk is drive "vda", "vdb", ...). Errors name the option
+/// (--memory, --disk field, --rng field); the rest is checked when the VM is built.
+[[nodiscard]] Result<VmResources> run_resources(const RunOptions& opts);
 
 /// Validates `opts`, builds and runs the VM. Returns the documented exit status
 /// (src/vmm/exit_status.h) and prints a one-line reason on stderr for every non-zero status.
