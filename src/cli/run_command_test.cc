@@ -33,8 +33,8 @@ TEST(RunCommand, RngIsOptionalWithAnOptionalSpec) {
 }
 
 TEST(RunCommand, ResourcesFromOptions) {
-  auto o = parse({"--kernel", "k", "--cmdline", "quiet", "--memory", "256M", "--cpus", "2", "--disk",
-                  "path=/a", "--rng"});
+  auto o = parse({"--kernel", "k", "--cmdline", "quiet", "--memory", "256M", "--cpus", "2",
+                  "--disk", "path=/a", "--rng"});
   auto r = run_resources(o);
   ASSERT_TRUE(r) << r.error().message();
   ASSERT_TRUE(r->boot);

@@ -70,8 +70,8 @@ class Harness {
           return std::make_unique<FakeMachine>(&starts);
         },
         events,
-        [this](const SnapshotLoadSpec&, VmResources& r)
-            -> tl::expected<std::unique_ptr<Machine>, StartFailure> {
+        [this](const SnapshotLoadSpec&,
+               VmResources& r) -> tl::expected<std::unique_ptr<Machine>, StartFailure> {
           // What create_restored_machine() does once the snapshot is read and the VM rebuilt.
           r = VmResources::from_machine_state(saved_machine(), r.console);
           return std::make_unique<FakeMachine>(&starts);
@@ -93,7 +93,8 @@ class Harness {
     if (!req) return req.error();
     std::promise<ApiResponse> p;
     auto f = p.get_future();
-    loop_->queue().push(cmd::Api{std::move(*req), [&p](ApiResponse r) { p.set_value(std::move(r)); }});
+    loop_->queue().push(
+        cmd::Api{std::move(*req), [&p](ApiResponse r) { p.set_value(std::move(r)); }});
     return f.get();
   }
   nlohmann::json get(std::string_view target) {
@@ -185,8 +186,9 @@ TEST(ControlLoopConfig, RestoreReportsTheSnapshotsConfiguration) {
 TEST(ControlLoopConfig, SnapshotLoadReportsTheSnapshotsConfiguration) {
   Harness h;
   EXPECT_EQ(h.get("/machine-config")["vcpu_count"], 1);  // Firecracker's defaults before
-  auto r = h.call("PUT", "/snapshot/load",
-                  R"({"snapshot_path": "/proc/self/exe", "mem_backend": {"backend_type": "File", "backend_path": "/proc/self/exe"}, "resume_vm": true})");
+  auto r = h.call(
+      "PUT", "/snapshot/load",
+      R"({"snapshot_path": "/proc/self/exe", "mem_backend": {"backend_type": "File", "backend_path": "/proc/self/exe"}, "resume_vm": true})");
   ASSERT_EQ(r.status, 204) << r.body;
   EXPECT_EQ(h.state(), "Running");
   EXPECT_EQ(h.starts, 1);
@@ -199,14 +201,17 @@ TEST(ControlLoopConfig, SnapshotLoadReportsTheSnapshotsConfiguration) {
 TEST(ControlLoopConfig, PutEntropyIsPreBootOnlyAndRendered) {
   Harness h;
   EXPECT_EQ(h.get("/vm/config")["entropy"], nullptr);
-  EXPECT_EQ(h.call("PUT", "/entropy", R"({"rate_limiter": {"ops": {"size": 10, "refill_time": 100}}})").status,
-            204);
+  EXPECT_EQ(
+      h.call("PUT", "/entropy", R"({"rate_limiter": {"ops": {"size": 10, "refill_time": 100}}})")
+          .status,
+      204);
   auto cfg = h.get("/vm/config");
   EXPECT_EQ(cfg["entropy"]["rate_limiter"]["ops"]["size"], 10);
   EXPECT_EQ(cfg["entropy"]["rate_limiter"]["ops"]["refill_time"], 100);
   EXPECT_EQ(h.call("PUT", "/entropy", "{}").status, 204);
   EXPECT_EQ(h.get("/vm/config")["entropy"], nlohmann::json({{"rate_limiter", nullptr}}));
-  ASSERT_EQ(h.call("PUT", "/boot-source", R"({"kernel_image_path": "/proc/self/exe"})").status, 204);
+  ASSERT_EQ(h.call("PUT", "/boot-source", R"({"kernel_image_path": "/proc/self/exe"})").status,
+            204);
   ASSERT_EQ(h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})").status, 204);
   ASSERT_EQ(h.built.devices.size(), 1u);
   EXPECT_TRUE(std::holds_alternative<RngSpec>(h.built.devices[0]));
@@ -219,7 +224,8 @@ TEST(ControlLoopLifecycle, PowerOffDuringRunIsStatusZeroAndStateEventsAreShownNa
   ASSERT_EQ(h.call("PUT", "/machine-config", R"({"vcpu_count": 1, "mem_size_mib": 64})").status,
             204);
   EXPECT_EQ(h.state(), "Not started");  // configured, still "Not started"
-  ASSERT_EQ(h.call("PUT", "/boot-source", R"({"kernel_image_path": "/proc/self/exe"})").status, 204);
+  ASSERT_EQ(h.call("PUT", "/boot-source", R"({"kernel_image_path": "/proc/self/exe"})").status,
+            204);
   ASSERT_EQ(h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})").status, 204);
   EXPECT_EQ(h.call("PUT", "/tern/power-off").status, 204);
   EXPECT_EQ(h.state(), "Running");  // stopping: shown as before until the vCPUs stopped

@@ -39,8 +39,8 @@ Result<MachineState> decode_machine_state_version(ByteReader& r, uint32_t versio
   }
   ASSIGN_OR_RETURN(uint32_t n, r.u32());
   if (n > kMaxDevices)
-    return fail(r.what(), std::to_string(n) + (version == 1 ? " disks" : " devices") +
-                              " (at most 64)");
+    return fail(r.what(),
+                std::to_string(n) + (version == 1 ? " disks" : " devices") + " (at most 64)");
   for (uint32_t i = 0; i < n; ++i) {
     if (version == 1) {
       ASSIGN_OR_RETURN(auto d, decode_v1_disk(r, i));

@@ -19,9 +19,9 @@ namespace tern::snap {
 struct MachineState {
   uint64_t memory_bytes = 0;  ///< Guest RAM in bytes (multiple of 4 KiB).
   uint32_t vcpus = 0;
-  std::string cmdline;        ///< For GET /vm/config and the operator; not re-applied.
-  std::string kernel_path;    ///< For GET /vm/config (boot-source); empty in version 1.
-  std::string initrd_path;    ///< Empty: none (or version 1).
+  std::string cmdline;               ///< For GET /vm/config and the operator; not re-applied.
+  std::string kernel_path;           ///< For GET /vm/config (boot-source); empty in version 1.
+  std::string initrd_path;           ///< Empty: none (or version 1).
   std::vector<SavedDevice> devices;  ///< In PCI slot order.
 };
 

@@ -33,7 +33,8 @@ MachineState sample() {
   m.cmdline = "console=ttyS0 quiet";
   m.kernel_path = "/boot/vmlinuz";
   m.initrd_path = "/boot/initrd";
-  m.devices.push_back({DeviceSpec(std::in_place_type<DiskSpec>, sample_disk()), size_facts(1ull << 30)});
+  m.devices.push_back(
+      {DeviceSpec(std::in_place_type<DiskSpec>, sample_disk()), size_facts(1ull << 30)});
   RngSpec rng;
   rng.rate_limiter.bandwidth = TokenBucketConfig{1 << 20, 4096, 1000};
   m.devices.push_back({DeviceSpec(std::in_place_type<RngSpec>, rng), {}});

@@ -70,7 +70,8 @@ Result<RngConfig> parse_rng_option(std::string_view text) {
     return fail("--rng one_time_burst", "needs bandwidth= (the burst is extra bytes)");
   if (seen.contains("refill_time") && !bandwidth && !ops)
     return fail("--rng refill_time", "needs bandwidth= or ops= (the buckets it refills)");
-  if (bandwidth) c.rate_limiter.bandwidth = TokenBucketConfig{*bandwidth, burst.value_or(0), refill_ms};
+  if (bandwidth)
+    c.rate_limiter.bandwidth = TokenBucketConfig{*bandwidth, burst.value_or(0), refill_ms};
   if (ops) c.rate_limiter.ops = TokenBucketConfig{*ops, 0, refill_ms};
   if (auto ok = check_rng_config(c, ""); !ok) return fail("--rng", ok.error().message());
   return c;

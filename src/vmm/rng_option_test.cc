@@ -29,7 +29,8 @@ TEST(RngOption, FirecrackerFields) {
 }
 
 TEST(RngOption, ErrorsNameTheField) {
-  EXPECT_EQ(error_of("bandwidth=fast").rfind("--rng bandwidth", 0), 0u) << error_of("bandwidth=fast");
+  EXPECT_EQ(error_of("bandwidth=fast").rfind("--rng bandwidth", 0), 0u)
+      << error_of("bandwidth=fast");
   EXPECT_EQ(error_of("ops=0"), "--rng ops: must be greater than 0");
   EXPECT_EQ(error_of("refill_time=x,ops=1"), "--rng refill_time: 'x' is not a number");
   EXPECT_EQ(error_of("speed=1").rfind("--rng speed: unknown key", 0), 0u);

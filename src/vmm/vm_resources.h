@@ -4,9 +4,8 @@
 // (/machine-config, /vm/config) renders from it; the VM is built from vm_config().
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>

@@ -48,13 +48,18 @@ constexpr Transition kTable[] = {
 const char* vm_state_name(VmState s) {
   switch (s) {
     case S::kNotStarted:
-    case S::kConfigured: return "Not started";
-    case S::kRunning: return "Running";
+    case S::kConfigured:
+      return "Not started";
+    case S::kRunning:
+      return "Running";
     case S::kPaused:
     case S::kRestored:
-    case S::kSaving: return "Paused";
-    case S::kStopping: return "Running";
-    case S::kStopped: return "Stopped";
+    case S::kSaving:
+      return "Paused";
+    case S::kStopping:
+      return "Running";
+    case S::kStopped:
+      return "Stopped";
   }
   return "?";
 }

@@ -37,7 +37,8 @@ Result<DiskKind::Spec> DiskKind::decode(snap::ByteReader& r) {
   ASSIGN_OR_RETURN(c.queues, r.u16());
   ASSIGN_OR_RETURN(c.queue_size, r.u16());
   ASSIGN_OR_RETURN(uint8_t engine, r.u8());
-  if (engine > static_cast<uint8_t>(IoEngineKind::kThreads)) return fail(r.what(), "bad I/O engine");
+  if (engine > static_cast<uint8_t>(IoEngineKind::kThreads))
+    return fail(r.what(), "bad I/O engine");
   c.engine = static_cast<IoEngineKind>(engine);
   if (auto ok = validate_disk_config(c); !ok) return fail(r.what(), ok.error().message());
   return c;
@@ -53,20 +54,23 @@ Result<void> DiskKind::check_facts(snap::ByteReader& r, const Spec& s, const Vir
   TRY(r.expect_end());
   uint64_t now = as_block(d).disk().size_bytes();
   if (now != saved)
-    return fail(s.path + ": image is " + std::to_string(now) + " bytes, the snapshot was taken with " +
-                std::to_string(saved) + " (the disk changed size)");
+    return fail(s.path + ": image is " + std::to_string(now) +
+                " bytes, the snapshot was taken with " + std::to_string(saved) +
+                " (the disk changed size)");
   return {};
 }
 
 Result<std::vector<snap::ProtectedFile>> DiskKind::protected_files(const VirtioDevice& d,
                                                                    size_t index) {
   const DiskImage& img = as_block(d).disk();
-  ASSIGN_OR_RETURN(auto f, snap::protected_file(img.fd().get(), "the VM's disk " +
-                                                                    std::to_string(index) + " (" +
-                                                                    img.path() + ")"));
+  ASSIGN_OR_RETURN(
+      auto f, snap::protected_file(img.fd().get(), "the VM's disk " + std::to_string(index) + " (" +
+                                                       img.path() + ")"));
   return std::vector<snap::ProtectedFile>{std::move(f)};
 }
 
-Result<void> DiskKind::flush(const VirtioDevice& d) { return as_block(d).disk().flush(); }
+Result<void> DiskKind::flush(const VirtioDevice& d) {
+  return as_block(d).disk().flush();
+}
 
 }  // namespace tern
