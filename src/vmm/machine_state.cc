@@ -46,8 +46,7 @@ Result<MachineState> decode_machine_state_version(ByteReader& r, uint32_t versio
       ASSIGN_OR_RETURN(auto d, decode_v1_disk(r, i));
       m.devices.push_back(std::move(d));
     } else {
-      ByteReader& dr = r;
-      auto d = decode_saved_device(dr);
+      auto d = decode_saved_device(r);
       if (!d) return fail(r.what(), "device " + std::to_string(i) + ": " + d.error().message());
       m.devices.push_back(std::move(*d));
     }
