@@ -1,5 +1,6 @@
 // ApiRequest and ApiResponse: an HTTP request of the control API parsed and validated into a
-// value (what the control thread executes), and the answer that goes back to the client.
+// value (what the control thread executes), and the answer that goes back to the client. The
+// bodies' value types live in src/config/vm_specs.h.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -10,59 +11,10 @@
 #include <variant>
 #include <vector>
 
-#include "block/disk_config.h"
+#include "config/vm_specs.h"
+#include "virtio/rng/rng_config.h"
 
 namespace tern {
-
-/// PUT /boot-source (Firecracker BootSource).
-struct BootSource {
-  std::string kernel_image_path;
-  std::optional<std::string> initrd_path;
-  std::optional<std::string> boot_args;  ///< Absent: tern's default command line.
-};
-
-/// PUT|PATCH /machine-config (Firecracker MachineConfiguration), with Firecracker's defaults.
-struct MachineConfig {
-  uint32_t vcpu_count = 1;
-  uint64_t mem_size_mib = 128;
-  bool smt = false;                ///< Only false is supported.
-  bool track_dirty_pages = false;  ///< Only false is supported (until snapshots exist).
-  std::string huge_pages = "None"; ///< Only "None" is supported.
-};
-
-/// PUT /drives/{drive_id} (Firecracker Drive) mapped onto tern's DiskConfig.
-struct DriveSpec {
-  std::string drive_id;
-  bool is_root_device = false;
-  std::optional<std::string> partuuid;
-  std::string cache_type = "Unsafe";  ///< As given (Firecracker or tern name), for GET /vm/config.
-  std::string io_engine = "Sync";     ///< As given, for GET /vm/config.
-  DiskConfig disk;                    ///< path, cache mode, read-only, engine.
-};
-
-/// A PATCH /machine-config body: only the fields given.
-struct MachineConfigPatch {
-  std::optional<uint32_t> vcpu_count;
-  std::optional<uint64_t> mem_size_mib;
-  std::optional<bool> smt;
-  std::optional<bool> track_dirty_pages;
-  std::optional<std::string> huge_pages;
-};
-
-/// PUT /snapshot/create (Firecracker SnapshotCreateParams, Full only) plus tern's extensions.
-struct SnapshotCreateSpec {
-  std::string snapshot_path;            ///< The state file (sections, checksummed).
-  std::string mem_file_path;            ///< Guest RAM at file offset = guest-physical address.
-  uint64_t rate_limit_bytes_per_s = 0;  ///< tern extension "rate_limit_bytes_per_s"; 0: none.
-  bool direct = false;                  ///< tern extension "direct": O_DIRECT memory file writes.
-};
-
-/// PUT /snapshot/load (Firecracker SnapshotLoadParams, mem_backend File only).
-struct SnapshotLoadSpec {
-  std::string snapshot_path;
-  std::string mem_file_path;  ///< mem_backend.backend_path (or the deprecated mem_file_path).
-  bool resume_vm = false;
-};
 
 namespace api {
 struct GetInstanceInfo {};                                  ///< GET /
@@ -72,6 +24,7 @@ struct GetMachineConfig {};                                 ///< GET /machine-co
 struct PutMachineConfig { MachineConfig value; };           ///< PUT /machine-config
 struct PatchMachineConfig { MachineConfigPatch value; };    ///< PATCH /machine-config
 struct PutDrive { DriveSpec value; };                       ///< PUT /drives/{drive_id}
+struct PutEntropy { RngConfig value; };                     ///< PUT /entropy
 struct InstanceStart {};                                    ///< PUT /actions InstanceStart
 struct SendCtrlAltDel {};                                   ///< PUT /actions SendCtrlAltDel
 struct FlushMetrics {};                                     ///< PUT /actions FlushMetrics
@@ -89,7 +42,7 @@ struct LoadSnapshot { SnapshotLoadSpec value; };            ///< PUT /snapshot/l
 /// One validated request of the control API.
 using ApiRequest =
     std::variant<api::GetInstanceInfo, api::GetVersion, api::PutBootSource, api::GetMachineConfig,
-                 api::PutMachineConfig, api::PatchMachineConfig, api::PutDrive,
+                 api::PutMachineConfig, api::PatchMachineConfig, api::PutDrive, api::PutEntropy,
                  api::InstanceStart, api::SendCtrlAltDel, api::FlushMetrics, api::PauseVm,
                  api::ResumeVm, api::GetVmConfig, api::GetStats, api::GetMetrics, api::GetEvents,
                  api::PowerOff, api::CreateSnapshot, api::LoadSnapshot>;

@@ -34,6 +34,7 @@ void parse_and_check(std::string_view method, std::string_view target, std::stri
   if (auto* b = std::get_if<api::PutBootSource>(&*parsed)) (void)json_text(to_json(b->value));
   if (auto* m = std::get_if<api::PutMachineConfig>(&*parsed)) (void)json_text(to_json(m->value));
   if (auto* d = std::get_if<api::PutDrive>(&*parsed)) (void)json_text(to_json(d->value));
+  if (auto* e = std::get_if<api::PutEntropy>(&*parsed)) (void)json_text(to_json(e->value));
 }
 
 void http_stream(std::string_view bytes) {
@@ -72,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     http_stream(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
     return 0;
   }
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kEndpoints = {{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kEndpoints = {{
       {"PUT", "/boot-source"},
       {"PUT", "/machine-config"},
       {"PATCH", "/machine-config"},
@@ -83,6 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       {"PUT", "/snapshot/load"},
       {"GET", "/"},
       {"PUT", "/network-interfaces/eth0"},
+      {"PUT", "/entropy"},  // appended: the seeds' endpoint bytes 0..9 keep their meaning
   }};
   auto [method, target] = kEndpoints[data[1] % kEndpoints.size()];
   parse_and_check(method, target, rest);

@@ -12,7 +12,7 @@
 #include "api/api_parser.h"
 #include "api/api_request.h"
 #include "base/result.h"
-#include "vmm/event_log.h"
+#include "api/event_log.h"
 
 namespace tern {
 

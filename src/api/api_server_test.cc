@@ -69,12 +69,8 @@ class ApiHarness {
     sock = "/tmp/tern-api-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) +
            ".sock";
     auto loop = ControlLoop::create(
-        [this](const VmConfig& config, const std::vector<DriveSpec>& drives)
-            -> tl::expected<std::unique_ptr<Machine>, StartFailure> {
-          VmConfig c = config;
-          if (auto ok = apply_drives(drives, c); !ok)
-            return tl::unexpected(StartFailure{1, ok.error()});
-          started_config = c;
+        [this](const VmConfig& config) -> tl::expected<std::unique_ptr<Machine>, StartFailure> {
+          started_config = config;
           auto m = std::make_unique<FakeMachine>();
           machine = m.get();
           return m;
@@ -312,10 +308,10 @@ TEST(ApiServer, DrivesBecomeDisksRootFirst) {
                 .status,
             204);
   ASSERT_EQ(h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})").status, 204);
-  ASSERT_EQ(h.started_config.disks.size(), 2u);
-  EXPECT_TRUE(h.started_config.disks[0].read_only);  // rootfs is /dev/vda
-  EXPECT_EQ(h.started_config.disks[1].cache, CacheMode::kWriteback);
-  EXPECT_EQ(h.started_config.disks[1].engine, IoEngineKind::kIoUring);
+  ASSERT_EQ(h.started_config.devices.size(), 2u);
+  EXPECT_TRUE(std::get<DiskSpec>(h.started_config.devices[0]).read_only);  // rootfs is /dev/vda
+  EXPECT_EQ(std::get<DiskSpec>(h.started_config.devices[1]).cache, CacheMode::kWriteback);
+  EXPECT_EQ(std::get<DiskSpec>(h.started_config.devices[1]).engine, IoEngineKind::kIoUring);
   EXPECT_EQ(h.started_config.cmdline, "console=ttyS0 root=/dev/vda ro");
 }
 
@@ -333,13 +329,13 @@ TEST(ApiServer, PowerOffEndsWithStatusZero) {
 TEST(ApiServer, VmConfigWithNonUtf8PathsAnswersAndTheVmKeepsRunning) {
   const std::string latin1_path = "/tmp/k\xe9rnel";  // "kérnel" in Latin-1
   ApiHarness h({}, [&](ControlLoop& loop) {
-    VmConfig c;
-    c.kernel_path = latin1_path;
-    c.cmdline = "console=ttyS0 x=\xff";
+    VmResources r;
+    r.boot = BootSource{latin1_path, std::nullopt, "console=ttyS0 x=\xff"};
     DriveSpec d;
     d.drive_id = "rootfs";
     d.disk.path = "/tmp/d\xe9sk";
-    loop.configure(c, BootSource{latin1_path, std::nullopt, c.cmdline}, MachineConfig{}, {d});
+    r.drives = {d};
+    loop.configure(r);
   });
   auto reply = h.call("GET", "/vm/config");
   ASSERT_EQ(reply.status, 200) << reply.body;

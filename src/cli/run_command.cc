@@ -8,6 +8,8 @@
 #include "base/log.h"
 #include "base/size.h"
 #include "vmm/disk_option.h"
+#include "vmm/rng_option.h"
+#include "vmm/vm_resources.h"
 #include "vmm/exit_status.h"
 #include "vmm/host_check.h"
 #include "stats/stats_table.h"
@@ -36,32 +38,45 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
                   "threads]")
       ->take_all()
       ->allow_extra_args(false);
+  run->add_option_function<std::vector<std::string>>(
+         "--rng",
+         [&o](const std::vector<std::string>& v) { o.rng = v.empty() ? std::string() : v.back(); },
+         "virtio-rng entropy device (the guest's /dev/hwrng); alone: no rate limit. SPEC: "
+         "[bandwidth=SIZE][,ops=N][,refill_time=MS][,one_time_burst=SIZE] (Firecracker's "
+         "rate_limiter; SIZE in bytes or with K/M/G; refill_time default 1000)")
+      ->expected(0, 1)
+      ->type_name("SPEC");
   run->add_option("--api-sock", o.api_sock, "Also serve the control API on this Unix socket");
   run->add_flag("--stats-on-exit", o.stats_on_exit,
                 "Print exit, device, KVM and CPU statistics on stderr when the VM stops");
   return run;
 }
 
-int run_vm(const RunOptions& o) {
-  VmConfig c;
-  c.kernel_path = o.kernel;
-  if (!o.initrd.empty()) c.initrd_path = o.initrd;
-  c.cmdline = o.cmdline_given ? with_default_console(o.cmdline) : kDefaultCmdline;
-  auto mem = parse_size(o.memory, "--memory");
-  if (!mem) {
-    std::fprintf(stderr, "tern: %s\n", mem.error().message().c_str());
-    return kExitError;
+Result<VmResources> run_resources(const RunOptions& o) {
+  VmResources r;
+  BootSource boot;
+  boot.kernel_image_path = o.kernel;
+  if (!o.initrd.empty()) boot.initrd_path = o.initrd;
+  if (o.cmdline_given) boot.boot_args = o.cmdline;
+  r.boot = std::move(boot);
+  ASSIGN_OR_RETURN(r.memory_bytes, parse_size(o.memory, "--memory"));
+  r.vcpus = o.cpus;
+  r.console = o.console;
+  for (size_t i = 0; i < o.disks.size(); ++i) {
+    ASSIGN_OR_RETURN(auto disk, parse_disk_option(o.disks[i]));
+    r.drives.push_back(drive_for_disk(disk, i));
   }
-  c.memory_bytes = *mem;
-  c.vcpus = o.cpus;
-  c.console = o.console;
-  for (const auto& d : o.disks) {
-    auto disk = parse_disk_option(d);
-    if (!disk) {
-      std::fprintf(stderr, "tern: %s\n", disk.error().message().c_str());
-      return kExitError;
-    }
-    c.disks.push_back(std::move(*disk));
+  if (o.rng) {
+    ASSIGN_OR_RETURN(r.entropy, parse_rng_option(*o.rng));
+  }
+  return r;
+}
+
+int run_vm(const RunOptions& o) {
+  auto r = run_resources(o);
+  if (!r) {
+    std::fprintf(stderr, "tern: %s\n", r.error().message().c_str());
+    return kExitError;
   }
 
   // The control loop validates the input first (a typo gets its own message whatever the host),
@@ -72,11 +87,7 @@ int run_vm(const RunOptions& o) {
     std::fprintf(stderr, "tern: %s\n", loop.error().message().c_str());
     return kExitError;
   }
-  BootSource boot{c.kernel_path, c.initrd_path, o.cmdline_given ? std::optional(o.cmdline) : std::nullopt};
-  MachineConfig machine;
-  machine.vcpu_count = c.vcpus;
-  machine.mem_size_mib = c.memory_bytes >> 20;
-  (*loop)->configure(c, boot, machine, {});
+  (*loop)->configure(std::move(*r));
   int status = run_vmm(**loop, events, o.api_sock, /*start_now=*/true);
   if (o.stats_on_exit) {
     if (const StatsSource* stats = (*loop)->stats())

@@ -3,8 +3,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "base/result.h"
+#include "vmm/vm_resources.h"
 
 namespace tern {
 
@@ -20,10 +24,16 @@ struct RunOptions {
   bool stats_on_exit = false;  ///< --stats-on-exit: print a statistics summary on stderr at the end
   std::string api_sock;  ///< --api-sock PATH: also serve the control API for this VM.
   std::vector<std::string> disks;  ///< --disk values as typed (vmm/disk_option.h), in order.
+  std::optional<std::string> rng;  ///< --rng[=SPEC] as typed (vmm/rng_option.h); "" alone.
 };
 
 /// Adds the `run` subcommand and its options to `app`, storing them in `opts`.
 CLI::App* add_run_command(CLI::App& app, RunOptions& opts);
+
+/// The configuration `opts` describe (the one VmResources: GET /machine-config and /vm/config
+/// over --api-sock report it; each --disk is drive "vda", "vdb", ...). Errors name the option
+/// (--memory, --disk field, --rng field); the rest is checked when the VM is built.
+[[nodiscard]] Result<VmResources> run_resources(const RunOptions& opts);
 
 /// Validates `opts`, builds and runs the VM. Returns the documented exit status
 /// (src/vmm/exit_status.h) and prints a one-line reason on stderr for every non-zero status.

@@ -59,13 +59,7 @@ int run_vmm_command(const VmmOptions& o) {
       std::fprintf(stderr, "tern: %s\n", cfg.error().message().c_str());
       return kExitError;
     }
-    VmConfig c;
-    c.kernel_path = cfg->boot.kernel_image_path;
-    c.initrd_path = cfg->boot.initrd_path;
-    c.cmdline = cfg->boot.boot_args ? with_default_console(*cfg->boot.boot_args) : kDefaultCmdline;
-    c.vcpus = cfg->machine.vcpu_count;
-    c.memory_bytes = cfg->machine.mem_size_mib << 20;
-    (*loop)->configure(c, cfg->boot, cfg->machine, cfg->drives);
+    (*loop)->configure(cfg->resources());
     start_now = true;
   }
   return run_vmm(**loop, events, o.api_sock, start_now);

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "vmm/control_loop.h"
-#include "vmm/event_log.h"
+#include "api/event_log.h"
 
 namespace tern {
 

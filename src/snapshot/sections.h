@@ -8,7 +8,7 @@ namespace tern::snap {
 
 /// Section ids. vCPU i is kVcpuBase + i.
 enum SectionId : uint32_t {
-  kMachineSection = 1,  ///< MachineState: RAM size, vCPU count, command line, disks.
+  kMachineSection = 1,  ///< MachineState (src/vmm): RAM, vCPUs, command line, kernel, devices.
   kVmKvmSection = 2,    ///< VmKvmState: PIC, IOAPIC, PIT, kvmclock.
   kLegacySection = 3,   ///< LegacyDevices: 8250, i8042, RTC, ACPI PM.
   kPciSection = 4,      ///< PciDevices: PCI config spaces, MSI-X, virtio-pci transports, queues.
@@ -16,7 +16,7 @@ enum SectionId : uint32_t {
   kVcpuBase = 0x100,    ///< VcpuState of vCPU (id - kVcpuBase).
 };
 
-inline constexpr uint32_t kMachineSectionVersion = 1;
+inline constexpr uint32_t kMachineSectionVersion = 2;  // 1 (disks only) is still read
 inline constexpr uint32_t kVmKvmSectionVersion = 1;
 inline constexpr uint32_t kLegacySectionVersion = 1;
 inline constexpr uint32_t kPciSectionVersion = 2;  ///< 2: functions keyed by kind.

@@ -11,7 +11,7 @@
 #include "base/testing/fuzz_input.h"
 #include "kvm/vcpu_state.h"
 #include "kvm/vm_kvm_state.h"
-#include "snapshot/machine_state.h"
+#include "vmm/machine_state.h"
 #include "snapshot/snapshot_pair.h"
 #include "snapshot/state_file.h"
 

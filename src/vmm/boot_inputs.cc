@@ -6,7 +6,7 @@
 #include "base/checked.h"
 #include "base/fd.h"
 #include "base/size.h"
-#include "virtio/block/virtio_block.h"
+#include "vmm/devices/device_registry.h"
 #include "vmm/host_check.h"
 
 namespace tern {
@@ -64,10 +64,7 @@ Result<BootInputs> prepare_boot(const VmConfig& c) {
                                 c.memory_bytes);
     if (!at) return fail("--initrd", at.error().message());
   }
-  for (size_t i = 0; i < c.disks.size(); ++i) {
-    ASSIGN_OR_RETURN(auto blk, VirtioBlock::create(c.disks[i], "virtio-blk" + std::to_string(i)));
-    in.disks.push_back(std::move(blk));
-  }
+  ASSIGN_OR_RETURN(in.devices, make_devices(c.devices));
   return in;
 }
 

@@ -10,6 +10,7 @@
 #include "base/result.h"
 #include "devices/console/console_target.h"
 #include "virtio/virtio_device.h"
+#include "config/vm_specs.h"
 #include "vmm/vm_config.h"
 
 namespace tern {
@@ -20,8 +21,9 @@ struct BootInputs {
   x86::BzImage kernel;
   std::vector<uint8_t> initrd;  ///< Empty when there is no initrd.
   ConsoleTarget console;
-  /// One opened virtio-blk device per config.disks entry, in order (images already open).
-  std::vector<std::shared_ptr<VirtioDevice>> disks;
+  /// One device per config.devices entry, in order, made by the device registry (disk images
+  /// already open).
+  std::vector<std::shared_ptr<VirtioDevice>> devices;
 };
 
 /// Reads and validates everything `config` names. Each error names the field it concerns
@@ -31,10 +33,7 @@ struct BootInputs {
 /// host can back, an initrd that cannot be placed under initrd_addr_max, a vCPU count of 0 or
 /// beyond what the MP table/APIC IDs allow, a malformed console target, a disk image that is
 /// missing, not writable without readonly=on, or on a filesystem without O_DIRECT for cache=none
-/// (--disk; see VirtioBlock::create).
+/// (--disk; see VirtioBlock::create), an rng rate limit the device refuses (--rng).
 [[nodiscard]] Result<BootInputs> prepare_boot(const VmConfig& config);
-
-/// Most vCPUs a tern guest may have (APIC IDs 0..253; the IOAPIC takes the next ID).
-inline constexpr uint32_t kMaxVcpus = 254;
 
 }  // namespace tern

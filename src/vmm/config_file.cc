@@ -30,9 +30,12 @@ Result<ConfigFile> parse_config_file(std::string_view text) {
       c.drives.push_back(std::move(d));
     }
   }
+  if (const nlohmann::json* e = r.raw("entropy")) {
+    ASSIGN_OR_RETURN(c.entropy, parse_entropy(*e, "entropy"));
+  }
   // Sections tern does not support yet: accepted only when null or empty.
   for (const char* name : {"cpu-config", "balloon", "network-interfaces", "vsock", "logger",
-                           "metrics", "mmds-config", "entropy", "pmem", "memory-hotplug",
+                           "metrics", "mmds-config", "pmem", "memory-hotplug",
                            "serial"}) {
     const nlohmann::json* v = r.raw(name);
     if (v && !(v->is_array() && v->empty()))
@@ -40,6 +43,15 @@ Result<ConfigFile> parse_config_file(std::string_view text) {
   }
   TRY(r.finish());
   return c;
+}
+
+VmResources ConfigFile::resources() const {
+  VmResources r;
+  r.boot = boot;
+  r.set_machine_config(machine);
+  r.drives = drives;
+  r.entropy = entropy;
+  return r;
 }
 
 Result<ConfigFile> read_config_file(const std::string& path) {

@@ -1,13 +1,15 @@
 // Reading `tern --config-file FILE`: Firecracker's config-file JSON (boot-source, machine-config,
-// drives, and the sections tern does not support, which must be null or empty).
+// drives, entropy, and the sections tern does not support, which must be null or empty).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "api/api_request.h"
 #include "base/result.h"
+#include "config/vm_specs.h"
+#include "virtio/rng/rng_config.h"
+#include "vmm/vm_resources.h"
 
 namespace tern {
 
@@ -16,6 +18,10 @@ struct ConfigFile {
   BootSource boot;
   MachineConfig machine;  ///< Firecracker's defaults when "machine-config" is absent.
   std::vector<DriveSpec> drives;
+  std::optional<RngConfig> entropy;  ///< "entropy": Firecracker's EntropyDevice; null: none.
+
+  /// The configuration this file describes (the guest console on stdio).
+  [[nodiscard]] VmResources resources() const;
 };
 
 /// Parses the JSON text of a config file; errors name the field ("machine-config.vcpu_count").

@@ -1,6 +1,6 @@
 // libFuzzer target: the --config-file parser (Firecracker's config-file JSON) on arbitrary text.
 // Nothing may crash; an accepted file has a boot source, unique drive ids and at most one root
-// device, and serialises back (json_text) without throwing.
+// device, a valid entropy rate limiter, and serialises back (json_text) without throwing.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -9,6 +9,7 @@
 
 #include "api/api_parser.h"
 #include "base/testing/fuzz_input.h"
+#include "config/rng_spec.h"
 #include "vmm/config_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -30,5 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(c->machine.vcpu_count >= 1);
   (void)json_text(to_json(c->boot));
   (void)json_text(to_json(c->machine));
+  if (c->entropy) FUZZ_CHECK(check_rng_config(*c->entropy, "entropy").has_value());
+  (void)json_text(c->resources().vm_config_json());  // what GET /vm/config would answer
   return 0;
 }

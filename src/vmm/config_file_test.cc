@@ -57,6 +57,22 @@ TEST(ConfigFile, AcceptsFirecrackerShape) {
   EXPECT_EQ(c->drives[0].disk.cache, CacheMode::kUnsafe);
 }
 
+TEST(ConfigFile, EntropySection) {
+  auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+                                 "entropy": {"rate_limiter": {"ops": {"size": 5, "refill_time": 10}}}})");
+  ASSERT_TRUE(c) << c.error().message();
+  ASSERT_TRUE(c->entropy);
+  EXPECT_EQ(c->entropy->rate_limiter.ops, (TokenBucketConfig{5, 0, 10}));
+  EXPECT_EQ(c->resources().entropy, c->entropy);
+  auto none = parse_config_file(kFirecrackerShape);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->entropy);
+  auto bad = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+                                   "entropy": {"rate_limiter": {"ops": {"size": 5}}}})");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(), "entropy.rate_limiter.ops.refill_time: missing required field");
+}
+
 TEST(ConfigFile, ErrorsNameTheField) {
   auto bad = [](const std::string& text) {
     auto c = parse_config_file(text);

@@ -26,7 +26,7 @@ Error with_api_field_names(Error e) {
   static const std::pair<const char*, const char*> names[] = {
       {"--kernel", "boot-source.kernel_image_path"}, {"--initrd", "boot-source.initrd_path"},
       {"--cmdline", "boot-source.boot_args"},        {"--memory", "machine-config.mem_size_mib"},
-      {"--cpus", "machine-config.vcpu_count"}};
+      {"--cpus", "machine-config.vcpu_count"},       {"--rng", "entropy"}};
   for (auto [cli, api] : names)
     if (e.op == cli) e.op = api;
   return e;
@@ -39,9 +39,7 @@ Result<std::unique_ptr<ControlLoop>> ControlLoop::create(MachineFactory factory,
   auto loop = std::unique_ptr<ControlLoop>(
       new ControlLoop(std::move(factory), events, std::move(restore)));
   ASSIGN_OR_RETURN(loop->queue_, CommandQueue::create());
-  loop->config_.memory_bytes = loop->machine_cfg_.mem_size_mib << 20;
-  loop->config_.cmdline = kDefaultCmdline;
-  events.publish({{"event", "state"}, {"state", vm_state_name(loop->state_)}});
+  events.publish({{"event", "state"}, {"state", loop->life_.name()}});
   return loop;
 }
 
@@ -54,27 +52,27 @@ ControlLoop::~ControlLoop() {
   }
 }
 
-void ControlLoop::configure(const VmConfig& config, const std::optional<BootSource>& boot,
-                            const MachineConfig& machine, std::vector<DriveSpec> drives) {
-  config_ = config;
-  boot_ = boot;
-  machine_cfg_ = machine;
-  drives_ = std::move(drives);
+void ControlLoop::configure(VmResources resources) {
+  resources_ = std::move(resources);
+  transition(VmEvent::kConfigure);
 }
 
-void ControlLoop::set_state(VmState s) {
-  state_ = s;
-  events_.publish({{"event", "state"}, {"state", vm_state_name(s)}});
+// Every state change goes through the lifecycle table; a "state" event is published when the
+// state's shown name changes.
+void ControlLoop::transition(VmEvent e) {
+  if (life_.apply(e)) events_.publish({{"event", "state"}, {"state", life_.name()}});
 }
 
 tl::expected<void, StartFailure> ControlLoop::start() {
-  auto m = factory_(config_, drives_);
+  TERN_CHECK(life_.allows(VmEvent::kStart));
+  auto config = resources_.vm_config();
+  if (!config) return tl::unexpected(StartFailure{kExitError, config.error()});
+  auto m = factory_(*config);
   if (!m) return tl::unexpected(m.error());
   machine_ = std::move(*m);
   machine_->start();
-  machine_started_ = true;
   watch_stop();
-  set_state(VmState::kRunning);
+  transition(VmEvent::kStart);
   return {};
 }
 
@@ -125,12 +123,12 @@ void ControlLoop::handle(cmd::Api& c) {
 
 void ControlLoop::handle(cmd::Signal& c) {
   if (signo_ == 0) signo_ = c.signo;
-  if (machine_ && state_ != VmState::kStopped) {
+  if (life_.has_vm()) {
     cancel_save_ = true;  // a save in progress stops; GuestStopped waits for it
     machine_->stop(StopEvent{StopKind::kStopped, -1, 0, strsignal(c.signo)});
     return;  // GuestStopped follows
   }
-  if (state_ == VmState::kNotStarted) {
+  if (life_.allows(VmEvent::kStart)) {  // no VM yet
     events_.publish({{"event", "exit"}, {"reason", strsignal(c.signo)}});
     std::fprintf(stderr, "tern: stopped by %s before the VM started\n", strsignal(c.signo));
     exit_status_ = kExitSignalBase + c.signo;
@@ -155,14 +153,15 @@ void ControlLoop::handle(cmd::GuestStopped& c) {
   const StopEvent& e = c.event;
   int status = exit_status_for(e.kind);
   if (e.kind == StopKind::kStopped)
-    status = power_off_requested_ ? kExitPowerOff : kExitSignalBase + (signo_ ? signo_ : 15);
+    status = life_.state() == VmState::kStopping ? kExitPowerOff
+                                                 : kExitSignalBase + (signo_ ? signo_ : 15);
   nlohmann::json ev = {{"event", "stop"},
                        {"reason", stop_kind_name(e.kind)},
                        {"detail", e.detail},
                        {"exit_status", status}};
   if (e.vcpu >= 0) ev["vcpu"] = e.vcpu;
   events_.publish(std::move(ev));
-  set_state(VmState::kStopped);
+  transition(VmEvent::kGuestStopped);
   if (status != 0) {
     std::string where = e.vcpu >= 0 ? fmt::format(" (vCPU {}, RIP {:#x})", e.vcpu, e.rip) : "";
     std::fprintf(stderr, "tern: guest stopped: %s: %s%s\n", stop_kind_name(e.kind),
@@ -173,48 +172,37 @@ void ControlLoop::handle(cmd::GuestStopped& c) {
 }
 
 ApiResponse ControlLoop::state_error(const std::string& what) const {
-  return ApiResponse::error(400, what + ": the VM is " + vm_state_name(state_));
+  return ApiResponse::error(400, what + ": the VM is " + life_.name());
+}
+
+// A pre-boot configuration request: refused once a VM exists; `write` changes resources_ (an
+// error there is a 400 naming the field and changes nothing).
+ApiResponse ControlLoop::configure_request(const char* what,
+                                           const std::function<Result<void>()>& write) {
+  if (!life_.allows(VmEvent::kConfigure)) return state_error(what);
+  if (auto ok = write(); !ok) return ApiResponse::error(400, ok.error().message());
+  transition(VmEvent::kConfigure);
+  return ApiResponse::no_content();
 }
 
 nlohmann::json ControlLoop::instance_info() const {
   return {{"id", "anonymous-instance"},
-          {"state", vm_state_name(state_)},
+          {"state", life_.name()},
           {"vmm_version", TERN_VERSION},
           {"app_name", "tern"}};
 }
 
-nlohmann::json ControlLoop::vm_config_json() const {
-  nlohmann::json drives = nlohmann::json::array();
-  for (const auto& d : drives_) drives.push_back(to_json(d));
-  MachineConfig m = machine_cfg_;
-  m.vcpu_count = config_.vcpus;
-  m.mem_size_mib = config_.memory_bytes >> 20;
-  return {{"boot-source", boot_ ? to_json(*boot_) : nlohmann::json(nullptr)},
-          {"machine-config", to_json(m)},
-          {"drives", drives},
-          {"balloon", nullptr},
-          {"cpu-config", nullptr},
-          {"network-interfaces", nlohmann::json::array()},
-          {"vsock", nullptr},
-          {"logger", nullptr},
-          {"metrics", nullptr},
-          {"mmds-config", nullptr},
-          {"entropy", nullptr},
-          {"pmem", nlohmann::json::array()},
-          {"memory-hotplug", nullptr}};
-}
-
 ApiResponse ControlLoop::instance_start() {
-  if (state_ != VmState::kNotStarted) return state_error("InstanceStart");
-  if (!boot_) return ApiResponse::error(400, "InstanceStart: no boot source (PUT /boot-source first)");
+  if (!life_.allows(VmEvent::kStart)) return state_error("InstanceStart");
+  if (!resources_.boot) return ApiResponse::error(400, "InstanceStart: no boot source (PUT /boot-source first)");
   auto ok = start();
   if (!ok) return ApiResponse::error(400, "InstanceStart: " + with_api_field_names(ok.error().error).message());
   return ApiResponse::no_content();
 }
 
 ApiResponse ControlLoop::execute(const ApiRequest& request) {
-  const bool pre_boot = state_ == VmState::kNotStarted;
   auto ok = ApiResponse::no_content;
+  VmResources& res = resources_;
   return std::visit(
       Overloaded{
           [&](const api::GetInstanceInfo&) { return ApiResponse::json(instance_info()); },
@@ -223,63 +211,38 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
                 {{"firecracker_version", TERN_VERSION}, {"tern_version", TERN_VERSION}});
           },
           [&](const api::PutBootSource& r) {
-            if (!pre_boot) return state_error("PUT /boot-source is pre-boot only");
-            boot_ = r.value;
-            configured_ = true;
-            config_.kernel_path = r.value.kernel_image_path;
-            config_.initrd_path = r.value.initrd_path;
-            config_.cmdline =
-                r.value.boot_args ? with_default_console(*r.value.boot_args) : kDefaultCmdline;
-            return ok();
+            return configure_request("PUT /boot-source is pre-boot only", [&]() -> Result<void> {
+              res.boot = r.value;
+              return {};
+            });
           },
           [&](const api::GetMachineConfig&) {
-            MachineConfig m = machine_cfg_;
-            m.vcpu_count = config_.vcpus;
-            m.mem_size_mib = config_.memory_bytes >> 20;
-            return ApiResponse::json(to_json(m));
+            return ApiResponse::json(to_json(res.machine_config()));
           },
           [&](const api::PutMachineConfig& r) {
-            if (!pre_boot) return state_error("PUT /machine-config is pre-boot only");
-            machine_cfg_ = r.value;
-            configured_ = true;
-            config_.vcpus = r.value.vcpu_count;
-            config_.memory_bytes = r.value.mem_size_mib << 20;
-            return ok();
+            return configure_request("PUT /machine-config is pre-boot only",
+                                     [&]() -> Result<void> {
+                                       res.set_machine_config(r.value);
+                                       return {};
+                                     });
           },
           [&](const api::PatchMachineConfig& r) {
-            if (!pre_boot) return state_error("PATCH /machine-config is pre-boot only");
-            MachineConfig m = machine_cfg_;
-            m.vcpu_count = r.value.vcpu_count.value_or(config_.vcpus);
-            m.mem_size_mib = r.value.mem_size_mib.value_or(config_.memory_bytes >> 20);
-            if (r.value.smt) m.smt = *r.value.smt;
-            if (r.value.track_dirty_pages) m.track_dirty_pages = *r.value.track_dirty_pages;
-            if (r.value.huge_pages) m.huge_pages = *r.value.huge_pages;
-            if (auto valid = check_machine_config(m, ""); !valid)
-              return ApiResponse::error(400, valid.error().message());
-            machine_cfg_ = m;
-            configured_ = true;
-            config_.vcpus = m.vcpu_count;
-            config_.memory_bytes = m.mem_size_mib << 20;
-            return ok();
+            return configure_request("PATCH /machine-config is pre-boot only",
+                                     [&] { return res.patch_machine_config(r.value); });
           },
           [&](const api::PutDrive& r) {
-            if (!pre_boot) return state_error("PUT /drives is pre-boot only");
-            for (auto& d : drives_) {
-              if (d.drive_id == r.value.drive_id) {
-                d = r.value;
-                return ok();
-              }
-              if (d.is_root_device && r.value.is_root_device)
-                return ApiResponse::error(400, "is_root_device: drive \"" + d.drive_id +
-                                                   "\" is already the root device");
-            }
-            drives_.push_back(r.value);
-            configured_ = true;
-            return ok();
+            return configure_request("PUT /drives is pre-boot only",
+                                     [&] { return res.put_drive(r.value); });
+          },
+          [&](const api::PutEntropy& r) {
+            return configure_request("PUT /entropy is pre-boot only", [&]() -> Result<void> {
+              res.entropy = r.value;
+              return {};
+            });
           },
           [&](const api::InstanceStart&) { return instance_start(); },
           [&](const api::SendCtrlAltDel&) {
-            if (state_ != VmState::kRunning) return state_error("SendCtrlAltDel");
+            if (!life_.allows(VmEvent::kCtrlAltDel)) return state_error("SendCtrlAltDel");
             if (!machine_->send_ctrl_alt_del())
               return ApiResponse::error(
                   400, "SendCtrlAltDel: the guest's keyboard is not taking input (disabled or "
@@ -289,20 +252,20 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
           },
           [&](const api::FlushMetrics&) { return ok(); },
           [&](const api::PauseVm&) {
-            if (state_ != VmState::kRunning) return state_error("cannot pause");
+            if (!life_.allows(VmEvent::kPause)) return state_error("cannot pause");
             machine_->pause();
-            set_state(VmState::kPaused);
+            transition(VmEvent::kPause);
             return ok();
           },
           [&](const api::ResumeVm&) {
-            if (state_ != VmState::kPaused) return state_error("cannot resume");
-            if (progress_.saving())
+            if (life_.state() == VmState::kSaving)
               return ApiResponse::error(400, "cannot resume: a snapshot is being saved (PUT "
                                              "/tern/power-off cancels it and stops the VM)");
+            if (!life_.allows(VmEvent::kResume)) return state_error("cannot resume");
             resume_machine();
             return ok();
           },
-          [&](const api::GetVmConfig&) { return ApiResponse::json(vm_config_json()); },
+          [&](const api::GetVmConfig&) { return ApiResponse::json(res.vm_config_json()); },
           [&](const api::GetStats&) {
             nlohmann::json j = machine_ ? machine_->stats().stats_json() : nlohmann::json::object();
             j["snapshot"] = progress_.json();
@@ -321,10 +284,9 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
           },
           [&](const api::LoadSnapshot& r) { return load_snapshot(r.value); },
           [&](const api::PowerOff&) {
-            if (state_ != VmState::kRunning && state_ != VmState::kPaused)
-              return state_error("power-off");
+            if (!life_.allows(VmEvent::kPowerOff)) return state_error("power-off");
             cancel_save_ = true;  // a save in progress stops and fails with "cancelled"
-            power_off_requested_ = true;
+            transition(VmEvent::kPowerOff);
             machine_->stop(StopEvent{StopKind::kStopped, -1, 0, "power-off requested through the API"});
             return ok();
           },

@@ -1,6 +1,6 @@
 // ControlLoop: the one thread that owns the VM. API requests, host signals and the guest stopping
-// all arrive as commands on its queue; it validates them against the lifecycle state machine
-// (VmState) and executes them in order.
+// all arrive as commands on its queue; it validates them against the lifecycle table
+// (vm_state.h) and executes them in order. It owns the one configuration (VmResources).
 #pragma once
 
 #include <functional>
@@ -13,23 +13,25 @@
 
 #include "api/api_request.h"
 #include "vmm/command_queue.h"
-#include "vmm/event_log.h"
+#include "api/event_log.h"
 #include "vmm/machine.h"
 #include "vmm/snapshot_progress.h"
 #include "vmm/vm_config.h"
 #include "vmm/vm_machine.h"
+#include "vmm/vm_resources.h"
 #include "vmm/vm_state.h"
 
 namespace tern {
 
 /// Builds a Machine from a configuration (create_vm_machine() for real; a fake in tests).
-using MachineFactory = std::function<tl::expected<std::unique_ptr<Machine>, StartFailure>(
-    const VmConfig&, const std::vector<DriveSpec>&)>;
+using MachineFactory =
+    std::function<tl::expected<std::unique_ptr<Machine>, StartFailure>(const VmConfig&)>;
 
 /// Builds a Machine from a snapshot (create_restored_machine() for real; a fake in tests): checks
-/// the state and memory files, the disks and the host, and applies the state; no vCPU runs.
+/// the state and memory files, the devices and the host, and applies the state; no vCPU runs. The
+/// console is resources.console; on success `resources` becomes the snapshot's configuration.
 using RestoreFactory = std::function<tl::expected<std::unique_ptr<Machine>, StartFailure>(
-    const SnapshotLoadSpec&, const std::string& console)>;
+    const SnapshotLoadSpec&, VmResources& resources)>;
 
 /// Owns the VM and its configuration. Construct, optionally configure() and start() (the CLI and
 /// --config-file paths), then run() on the thread that will be the control thread; other threads
@@ -44,8 +46,7 @@ class ControlLoop {
   [[nodiscard]] CommandQueue& queue() { return *queue_; }
 
   /// Pre-start configuration from the command line or a config file (before run()).
-  void configure(const VmConfig& config, const std::optional<BootSource>& boot,
-                 const MachineConfig& machine, std::vector<DriveSpec> drives);
+  void configure(VmResources resources);
   /// Builds and starts the VM now (before run()); errors keep their `tern run` exit status.
   tl::expected<void, StartFailure> start();
   /// Builds the VM from a snapshot now (before run(); `tern restore`): the VM is left Paused, or
@@ -63,7 +64,9 @@ class ControlLoop {
   [[nodiscard]] const SnapshotProgress& snapshot_progress() const { return progress_; }
 
   /// The current state (control thread only; tests read it after run() returned).
-  [[nodiscard]] VmState state() const { return state_; }
+  [[nodiscard]] VmState state() const { return life_.state(); }
+  /// The configuration (control thread only; tests read it after run() returned).
+  [[nodiscard]] const VmResources& resources() const { return resources_; }
 
  private:
   ControlLoop(MachineFactory factory, EventLog& events, RestoreFactory restore)
@@ -80,33 +83,27 @@ class ControlLoop {
   ApiResponse execute(const ApiRequest& r);
   ApiResponse instance_start();
   ApiResponse state_error(const std::string& what) const;
-  void set_state(VmState s);
+  ApiResponse configure_request(const char* what, const std::function<Result<void>()>& write);
+  void transition(VmEvent e);
   nlohmann::json instance_info() const;
-  nlohmann::json vm_config_json() const;
 
   MachineFactory factory_;
   RestoreFactory restore_factory_;
   EventLog& events_;
   std::unique_ptr<CommandQueue> queue_;
-  VmState state_ = VmState::kNotStarted;
-  // Configuration: the native form plus what the API reports back (GET /vm/config).
-  VmConfig config_;
-  std::optional<BootSource> boot_;
-  MachineConfig machine_cfg_;
-  std::vector<DriveSpec> drives_;
+  VmLifecycle life_;
+  VmResources resources_;  // the one configuration: every write and every GET goes through it
 
   std::unique_ptr<Machine> machine_;
-  bool machine_started_ = false;  // a restored VM's vCPUs start at its first resume
   std::thread stop_waiter_;
   // Snapshot save: runs on saver_ while the control thread keeps serving (stats, progress).
   SnapshotProgress progress_;
   std::thread saver_;
   std::atomic<bool> cancel_save_{false};  // power-off and stop signals cancel a save in progress
-  bool configured_ = false;  // pre-boot configuration was given (then no snapshot load)
   std::function<void(ApiResponse)> save_reply_;
+  // The loop itself, not the VM: when run() returns, with which status, after which signal.
   bool done_ = false;
   int exit_status_ = 0;
-  bool power_off_requested_ = false;
   int signo_ = 0;
 };
 

@@ -13,12 +13,18 @@ tl::expected<void, StartFailure> ControlLoop::restore(const SnapshotLoadSpec& sp
   if (!restore_factory_)
     return tl::unexpected(
         StartFailure{kExitError, Error{"snapshot", "restore is not available here", 0}});
-  auto m = restore_factory_(spec, console);
+  TERN_CHECK(life_.allows(VmEvent::kRestore));
+  // The snapshot defines the VM: its configuration replaces resources_ (GET /machine-config,
+  // /vm/config report the restored VM); only the console is this process's choice.
+  VmResources restored;
+  restored.console = console;
+  auto m = restore_factory_(spec, restored);
   if (!m) return tl::unexpected(m.error());
   machine_ = std::move(*m);
+  resources_ = std::move(restored);
   watch_stop();
   events_.publish({{"event", "snapshot-loaded"}, {"snapshot_path", spec.snapshot_path}});
-  set_state(VmState::kPaused);
+  transition(VmEvent::kRestore);
   if (spec.resume_vm) resume_machine();
   return {};
 }
@@ -26,33 +32,32 @@ tl::expected<void, StartFailure> ControlLoop::restore(const SnapshotLoadSpec& sp
 // Order: a restored VM's vCPU threads are first started here (they were never started, so there
 // is nothing to unpark); a paused running VM's vCPUs are unparked.
 void ControlLoop::resume_machine() {
-  if (!machine_started_) {
+  if (life_.state() == VmState::kRestored)
     machine_->start();
-    machine_started_ = true;
-  } else {
+  else
     machine_->resume();
-  }
-  set_state(VmState::kRunning);
+  transition(VmEvent::kResume);
 }
 
 // PUT /snapshot/create: the VM must be paused (as in Firecracker). The save runs on its own
 // thread so GET /tern/stats keeps answering with its progress; the reply waits for the result.
 void ControlLoop::create_snapshot(const SnapshotCreateSpec& spec,
                                   std::function<void(ApiResponse)> reply) {
-  if (progress_.saving()) {
+  if (life_.state() == VmState::kSaving) {
     reply(ApiResponse::error(400, "snapshot/create: a snapshot is already being saved"));
     return;
   }
-  if (state_ != VmState::kPaused) {
+  if (!life_.allows(VmEvent::kSaveBegin)) {
     reply(ApiResponse::error(
-        400, state_ == VmState::kRunning
+        400, life_.state() == VmState::kRunning
                  ? std::string("snapshot/create: the VM must be paused first "
                                "(PATCH /vm {\"state\": \"Paused\"}); it is Running")
-                 : std::string("snapshot/create: the VM is ") + vm_state_name(state_) +
+                 : std::string("snapshot/create: the VM is ") + life_.name() +
                        "; only a paused VM can be saved"));
     return;
   }
   if (saver_.joinable()) saver_.join();
+  transition(VmEvent::kSaveBegin);
   progress_.begin(spec.snapshot_path, spec.mem_file_path);
   events_.publish({{"event", "snapshot-start"},
                    {"snapshot_path", spec.snapshot_path},
@@ -73,6 +78,7 @@ void ControlLoop::create_snapshot(const SnapshotCreateSpec& spec,
 
 void ControlLoop::handle(cmd::SnapshotSaved& c) {
   if (saver_.joinable()) saver_.join();
+  if (life_.state() == VmState::kSaving) transition(VmEvent::kSaveEnd);  // else: power-off came
   ApiResponse resp;
   if (c.result) {
     const SnapshotReport& r = *c.result;
@@ -92,16 +98,16 @@ void ControlLoop::handle(cmd::SnapshotSaved& c) {
 
 // PUT /snapshot/load: only into a tern that has no VM yet.
 ApiResponse ControlLoop::load_snapshot(const SnapshotLoadSpec& spec) {
-  if (state_ != VmState::kNotStarted || machine_)
+  if (life_.state() != VmState::kNotStarted && life_.state() != VmState::kConfigured)
     return ApiResponse::error(400, std::string("snapshot/load: this tern already has a VM (") +
-                                       vm_state_name(state_) +
+                                       life_.name() +
                                        "); load a snapshot into a fresh tern --api-sock");
-  if (configured_)
+  if (!life_.allows(VmEvent::kRestore))  // kConfigured
     return ApiResponse::error(
         400,
         "snapshot/load: not after pre-boot configuration (boot-source, machine-config, "
         "drives): the snapshot defines the VM; load it into a fresh tern --api-sock");
-  auto ok = restore(spec, config_.console);
+  auto ok = restore(spec, resources_.console);
   if (!ok) return ApiResponse::error(400, "snapshot/load: " + ok.error().error.message());
   return ApiResponse::no_content();
 }

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "api/api_request.h"
+#include "config/vm_specs.h"
 #include "base/result.h"
 #include "stats/stats_source.h"
 #include "vcpu/stop_event.h"

@@ -6,7 +6,7 @@
 #include "snapshot/memory_file.h"
 #include "snapshot/sections.h"
 #include "snapshot/snapshot_pair.h"
-#include "virtio/block/virtio_block.h"
+#include "vmm/devices/device_registry.h"
 #include "vmm/boot_inputs.h"
 #include "vmm/host_check.h"
 
@@ -37,10 +37,17 @@ Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::s
   }
   in.state = std::move(*state);
 
-  ASSIGN_OR_RETURN(auto* ms, section(in.state, snap::kMachineSection, snap::kMachineSectionVersion,
-                                     "machine", path));
-  snap::ByteReader mr(ms->data, path + ": machine section");
-  ASSIGN_OR_RETURN(in.machine, snap::decode_machine_state(mr));
+  // The machine section: version 2, or 1 from a tern before the device registry (disks only).
+  const snap::StateSection* ms = in.state.find(snap::kMachineSection);
+  if (ms && ms->version == 1) {
+    snap::ByteReader mr(ms->data, path + ": machine section");
+    ASSIGN_OR_RETURN(in.machine, snap::decode_machine_state_version(mr, 1));
+  } else {
+    ASSIGN_OR_RETURN(ms, section(in.state, snap::kMachineSection, snap::kMachineSectionVersion,
+                                 "machine", path));
+    snap::ByteReader mr(ms->data, path + ": machine section");
+    ASSIGN_OR_RETURN(in.machine, snap::decode_machine_state(mr));
+  }
   uint64_t limit = host_memory_limit();
   if (in.machine.memory_bytes > limit)
     return fail("snapshot", path + ": the guest has " + format_size(in.machine.memory_bytes) +
@@ -82,19 +89,8 @@ Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::s
   if (!target) return tl::unexpected(target.error());
   in.console = *target;
 
-  // Disks: contents live in the images, so each must still be there with the size it had.
-  for (size_t i = 0; i < in.machine.disks.size(); ++i) {
-    const snap::SavedDisk& d = in.machine.disks[i];
-    std::string name = "snapshot disk " + std::to_string(i);
-    auto blk = VirtioBlock::create(d.config, "virtio-blk" + std::to_string(i));
-    if (!blk) return fail(name, blk.error().message());
-    uint64_t now = (*blk)->disk().size_bytes();
-    if (now != d.size_bytes)
-      return fail(name, d.config.path + ": image is " + std::to_string(now) +
-                            " bytes, the snapshot was taken with " + std::to_string(d.size_bytes) +
-                            " (the disk changed size)");
-    in.disks.push_back(std::move(*blk));
-  }
+  // Devices: each kind re-made from its saved spec and checked (a disk's image: same size).
+  ASSIGN_OR_RETURN(in.devices, make_restored_devices(in.machine.devices));
   return in;
 }
 

@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "api/api_request.h"
+#include "config/vm_specs.h"
 #include "base/fd.h"
 #include "base/result.h"
 #include "devices/console/console_target.h"
 #include "kvm/vcpu_state.h"
 #include "kvm/vm_kvm_state.h"
-#include "snapshot/machine_state.h"
+#include "vmm/machine_state.h"
 #include "snapshot/state_file.h"
 #include "virtio/virtio_device.h"
 
@@ -24,15 +24,15 @@ struct RestoreInputs {
   VmKvmState vm_kvm;              ///< PIC, IOAPIC, PIT, kvmclock.
   std::vector<VcpuState> vcpus;   ///< One per vCPU, in id order.
   ConsoleTarget console;
-  std::vector<std::shared_ptr<VirtioDevice>> disks;  ///< Re-opened, same order as saved.
+  std::vector<std::shared_ptr<VirtioDevice>> devices;  ///< Re-made, same order and names as saved.
   UniqueFd mem_fd;                ///< The memory file, open read-only.
 };
 
 /// Reads and checks a snapshot: the state file (magic, format version, checksum, every section
 /// present and decodable), the memory file (exists, long enough for the saved RAM layout, the
 /// same pairing token as the state file — snap::check_pairing), each
-/// disk image (still there, same size as when saved, opened with the saved options) and the
-/// console target. Errors name the file and what is wrong; nothing is built.
+/// device through the registry (a disk image: still there, same size as when saved, opened with
+/// the saved options) and the console target. Errors name the file and what is wrong; nothing is built.
 [[nodiscard]] Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec,
                                                     const std::string& console);
 

@@ -11,7 +11,7 @@
 #include "vmm/host_check.h"
 #include "vmm/legacy_devices.h"
 #include "vmm/pci_devices.h"
-#include "virtio/block/virtio_block.h"
+#include "vmm/devices/device_registry.h"
 
 namespace tern {
 
@@ -47,7 +47,7 @@ Result<void> Vm::build(const BootInputs& in) {
   TRY(x86::write_boot_page_tables_and_gdt(*memory_));
 
   // 4. Devices.
-  TRY(build_devices(in.console, in.disks));
+  TRY(build_devices(in.console, in.devices));
   // 5. vCPUs: CPUID before MSRs/regs (KVM validates some state against CPUID).
   for (uint32_t i = 0; i < c.vcpus; ++i) {
     ASSIGN_OR_RETURN(KvmVcpu * vcpu, add_vcpu(i, c.vcpus));
@@ -57,11 +57,11 @@ Result<void> Vm::build(const BootInputs& in) {
   machine_.memory_bytes = c.memory_bytes;
   machine_.vcpus = c.vcpus;
   machine_.cmdline = c.cmdline;
-  for (size_t i = 0; i < in.disks.size(); ++i) {
-    auto* blk = dynamic_cast<VirtioBlock*>(in.disks[i].get());
-    TERN_CHECK(blk != nullptr && i < c.disks.size());
-    machine_.disks.push_back({c.disks[i], blk->disk().size_bytes()});
-  }
+  machine_.kernel_path = c.kernel_path;
+  machine_.initrd_path = c.initrd_path.value_or("");
+  TERN_CHECK(in.devices.size() == c.devices.size());
+  for (size_t i = 0; i < in.devices.size(); ++i)
+    machine_.devices.push_back(save_device(c.devices[i], *in.devices[i]));
   spdlog::debug("VM ready: {} vCPU(s), {} RAM, kernel entry {:#x}", c.vcpus,
                 format_size(c.memory_bytes), boot->entry_rip);
   return {};
@@ -104,7 +104,7 @@ Result<void> Vm::add_memory(GuestMemory mem) {
 }
 
 Result<void> Vm::build_devices(const ConsoleTarget& console,
-                               const std::vector<std::shared_ptr<VirtioDevice>>& disks) {
+                               const std::vector<std::shared_ptr<VirtioDevice>>& devices) {
   KvmVm* kvm_vm = &*vm_;
   ASSIGN_OR_RETURN(devices_, LegacyDevices::create(
                                  console,
@@ -118,8 +118,10 @@ Result<void> Vm::build_devices(const ConsoleTarget& console,
                                  },
                                  stop_));
   TRY(devices_->attach(pio_));
-  // PCI bus 0 (always: the DSDT describes its host bridge), virtio-blk disks in --disk order.
-  ASSIGN_OR_RETURN(pci_, PciDevices::create(*vm_, *memory_, disks, &activator_));
+  // PCI bus 0 (always: the DSDT describes its host bridge), one function per device in slot
+  // order (disks in --disk order, then the rng).
+  virtio_devices_ = devices;
+  ASSIGN_OR_RETURN(pci_, PciDevices::create(*vm_, *memory_, devices, &activator_));
   TRY(pci_->attach(pio_, mmio_));
   return {};
 }

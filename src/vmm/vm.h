@@ -11,7 +11,7 @@
 #include "bus/bus.h"
 #include "kvm/kvm_system.h"
 #include "memory/guest_memory.h"
-#include "snapshot/machine_state.h"
+#include "vmm/machine_state.h"
 #include "snapshot/snapshot_pair.h"
 #include "snapshot/state_file.h"
 #include "stats/queue_counters.h"
@@ -26,7 +26,6 @@ namespace tern {
 
 class LegacyDevices;
 class PciDevices;
-class VirtioBlock;
 
 class Vm {
  public:
@@ -89,13 +88,11 @@ class Vm {
   Result<void> build_kvm(uint32_t vcpus);
   Result<void> add_memory(GuestMemory mem);
   Result<void> build_devices(const ConsoleTarget& console,
-                             const std::vector<std::shared_ptr<VirtioDevice>>& disks);
+                             const std::vector<std::shared_ptr<VirtioDevice>>& devices);
   /// Creates vCPU `id` of `count` with its CPUID; returns it (owned by its VcpuThread).
   Result<KvmVcpu*> add_vcpu(uint32_t id, uint32_t count);
   void build_stats();
   Result<snap::StateFile> collect_state();
-  /// The virtio-blk devices, in slot order (disk i is /dev/vd<a+i>).
-  [[nodiscard]] std::vector<VirtioBlock*> block_devices() const;
   /// Refuses snapshot targets that are this VM's disks or memory backing file, or each other.
   [[nodiscard]] Result<void> check_snapshot_paths(const SnapshotCreateSpec& spec) const;
 
@@ -103,6 +100,7 @@ class Vm {
   std::vector<kvm_cpuid_entry2> supported_cpuid_;
   bool tsc_deadline_ = false;
   snap::MachineState machine_;     // what a snapshot needs to rebuild this VM
+  std::vector<std::shared_ptr<VirtioDevice>> virtio_devices_;  // machine_.devices, slot order
   std::vector<uint32_t> msr_list_;  // MSRs a snapshot saves (computed at the first save)
   std::optional<KvmVm> vm_;
   std::optional<GuestMemory> memory_;

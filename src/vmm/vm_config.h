@@ -1,4 +1,5 @@
-// VmConfig: a validated description of the VM to build (from the CLI or, later, the API).
+// VmConfig: the VM to build, derived from the one configuration (VmResources::vm_config(),
+// src/vmm/vm_resources.h) when the VM is built: final command line, devices in PCI slot order.
 #pragma once
 
 #include <cstdint>
@@ -6,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "block/disk_config.h"
+#include "vmm/devices/device_kinds.h"
 
 namespace tern {
 
@@ -17,7 +18,8 @@ struct VmConfig {
   uint64_t memory_bytes = 512ull << 20;   ///< Guest RAM in bytes (multiple of 4 KiB).
   uint32_t vcpus = 1;
   std::string console = "stdio";         ///< "stdio" or "file:PATH".
-  std::vector<DiskConfig> disks;          ///< --disk, in order: the first is /dev/vda.
+  /// In PCI slot order: the disks (the first is /dev/vda), then the rng.
+  std::vector<DeviceSpec> devices;
 };
 
 /// The command line tern uses when none is given.

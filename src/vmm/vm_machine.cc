@@ -35,48 +35,24 @@ class VmMachine : public Machine {
 
 }  // namespace
 
-Result<void> apply_drives(const std::vector<DriveSpec>& drives, VmConfig& config) {
-  // The root device (if any) becomes the first disk, /dev/vda; the others follow in the order they
-  // were configured. Like Firecracker, a root device adds root= to the command line unless the
-  // user's boot_args already name one.
-  std::vector<const DriveSpec*> order;
-  for (const auto& d : drives)
-    if (d.is_root_device) order.push_back(&d);
-  for (const auto& d : drives)
-    if (!d.is_root_device) order.push_back(&d);
-  for (const DriveSpec* d : order) {
-    if (auto ok = validate_disk_config(d->disk); !ok)
-      return fail("drives", "drive \"" + d->drive_id + "\": " + ok.error().message());
-    config.disks.push_back(d->disk);
-  }
-  if (!order.empty() && order.front()->is_root_device &&
-      config.cmdline.find("root=") == std::string::npos) {
-    const DriveSpec& root = *order.front();
-    std::string dev = root.partuuid ? "PARTUUID=" + *root.partuuid : "/dev/vda";
-    config.cmdline += " root=" + dev + (root.disk.read_only ? " ro" : " rw");
-  }
-  return {};
-}
-
 tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine(
-    const SnapshotLoadSpec& spec, const std::string& console) {
+    const SnapshotLoadSpec& spec, VmResources& resources) {
   // User input first (the files), then the host.
   spdlog::debug("restore: reading {}", spec.snapshot_path);
-  auto inputs = prepare_restore(spec, console);
+  auto inputs = prepare_restore(spec, resources.console);
   if (!inputs) return tl::unexpected(StartFailure{kExitError, inputs.error()});
   if (::access("/dev/kvm", R_OK | W_OK) != 0 || !host_has_hw_virt())
     return tl::unexpected(StartFailure{kExitNoHwVirt, Error{no_hw_virt_message(), "", 0}});
   auto vm = Vm::restore(*inputs);
   if (!vm) return tl::unexpected(StartFailure{kExitError, vm.error()});
+  resources = VmResources::from_machine_state(inputs->machine, resources.console);
   return std::make_unique<VmMachine>(std::move(*vm));
 }
 
 tl::expected<std::unique_ptr<Machine>, StartFailure> create_vm_machine(
-    const VmConfig& config, const std::vector<DriveSpec>& drives) {
-  VmConfig c = config;
-  if (auto ok = apply_drives(drives, c); !ok) return tl::unexpected(StartFailure{kExitError, ok.error()});
+    const VmConfig& config) {
   // User input first: a typo gets its own message whatever the host.
-  auto inputs = prepare_boot(c);
+  auto inputs = prepare_boot(config);
   if (!inputs) return tl::unexpected(StartFailure{kExitError, inputs.error()});
   if (::access("/dev/kvm", R_OK | W_OK) != 0 || !host_has_hw_virt())
     return tl::unexpected(StartFailure{kExitNoHwVirt, Error{no_hw_virt_message(), "", 0}});

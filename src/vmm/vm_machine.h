@@ -1,4 +1,4 @@
-// VmMachine: the real Machine — validates a VmConfig, checks the host, builds a Vm.
+// VmMachine: the real Machine — validates a VmConfig (or a snapshot), checks the host, builds a Vm.
 #pragma once
 
 #include <memory>
@@ -7,10 +7,11 @@
 
 #include <tl/expected.hpp>
 
-#include "api/api_request.h"
+#include "config/vm_specs.h"
 #include "base/result.h"
 #include "vmm/machine.h"
 #include "vmm/vm_config.h"
+#include "vmm/vm_resources.h"
 
 namespace tern {
 
@@ -21,18 +22,16 @@ struct StartFailure {
   Error error;
 };
 
-/// Validates `config` (prepare_boot()), checks /dev/kvm and VMX/SVM, applies `drives` and builds
-/// the Vm. Nothing runs until Machine::start().
+/// Validates `config` (prepare_boot(): errors name the field), checks /dev/kvm and VMX/SVM and
+/// builds the Vm. Nothing runs until Machine::start().
 [[nodiscard]] tl::expected<std::unique_ptr<Machine>, StartFailure> create_vm_machine(
-    const VmConfig& config, const std::vector<DriveSpec>& drives);
+    const VmConfig& config);
 
 /// Checks the snapshot (prepare_restore()), then the host, and rebuilds the VM it describes with
-/// its state applied; the guest console goes to `console`. Nothing runs until Machine::start().
+/// its state applied; the guest console goes to `resources.console`. On success `resources`
+/// becomes the snapshot's configuration (VmResources::from_machine_state). Nothing runs until
+/// Machine::start().
 [[nodiscard]] tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine(
-    const SnapshotLoadSpec& spec, const std::string& console);
-
-/// Puts the validated drives into `config.disks` (the root device first, as /dev/vda, adding
-/// root=/dev/vda or root=PARTUUID=... to the command line when it names no root=).
-[[nodiscard]] Result<void> apply_drives(const std::vector<DriveSpec>& drives, VmConfig& config);
+    const SnapshotLoadSpec& spec, VmResources& resources);
 
 }  // namespace tern

@@ -10,7 +10,7 @@
 #include "kvm/vm_kvm_state.h"
 #include "snapshot/sections.h"
 #include "snapshot/snapshot_pair.h"
-#include "virtio/block/virtio_block.h"
+#include "vmm/devices/device_registry.h"
 #include "vmm/legacy_devices.h"
 #include "vmm/pci_devices.h"
 #include "vmm/vm.h"
@@ -62,7 +62,7 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
   spdlog::debug("restore: devices");
   // 4. Devices, created as at boot; the legacy ones get their registers now (their IRQ line
   //    levels come back with the irqchip state above, not by driving the lines again).
-  TRY(build_devices(in.console, in.disks));
+  TRY(build_devices(in.console, in.devices));
   const snap::StateSection* legacy = in.state.find(snap::kLegacySection);
   const snap::StateSection* pci = in.state.find(snap::kPciSection);
   TERN_CHECK(legacy && pci);  // prepare_restore() checked
@@ -117,23 +117,8 @@ Result<snap::StateFile> Vm::collect_state() {
   return f;
 }
 
-std::vector<VirtioBlock*> Vm::block_devices() const {
-  std::vector<VirtioBlock*> out;
-  for (const auto& t : pci_->transports())
-    if (auto* b = dynamic_cast<VirtioBlock*>(&t->device())) out.push_back(b);
-  return out;
-}
-
 Result<void> Vm::check_snapshot_paths(const SnapshotCreateSpec& spec) const {
-  std::vector<snap::ProtectedFile> files;
-  auto disks = block_devices();
-  for (size_t i = 0; i < disks.size(); ++i) {
-    const DiskImage& d = disks[i]->disk();
-    ASSIGN_OR_RETURN(
-        auto f, snap::protected_file(d.fd().get(),
-                                     "the VM's disk " + std::to_string(i) + " (" + d.path() + ")"));
-    files.push_back(std::move(f));
-  }
+  ASSIGN_OR_RETURN(auto files, device_protected_files(machine_.devices, virtio_devices_));
   if (memory_backing_) files.push_back(*memory_backing_);
   return snap::check_snapshot_targets(spec.snapshot_path, spec.mem_file_path, files);
 }
@@ -163,10 +148,7 @@ Result<SnapshotReport> Vm::save_snapshot(const SnapshotCreateSpec& spec,
   o.memory.cancel = &cancel;
   // Every write the guest saw complete is durable before the new pair is committed (as
   // Firecracker flushes its block devices on snapshot); a failed flush fails the save.
-  o.before_commit = [this]() -> Result<void> {
-    for (VirtioBlock* b : block_devices()) TRY(b->disk().flush());
-    return {};
-  };
+  o.before_commit = [this]() -> Result<void> { return flush_devices(machine_.devices, virtio_devices_); };
   ASSIGN_OR_RETURN(auto mem, snap::save_snapshot_pair(*memory_, std::move(state),
                                                       spec.snapshot_path, spec.mem_file_path, o));
   SnapshotReport r;

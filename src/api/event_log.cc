@@ -1,4 +1,4 @@
-#include "vmm/event_log.h"
+#include "api/event_log.h"
 
 #include "api/api_request.h"
 

@@ -1,0 +1,58 @@
+// Unit tests: `tern run` options land in the one configuration; --rng takes an optional SPEC.
+#include "cli/run_command.h"
+
+#include <gtest/gtest.h>
+
+namespace tern {
+namespace {
+
+RunOptions parse(std::vector<std::string> args) {
+  CLI::App app;
+  RunOptions o;
+  add_run_command(app, o);
+  args.insert(args.begin(), "run");
+  std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
+  app.parse(args);
+  return o;
+}
+
+TEST(RunCommand, RngIsOptionalWithAnOptionalSpec) {
+  EXPECT_FALSE(parse({"--kernel", "k"}).rng);
+  auto alone = parse({"--kernel", "k", "--rng"});
+  ASSERT_TRUE(alone.rng);
+  EXPECT_EQ(*alone.rng, "");
+  auto before = parse({"--rng", "--kernel", "k"});
+  ASSERT_TRUE(before.rng);
+  EXPECT_EQ(*before.rng, "");
+  auto spec = parse({"--kernel", "k", "--rng", "bandwidth=1M,ops=5"});
+  ASSERT_TRUE(spec.rng);
+  EXPECT_EQ(*spec.rng, "bandwidth=1M,ops=5");
+  auto eq = parse({"--kernel", "k", "--rng=ops=5"});
+  ASSERT_TRUE(eq.rng);
+  EXPECT_EQ(*eq.rng, "ops=5");
+}
+
+TEST(RunCommand, ResourcesFromOptions) {
+  auto o = parse({"--kernel", "k", "--cmdline", "quiet", "--memory", "256M", "--cpus", "2",
+                  "--disk", "path=/a", "--rng"});
+  auto r = run_resources(o);
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_TRUE(r->boot);
+  EXPECT_EQ(r->boot->kernel_image_path, "k");
+  EXPECT_EQ(r->boot->boot_args, "quiet");
+  EXPECT_EQ(r->memory_bytes, 256ull << 20);
+  EXPECT_EQ(r->vcpus, 2u);
+  ASSERT_EQ(r->drives.size(), 1u);
+  EXPECT_EQ(r->drives[0].drive_id, "vda");
+  ASSERT_TRUE(r->entropy);
+  auto c = r->vm_config();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cmdline, "quiet console=ttyS0");
+  EXPECT_EQ(drive_for_disk(DiskConfig{}, 25).drive_id, "vdz");
+  EXPECT_EQ(drive_for_disk(DiskConfig{}, 26).drive_id, "vdaa");
+  o.rng = "ops=0";
+  EXPECT_EQ(run_resources(o).error().message(), "--rng ops: must be greater than 0");
+}
+
+}  // namespace
+}  // namespace tern

@@ -1,0 +1,69 @@
+// The value types a VM is configured with — Firecracker's request bodies (BootSource,
+// MachineConfiguration, Drive, the snapshot parameters) as tern reads them. Plain values, shared by
+// the API parser (src/api), the configuration (src/vmm/vm_resources.h) and the CLI; this folder
+// includes nothing above src/block and src/virtio/rng, so neither side includes the other.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "block/disk_config.h"
+
+namespace tern {
+
+/// Most vCPUs a tern guest may have (APIC IDs 0..253; the IOAPIC takes the next ID).
+inline constexpr uint32_t kMaxVcpus = 254;
+
+/// PUT /boot-source (Firecracker BootSource).
+struct BootSource {
+  std::string kernel_image_path;
+  std::optional<std::string> initrd_path;
+  std::optional<std::string> boot_args;  ///< Absent: tern's default command line.
+};
+
+/// PUT|PATCH /machine-config (Firecracker MachineConfiguration), with Firecracker's defaults.
+struct MachineConfig {
+  uint32_t vcpu_count = 1;
+  uint64_t mem_size_mib = 128;
+  bool smt = false;                ///< Only false is supported.
+  bool track_dirty_pages = false;  ///< Only false is supported (until snapshots exist).
+  std::string huge_pages = "None"; ///< Only "None" is supported.
+};
+
+/// PUT /drives/{drive_id} (Firecracker Drive) mapped onto tern's DiskConfig. A `tern run --disk`
+/// disk is one too: drive_id "vda", "vdb", ... (the guest's name for it), not a root device.
+struct DriveSpec {
+  std::string drive_id;
+  bool is_root_device = false;
+  std::optional<std::string> partuuid;
+  std::string cache_type = "Unsafe";  ///< As given (Firecracker or tern name), for GET /vm/config.
+  std::string io_engine = "Sync";     ///< As given, for GET /vm/config.
+  DiskConfig disk;                    ///< path, cache mode, read-only, engine.
+};
+
+/// A PATCH /machine-config body: only the fields given.
+struct MachineConfigPatch {
+  std::optional<uint32_t> vcpu_count;
+  std::optional<uint64_t> mem_size_mib;
+  std::optional<bool> smt;
+  std::optional<bool> track_dirty_pages;
+  std::optional<std::string> huge_pages;
+};
+
+/// PUT /snapshot/create (Firecracker SnapshotCreateParams, Full only) plus tern's extensions.
+struct SnapshotCreateSpec {
+  std::string snapshot_path;            ///< The state file (sections, checksummed).
+  std::string mem_file_path;            ///< Guest RAM at file offset = guest-physical address.
+  uint64_t rate_limit_bytes_per_s = 0;  ///< tern extension "rate_limit_bytes_per_s"; 0: none.
+  bool direct = false;                  ///< tern extension "direct": O_DIRECT memory file writes.
+};
+
+/// PUT /snapshot/load (Firecracker SnapshotLoadParams, mem_backend File only).
+struct SnapshotLoadSpec {
+  std::string snapshot_path;
+  std::string mem_file_path;  ///< mem_backend.backend_path (or the deprecated mem_file_path).
+  bool resume_vm = false;
+};
+
+}  // namespace tern

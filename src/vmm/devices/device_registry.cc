@@ -1,0 +1,175 @@
+#include "vmm/devices/device_registry.h"
+
+#include <array>
+#include <map>
+
+#include "virtio/virtio_device.h"
+
+namespace tern {
+
+namespace {
+
+using Kinds = DeviceKinds::Tuple;
+constexpr size_t kNumKinds = std::tuple_size_v<Kinds>;
+
+template <class Spec, class... K>
+constexpr size_t kind_index(std::tuple<K...>*) {
+  constexpr std::array<bool, sizeof...(K)> match = {std::is_same_v<Spec, typename K::Spec>...};
+  for (size_t i = 0; i < match.size(); ++i)
+    if (match[i]) return i;
+  return sizeof...(K);
+}
+
+/// The Kind whose Spec is `Spec`.
+template <class Spec>
+using KindOf = std::tuple_element_t<kind_index<Spec>(static_cast<Kinds*>(nullptr)), Kinds>;
+
+// The variant and the table list the kinds in the same order.
+template <size_t... I>
+constexpr bool same_order(std::index_sequence<I...>) {
+  return (std::is_same_v<std::variant_alternative_t<I, DeviceSpec>,
+                         typename std::tuple_element_t<I, Kinds>::Spec> &&
+          ...);
+}
+static_assert(same_order(std::make_index_sequence<kNumKinds>()));
+
+/// Calls f.template operator()<Kind>(spec) for the spec's kind.
+template <class F>
+decltype(auto) visit_kind(const DeviceSpec& spec, F&& f) {
+  return std::visit(
+      [&](const auto& s) -> decltype(auto) {
+        using K = KindOf<std::decay_t<decltype(s)>>;
+        return f.template operator()<K>(s);
+      },
+      spec);
+}
+
+/// Decodes a record of the kind named `kind`.
+template <size_t I = 0>
+Result<SavedDevice> decode_kind(std::string_view kind, snap::ByteReader& spec,
+                                std::vector<uint8_t> facts, const std::string& what) {
+  if constexpr (I == kNumKinds) {
+    return fail(what, "device kind \"" + std::string(kind) + "\" is unknown to this tern");
+  } else {
+    using K = std::tuple_element_t<I, Kinds>;
+    if (kind != K::kKind) return decode_kind<I + 1>(kind, spec, std::move(facts), what);
+    ASSIGN_OR_RETURN(auto s, K::decode(spec));
+    TRY(spec.expect_end());
+    return SavedDevice{DeviceSpec(std::in_place_type<typename K::Spec>, std::move(s)),
+                       std::move(facts)};
+  }
+}
+
+}  // namespace
+
+std::string_view device_kind(const DeviceSpec& spec) {
+  return visit_kind(spec, []<class K>(const auto&) { return K::kKind; });
+}
+
+std::string device_name(const DeviceSpec& spec, size_t index) {
+  return std::string(device_kind(spec)) + std::to_string(index);
+}
+
+Result<std::shared_ptr<VirtioDevice>> make_device(const DeviceSpec& spec, size_t index) {
+  std::string name = device_name(spec, index);
+  return visit_kind(spec, [&]<class K>(const auto& s) { return K::make(s, name); });
+}
+
+Result<std::vector<std::shared_ptr<VirtioDevice>>> make_devices(
+    const std::vector<DeviceSpec>& specs) {
+  std::vector<std::shared_ptr<VirtioDevice>> out;
+  std::array<size_t, kNumKinds> per_kind{};
+  for (const DeviceSpec& s : specs) {
+    ASSIGN_OR_RETURN(auto d, make_device(s, per_kind[s.index()]++));
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+SavedDevice save_device(const DeviceSpec& spec, const VirtioDevice& device) {
+  snap::ByteWriter w;
+  visit_kind(spec, [&]<class K>(const auto& s) { K::save_facts(w, s, device); });
+  return SavedDevice{spec, w.take()};
+}
+
+void encode_saved_device(snap::ByteWriter& w, const SavedDevice& d) {
+  snap::ByteWriter spec;
+  visit_kind(d.spec, [&]<class K>(const auto& s) { K::encode(spec, s); });
+  w.string(device_kind(d.spec));
+  w.blob(spec.data());
+  w.blob(d.facts);
+}
+
+Result<SavedDevice> decode_saved_device(snap::ByteReader& r) {
+  ASSIGN_OR_RETURN(std::string kind, r.string(64));
+  ASSIGN_OR_RETURN(auto spec_bytes, r.blob(64 * 1024));
+  ASSIGN_OR_RETURN(auto facts, r.blob(4096));
+  snap::ByteReader spec(spec_bytes, r.what() + ": " + kind);
+  return decode_kind(kind, spec, std::move(facts), r.what());
+}
+
+Result<SavedDevice> decode_v1_disk(snap::ByteReader& r, uint32_t i) {
+  DiskSpec c;
+  ASSIGN_OR_RETURN(c.path, r.string());
+  ASSIGN_OR_RETURN(uint8_t cache, r.u8());
+  if (cache > static_cast<uint8_t>(CacheMode::kDirectSync))
+    return fail(r.what(), "disk " + std::to_string(i) + ": bad cache mode");
+  c.cache = static_cast<CacheMode>(cache);
+  ASSIGN_OR_RETURN(c.read_only, r.boolean());
+  ASSIGN_OR_RETURN(c.serial, r.string(64));
+  ASSIGN_OR_RETURN(c.queues, r.u16());
+  ASSIGN_OR_RETURN(c.queue_size, r.u16());
+  ASSIGN_OR_RETURN(uint8_t engine, r.u8());
+  if (engine > static_cast<uint8_t>(IoEngineKind::kThreads))
+    return fail(r.what(), "disk " + std::to_string(i) + ": bad I/O engine");
+  c.engine = static_cast<IoEngineKind>(engine);
+  ASSIGN_OR_RETURN(uint64_t size, r.u64());
+  if (auto ok = validate_disk_config(c); !ok)
+    return fail(r.what(), "disk " + std::to_string(i) + ": " + ok.error().message());
+  snap::ByteWriter facts;
+  facts.u64(size);
+  return SavedDevice{DeviceSpec(std::in_place_type<DiskSpec>, std::move(c)), facts.take()};
+}
+
+Result<std::vector<std::shared_ptr<VirtioDevice>>> make_restored_devices(
+    const std::vector<SavedDevice>& saved) {
+  std::vector<std::shared_ptr<VirtioDevice>> out;
+  std::array<size_t, kNumKinds> per_kind{};
+  for (const SavedDevice& d : saved) {
+    size_t index = per_kind[d.spec.index()]++;
+    TRY(visit_kind(d.spec, [&]<class K>(const auto& s) -> Result<void> {
+      std::string label = "snapshot " + std::string(K::kLabel) + " " + std::to_string(index);
+      auto dev = K::make(s, device_name(d.spec, index));
+      if (!dev) return fail(label, dev.error().message());
+      snap::ByteReader facts(d.facts, label);
+      if (auto ok = K::check_facts(facts, s, **dev); !ok) return fail(label, ok.error().message());
+      out.push_back(std::move(*dev));
+      return {};
+    }));
+  }
+  return out;
+}
+
+Result<std::vector<snap::ProtectedFile>> device_protected_files(
+    const std::vector<SavedDevice>& saved,
+    const std::vector<std::shared_ptr<VirtioDevice>>& devices) {
+  std::vector<snap::ProtectedFile> out;
+  std::array<size_t, kNumKinds> per_kind{};
+  for (size_t i = 0; i < saved.size() && i < devices.size(); ++i) {
+    size_t index = per_kind[saved[i].spec.index()]++;
+    ASSIGN_OR_RETURN(auto files, visit_kind(saved[i].spec, [&]<class K>(const auto&) {
+                       return K::protected_files(*devices[i], index);
+                     }));
+    out.insert(out.end(), files.begin(), files.end());
+  }
+  return out;
+}
+
+Result<void> flush_devices(const std::vector<SavedDevice>& saved,
+                           const std::vector<std::shared_ptr<VirtioDevice>>& devices) {
+  for (size_t i = 0; i < saved.size() && i < devices.size(); ++i)
+    TRY(visit_kind(saved[i].spec, [&]<class K>(const auto&) { return K::flush(*devices[i]); }));
+  return {};
+}
+
+}  // namespace tern

@@ -1,0 +1,58 @@
+#include "vmm/machine_state.h"
+
+#include "snapshot/sections.h"
+
+namespace tern::snap {
+
+namespace {
+constexpr uint32_t kMaxDevices = 64;
+}  // namespace
+
+void encode_machine_state(ByteWriter& w, const MachineState& m) {
+  w.u64(m.memory_bytes);
+  w.u32(m.vcpus);
+  w.string(m.cmdline);
+  w.string(m.kernel_path);
+  w.string(m.initrd_path);
+  w.u32(static_cast<uint32_t>(m.devices.size()));
+  for (const auto& d : m.devices) encode_saved_device(w, d);
+}
+
+Result<MachineState> decode_machine_state(ByteReader& r) {
+  return decode_machine_state_version(r, kMachineSectionVersion);
+}
+
+Result<MachineState> decode_machine_state_version(ByteReader& r, uint32_t version) {
+  if (version != 1 && version != 2)
+    return fail(r.what(), "version " + std::to_string(version) + " (this tern reads 1 and 2)");
+  MachineState m;
+  ASSIGN_OR_RETURN(m.memory_bytes, r.u64());
+  if (m.memory_bytes % 4096 != 0 || m.memory_bytes < (1ull << 20) || m.memory_bytes > (1ull << 40))
+    return fail(r.what(), "memory size " + std::to_string(m.memory_bytes) + " is invalid");
+  ASSIGN_OR_RETURN(m.vcpus, r.u32());
+  if (m.vcpus == 0 || m.vcpus > 254)
+    return fail(r.what(), "vCPU count " + std::to_string(m.vcpus) + " is invalid");
+  ASSIGN_OR_RETURN(m.cmdline, r.string(64 * 1024));
+  if (version >= 2) {
+    ASSIGN_OR_RETURN(m.kernel_path, r.string());
+    ASSIGN_OR_RETURN(m.initrd_path, r.string());
+  }
+  ASSIGN_OR_RETURN(uint32_t n, r.u32());
+  if (n > kMaxDevices)
+    return fail(r.what(),
+                std::to_string(n) + (version == 1 ? " disks" : " devices") + " (at most 64)");
+  for (uint32_t i = 0; i < n; ++i) {
+    if (version == 1) {
+      ASSIGN_OR_RETURN(auto d, decode_v1_disk(r, i));
+      m.devices.push_back(std::move(d));
+    } else {
+      auto d = decode_saved_device(r);
+      if (!d) return fail(r.what(), "device " + std::to_string(i) + ": " + d.error().message());
+      m.devices.push_back(std::move(*d));
+    }
+  }
+  TRY(r.expect_end());
+  return m;
+}
+
+}  // namespace tern::snap

@@ -1,0 +1,37 @@
+// MachineState: the part of a snapshot that says which VM to rebuild before any state is applied —
+// RAM size, vCPU count, the kernel and command line it booted with, and its devices (each kind's
+// spec and the host facts a restore checks, see vmm/devices/device_registry.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "snapshot/codec.h"
+#include "vmm/devices/device_registry.h"
+
+namespace tern::snap {
+
+/// The machine section. Version 2 (written): memory, vCPUs, command line, kernel and initrd
+/// paths, then per device its kind ("virtio-blk", "virtio-rng"), spec and facts. Version 1
+/// (tern ≤ 0.1 before the device registry; still read): memory, vCPUs, command line, disks only.
+struct MachineState {
+  uint64_t memory_bytes = 0;  ///< Guest RAM in bytes (multiple of 4 KiB).
+  uint32_t vcpus = 0;
+  std::string cmdline;               ///< For GET /vm/config and the operator; not re-applied.
+  std::string kernel_path;           ///< For GET /vm/config (boot-source); empty in version 1.
+  std::string initrd_path;           ///< Empty: none (or version 1).
+  std::vector<SavedDevice> devices;  ///< In PCI slot order.
+};
+
+/// Writes the current version (kMachineSectionVersion).
+void encode_machine_state(ByteWriter& w, const MachineState& m);
+/// Decodes the current version. Validates as untrusted input: memory 4 KiB-aligned and
+/// 1 MiB..1 TiB, vCPUs 1..254, at most 64 devices, each spec valid for its kind. Errors name the
+/// field.
+[[nodiscard]] Result<MachineState> decode_machine_state(ByteReader& r);
+/// Decodes `version` (1 or 2).
+[[nodiscard]] Result<MachineState> decode_machine_state_version(ByteReader& r, uint32_t version);
+
+}  // namespace tern::snap

@@ -1,0 +1,158 @@
+// Unit tests: the machine section round-trips (version 2: devices keyed by kind), still reads
+// version 1 (disks only), and refuses out-of-range values naming them.
+#include "vmm/machine_state.h"
+
+#include <gtest/gtest.h>
+
+#include "snapshot/sections.h"
+
+namespace tern::snap {
+namespace {
+
+DiskSpec sample_disk() {
+  DiskSpec d;
+  d.path = "/var/lib/tern/disk.img";
+  d.cache = CacheMode::kNone;
+  d.read_only = true;
+  d.serial = "disk0";
+  d.queues = 2;
+  d.engine = IoEngineKind::kThreads;
+  return d;
+}
+
+std::vector<uint8_t> size_facts(uint64_t size) {
+  ByteWriter w;
+  w.u64(size);
+  return w.take();
+}
+
+MachineState sample() {
+  MachineState m;
+  m.memory_bytes = 512ull << 20;
+  m.vcpus = 2;
+  m.cmdline = "console=ttyS0 quiet";
+  m.kernel_path = "/boot/vmlinuz";
+  m.initrd_path = "/boot/initrd";
+  m.devices.push_back(
+      {DeviceSpec(std::in_place_type<DiskSpec>, sample_disk()), size_facts(1ull << 30)});
+  RngSpec rng;
+  rng.rate_limiter.bandwidth = TokenBucketConfig{1 << 20, 4096, 1000};
+  m.devices.push_back({DeviceSpec(std::in_place_type<RngSpec>, rng), {}});
+  return m;
+}
+
+std::vector<uint8_t> encoded(const MachineState& m) {
+  ByteWriter w;
+  encode_machine_state(w, m);
+  return w.take();
+}
+
+TEST(MachineState, RoundTrip) {
+  auto bytes = encoded(sample());
+  ByteReader r(bytes, "machine");
+  auto m = decode_machine_state(r);
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_EQ(m->memory_bytes, 512ull << 20);
+  EXPECT_EQ(m->vcpus, 2u);
+  EXPECT_EQ(m->cmdline, "console=ttyS0 quiet");
+  EXPECT_EQ(m->kernel_path, "/boot/vmlinuz");
+  EXPECT_EQ(m->initrd_path, "/boot/initrd");
+  ASSERT_EQ(m->devices.size(), 2u);
+  const auto& disk = std::get<DiskSpec>(m->devices[0].spec);
+  EXPECT_EQ(disk.path, "/var/lib/tern/disk.img");
+  EXPECT_EQ(disk.cache, CacheMode::kNone);
+  EXPECT_TRUE(disk.read_only);
+  EXPECT_EQ(disk.serial, "disk0");
+  EXPECT_EQ(disk.queues, 2);
+  EXPECT_EQ(disk.engine, IoEngineKind::kThreads);
+  EXPECT_EQ(m->devices[0].facts, size_facts(1ull << 30));
+  EXPECT_EQ(device_kind(m->devices[1].spec), "virtio-rng");
+  EXPECT_EQ(std::get<RngSpec>(m->devices[1].spec), std::get<RngSpec>(sample().devices[1].spec));
+  EXPECT_EQ(encoded(*m), bytes);
+}
+
+// A state file written before the device registry (machine section version 1) still restores.
+TEST(MachineState, ReadsVersion1) {
+  ByteWriter w;
+  w.u64(256ull << 20);
+  w.u32(1);
+  w.string("console=ttyS0");
+  w.u32(1);  // one disk, v1 layout
+  w.string("/img/root.ext4");
+  w.u8(static_cast<uint8_t>(CacheMode::kUnsafe));
+  w.boolean(false);
+  w.string("");
+  w.u16(1);
+  w.u16(256);
+  w.u8(static_cast<uint8_t>(IoEngineKind::kIoUring));
+  w.u64(8ull << 20);
+  auto bytes = w.take();
+  ByteReader r(bytes, "machine");
+  auto m = decode_machine_state_version(r, 1);
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_EQ(m->memory_bytes, 256ull << 20);
+  EXPECT_TRUE(m->kernel_path.empty());
+  ASSERT_EQ(m->devices.size(), 1u);
+  EXPECT_EQ(std::get<DiskSpec>(m->devices[0].spec).path, "/img/root.ext4");
+  EXPECT_EQ(m->devices[0].facts, size_facts(8ull << 20));
+  ByteReader r3(bytes, "machine");
+  EXPECT_FALSE(decode_machine_state_version(r3, 3));
+}
+
+TEST(MachineState, EveryTruncationFails) {
+  auto bytes = encoded(sample());
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    ByteReader r(std::span<const uint8_t>(bytes).first(n), "machine");
+    EXPECT_FALSE(decode_machine_state(r)) << n;
+  }
+}
+
+TEST(MachineState, RefusesBadValues) {
+  auto check = [](MachineState m, const std::string& want) {
+    auto bytes = encoded(m);
+    ByteReader r(bytes, "machine");
+    auto d = decode_machine_state(r);
+    ASSERT_FALSE(d);
+    EXPECT_NE(d.error().message().find(want), std::string::npos) << d.error().message();
+  };
+  MachineState m = sample();
+  m.memory_bytes = 12345;
+  check(m, "memory size 12345 is invalid");
+  m = sample();
+  m.vcpus = 0;
+  check(m, "vCPU count 0 is invalid");
+  m = sample();
+  std::get<DiskSpec>(m.devices[0].spec).queues = 0;
+  check(m, "device 0");
+  m = sample();
+  std::get<RngSpec>(m.devices[1].spec).rate_limiter.bandwidth->refill_time_ms = 0;
+  check(m, "entropy.rate_limiter.bandwidth.refill_time");
+  auto bytes = encoded(sample());
+  bytes.push_back(0);
+  ByteReader r(bytes, "machine");
+  auto d = decode_machine_state(r);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message().find("trailing"), std::string::npos);
+}
+
+TEST(MachineState, UnknownDeviceKindIsNamed) {
+  ByteWriter w;
+  w.u64(256ull << 20);
+  w.u32(1);
+  w.string("");
+  w.string("");
+  w.string("");
+  w.u32(1);
+  w.string("virtio-gpu");
+  w.blob({});
+  w.blob({});
+  auto bytes = w.take();
+  ByteReader r(bytes, "machine");
+  auto d = decode_machine_state(r);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message().find("device kind \"virtio-gpu\" is unknown"), std::string::npos)
+      << d.error().message();
+}
+
+}  // namespace
+}  // namespace tern::snap

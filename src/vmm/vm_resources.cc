@@ -1,0 +1,141 @@
+#include "vmm/vm_resources.h"
+
+#include "api/api_parser.h"
+
+namespace tern {
+
+MachineConfig VmResources::machine_config() const {
+  // smt, track_dirty_pages and huge_pages only take their defaults (check_machine_config).
+  MachineConfig m;
+  m.vcpu_count = vcpus;
+  m.mem_size_mib = memory_bytes >> 20;
+  return m;
+}
+
+void VmResources::set_machine_config(const MachineConfig& m) {
+  vcpus = m.vcpu_count;
+  memory_bytes = m.mem_size_mib << 20;
+}
+
+Result<void> VmResources::patch_machine_config(const MachineConfigPatch& p) {
+  MachineConfig m = machine_config();
+  if (p.vcpu_count) m.vcpu_count = *p.vcpu_count;
+  if (p.mem_size_mib) m.mem_size_mib = *p.mem_size_mib;
+  if (p.smt) m.smt = *p.smt;
+  if (p.track_dirty_pages) m.track_dirty_pages = *p.track_dirty_pages;
+  if (p.huge_pages) m.huge_pages = *p.huge_pages;
+  TRY(check_machine_config(m, ""));
+  // A patch that leaves the size alone keeps a --memory size that is not a whole MiB.
+  if (p.mem_size_mib) memory_bytes = m.mem_size_mib << 20;
+  vcpus = m.vcpu_count;
+  return {};
+}
+
+Result<void> VmResources::put_drive(const DriveSpec& d) {
+  for (auto& existing : drives) {
+    if (existing.drive_id == d.drive_id) {
+      existing = d;
+      return {};
+    }
+    if (existing.is_root_device && d.is_root_device)
+      return fail("is_root_device",
+                  "drive \"" + existing.drive_id + "\" is already the root device");
+  }
+  drives.push_back(d);
+  return {};
+}
+
+Result<VmConfig> VmResources::vm_config() const {
+  VmConfig c;
+  if (boot) {
+    c.kernel_path = boot->kernel_image_path;
+    c.initrd_path = boot->initrd_path;
+    c.cmdline = boot->boot_args ? with_default_console(*boot->boot_args) : kDefaultCmdline;
+  } else {
+    c.cmdline = kDefaultCmdline;
+  }
+  c.memory_bytes = memory_bytes;
+  c.vcpus = vcpus;
+  c.console = console;
+  // The root device (if any) becomes the first disk, /dev/vda; the others follow in the order they
+  // were configured. Like Firecracker, a root device adds root= to the command line unless the
+  // user's boot_args already name one.
+  std::vector<const DriveSpec*> order;
+  for (const auto& d : drives)
+    if (d.is_root_device) order.push_back(&d);
+  for (const auto& d : drives)
+    if (!d.is_root_device) order.push_back(&d);
+  for (const DriveSpec* d : order) {
+    if (auto ok = validate_disk_config(d->disk); !ok)
+      return fail("drives", "drive \"" + d->drive_id + "\": " + ok.error().message());
+    c.devices.emplace_back(std::in_place_type<DiskSpec>, d->disk);
+  }
+  if (!order.empty() && order.front()->is_root_device &&
+      c.cmdline.find("root=") == std::string::npos) {
+    const DriveSpec& root = *order.front();
+    std::string dev = root.partuuid ? "PARTUUID=" + *root.partuuid : "/dev/vda";
+    c.cmdline += " root=" + dev + (root.disk.read_only ? " ro" : " rw");
+  }
+  if (entropy) c.devices.emplace_back(std::in_place_type<RngSpec>, *entropy);
+  return c;
+}
+
+nlohmann::json VmResources::vm_config_json() const {
+  nlohmann::json drive_list = nlohmann::json::array();
+  for (const auto& d : drives) drive_list.push_back(to_json(d));
+  return {{"boot-source", boot ? to_json(*boot) : nlohmann::json(nullptr)},
+          {"machine-config", to_json(machine_config())},
+          {"drives", drive_list},
+          {"balloon", nullptr},
+          {"cpu-config", nullptr},
+          {"network-interfaces", nlohmann::json::array()},
+          {"vsock", nullptr},
+          {"logger", nullptr},
+          {"metrics", nullptr},
+          {"mmds-config", nullptr},
+          {"entropy", entropy ? to_json(*entropy) : nlohmann::json(nullptr)},
+          {"pmem", nlohmann::json::array()},
+          {"memory-hotplug", nullptr}};
+}
+
+DriveSpec drive_for_disk(const DiskConfig& disk, size_t index) {
+  // Linux's virtio disk names: vda..vdz, vdaa..vdzz, ...
+  std::string letters;
+  size_t n = index + 1;
+  while (n > 0) {
+    --n;
+    letters.insert(letters.begin(), static_cast<char>('a' + n % 26));
+    n /= 26;
+  }
+  DriveSpec d;
+  d.drive_id = "vd" + letters;
+  d.is_root_device = false;
+  d.cache_type = std::string(cache_mode_name(disk.cache));
+  d.io_engine = std::string(io_engine_name(disk.engine));
+  d.disk = disk;
+  return d;
+}
+
+VmResources VmResources::from_machine_state(const snap::MachineState& m, std::string console) {
+  VmResources r;
+  r.vcpus = m.vcpus;
+  r.memory_bytes = m.memory_bytes;
+  r.console = std::move(console);
+  if (!m.kernel_path.empty()) {
+    BootSource b;
+    b.kernel_image_path = m.kernel_path;
+    if (!m.initrd_path.empty()) b.initrd_path = m.initrd_path;
+    b.boot_args = m.cmdline;
+    r.boot = std::move(b);
+  }
+  size_t disks = 0;
+  for (const auto& saved : m.devices) {
+    if (const auto* disk = std::get_if<DiskSpec>(&saved.spec))
+      r.drives.push_back(drive_for_disk(*disk, disks++));
+    else if (const auto* rng = std::get_if<RngSpec>(&saved.spec))
+      r.entropy = *rng;
+  }
+  return r;
+}
+
+}  // namespace tern

@@ -1,0 +1,60 @@
+// VmResources: the one configuration of a tern VM (Firecracker's VmResources, Cloud Hypervisor's
+// VmConfig). `tern run` options, a --config-file, the pre-boot API (PUT /boot-source,
+// /machine-config, /drives, /entropy) and a restored snapshot all write it; every GET
+// (/machine-config, /vm/config) renders from it; the VM is built from vm_config().
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "config/vm_specs.h"
+#include "virtio/rng/rng_config.h"
+#include "vmm/machine_state.h"
+#include "vmm/vm_config.h"
+
+namespace tern {
+
+struct VmResources {
+  std::optional<BootSource> boot;        ///< Kernel, initrd, boot_args as given; none yet: null.
+  uint32_t vcpus = 1;                    ///< Checked when the VM is built (--cpus / vcpu_count).
+  uint64_t memory_bytes = 128ull << 20;  ///< Guest RAM in bytes (Firecracker's default 128 MiB).
+  std::string console = "stdio";         ///< "stdio" or "file:PATH".
+  std::vector<DriveSpec> drives;         ///< In the order configured (--disk or PUT /drives).
+  std::optional<RngConfig> entropy;      ///< The virtio-rng device, when configured.
+
+  /// GET /machine-config (mem_size_mib rounds memory_bytes down to MiB).
+  [[nodiscard]] MachineConfig machine_config() const;
+  /// PUT /machine-config (already validated by parse_machine_config()).
+  void set_machine_config(const MachineConfig& m);
+  /// PATCH /machine-config: applies the fields given, then checks the result
+  /// (check_machine_config); on error nothing changes.
+  [[nodiscard]] Result<void> patch_machine_config(const MachineConfigPatch& p);
+  /// PUT /drives/{id}: replaces the drive with the same id or appends it. At most one root
+  /// device ("is_root_device: drive \"x\" is already the root device").
+  [[nodiscard]] Result<void> put_drive(const DriveSpec& d);
+
+  /// The VM to build: the command line with tern's defaults (console=ttyS0; root= for a root
+  /// drive, as Firecracker adds it), the root drive first as /dev/vda, the other drives in
+  /// order, then the rng. Errors name the drive.
+  [[nodiscard]] Result<VmConfig> vm_config() const;
+  /// GET /vm/config: Firecracker's full configuration object ("drives", "entropy", ...;
+  /// "network-interfaces" is always []).
+  [[nodiscard]] nlohmann::json vm_config_json() const;
+
+  /// The configuration a snapshot's machine section describes (tern restore, PUT
+  /// /snapshot/load): vCPUs, RAM, kernel and command line (as boot_args), disks as drives
+  /// "vda", "vdb", ... and the rng; the guest console is `console`.
+  [[nodiscard]] static VmResources from_machine_state(const snap::MachineState& m,
+                                                      std::string console);
+};
+
+/// A `tern run --disk` disk as a drive: drive_id "vda", "vdb", ... (index 0 → "vda", 26 →
+/// "vdaa", as Linux names virtio disks), not a root device, cache_type and io_engine by tern's
+/// names ("writeback", "io_uring").
+[[nodiscard]] DriveSpec drive_for_disk(const DiskConfig& disk, size_t index);
+
+}  // namespace tern
