@@ -55,6 +55,19 @@ PciDevices::~PciDevices() {
 
 Result<void> PciDevices::attach(Bus& pio, Bus& mmio) { return root_->attach(pio, mmio); }
 
+// TEMPORARY (helper "stats"): replaced by helper "pcidev"'s PciDevices::counters() at merge.
+std::vector<DeviceCounters> PciDevices::counters() const {
+  std::vector<DeviceCounters> out;
+  out.reserve(transports_.size());
+  for (const auto& t : transports_) {
+    DeviceCounters c = t->device().counters();
+    c.counters.emplace_back("protocol_errors", t->protocol_errors());
+    c.counters.emplace_back("interrupts_sent", t->interrupt().interrupts_sent());
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace tern
 
 namespace tern {

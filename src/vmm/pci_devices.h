@@ -15,6 +15,7 @@
 #include "kvm/kvm_vm.h"
 #include "memory/guest_memory.h"
 #include "snapshot/codec.h"
+#include "stats/device_counters.h"
 #include "virtio/transport/virtio_pci_transport.h"
 #include "virtio/virtio_device.h"
 
@@ -64,6 +65,12 @@ class PciDevices {
   /// same order (a different count, type or name is an error naming it). Before any vCPU runs
   /// and after guest memory is restored: active devices start serving their queues.
   [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
+
+  // TEMPORARY (helper "stats", issue 9 item 6): a minimal counters() so the statistics can be
+  // wired before helper "pcidev"'s PciDevices::counters() lands; at merge take pcidev's version.
+  /// Every function's DeviceCounters in slot order: the device's own (VirtioDevice::counters())
+  /// with the transport's "protocol_errors" and "interrupts_sent" appended. Any thread.
+  [[nodiscard]] std::vector<DeviceCounters> counters() const;
 
   [[nodiscard]] PciRoot& root() { return *root_; }
   [[nodiscard]] const std::vector<std::shared_ptr<VirtioPciTransport>>& transports() const {
