@@ -107,7 +107,9 @@ TEST(ExitAccounting, ExactCountsPerReasonAndDevice) {
   ASSERT_TRUE(vm->mmio.insert(std::make_shared<NamedCounter>("mmio-counter"), kMmioBase, 0x1000));
 
   auto devices = [] {
-    DeviceCounters d{.name = "test-dev0", .kind = "virtio-blk"};
+    DeviceCounters d;
+    d.name = "test-dev0";
+    d.kind = "virtio-blk";
     d.queues.push_back({.index = 0, .kicks = 3, .interrupts = 1});
     return std::vector<DeviceCounters>{d};
   };
