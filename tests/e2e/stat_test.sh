@@ -126,7 +126,9 @@ for name, qd in (("qd1", 1), ("qd16", 16)):
         problems.append("%s: want one virtio-blk device in device_counters: %r" % (
             name, [d.get("name") for d in e.get("device_counters", [])]))
         continue
-    check(len(de["queues"]) == 1 and len(db["queues"]) == 1, "%s: want 1 queue, got %d" % (name, len(de["queues"])))
+    if len(de["queues"]) != 1 or len(db["queues"]) != 1:
+        problems.append("%s: want 1 queue in %s, got %d" % (name, de["name"], len(de["queues"])))
+        continue
     d = {f: de["queues"][0][f] - db["queues"][0][f] for f in FIELDS}
     what = "%s (N=%d): %s" % (name, n, " ".join("%s=%d" % (f, d[f]) for f in FIELDS))
     check(n <= d["requests"] <= n + SLACK, "requests not within N..N+%d: %s" % (SLACK, what))
