@@ -3,17 +3,23 @@
 # the TERN-GUEST-MARKER line and performs tern.action= (poweroff, reboot, shell, idle).
 #
 # Usage: build-guest-initramfs.sh OUT.cpio.gz [--modules "virtio_ring virtio ..."] [--extra DIR]
+#                                [--bin PATH]...
 #   --modules LIST  kernel modules (of the stock cloud kernel) copied in and insmod'ed in this order
 #   --extra DIR     files copied over the initramfs root (e.g. /actions/<name> scripts)
+#   --bin PATH      a host binary (e.g. /usr/bin/fio) copied in at the same path with every library
+#                   ldd lists (repeatable). These go into an uncompressed archive placed first
+#                   (fio and its libraries are ~80 MB: gzip would cost more than it saves), followed
+#                   by the gzip'ed busybox archive; Linux unpacks concatenated archives in turn.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-out="" modules="" extra=""
+out="" modules="" extra="" bins=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --modules) modules="$2"; shift 2 ;;
         --extra) extra="$2"; shift 2 ;;
-        -h | --help) sed -n '2,8p' "$0"; exit 0 ;;
+        --bin) bins+=("$2"); shift 2 ;;
+        -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
         -*) th_die "unknown option $1" ;;
         *) [[ -z "$out" ]] || th_die "more than one output given"; out="$1"; shift ;;
     esac
@@ -22,8 +28,8 @@ done
 [[ -z "$extra" || -d "$extra" ]] || th_die "--extra: not a directory: $extra"
 
 ver="$(th_kernel_version)"
-root="$(mktemp -d)"
-trap 'rm -rf "$root"' EXIT
+root="$(mktemp -d)" bin_root="$(mktemp -d)"
+trap 'rm -rf "$root" "$bin_root"' EXIT
 
 th_install_busybox "$root"
 install -m 0755 "$TH_DIR/guest-init.sh" "$root/init"
@@ -36,4 +42,14 @@ done
 if [[ -n "$extra" ]]; then cp -a "$extra/." "$root/"; fi
 
 mkdir -p "$(dirname "$out")"
-th_make_cpio "$root" "$out"
+if ((${#bins[@]} == 0)); then
+    th_make_cpio "$root" "$out"
+    exit 0
+fi
+for b in "${bins[@]}"; do th_copy_with_libs "$b" "$bin_root"; done
+th_make_cpio "$bin_root" "$out.bins" none
+th_make_cpio "$root" "$out.base"
+# The uncompressed archive goes first: Linux wants each archive to start 4-byte aligned.
+cat "$out.bins" "$out.base" >"$out.tmp"
+rm -f "$out.bins" "$out.base"
+mv "$out.tmp" "$out"

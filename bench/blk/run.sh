@@ -90,14 +90,11 @@ initrd="$work/guest-fio-$key.cpio"
 if [[ ! -f "$initrd" ]]; then
     th_log "building the guest initramfs with fio"
     tmp="$(mktemp -d)"
-    mkdir -p "$tmp/extra/actions" "$tmp/extra/etc" "$tmp/fio"
+    mkdir -p "$tmp/extra/actions" "$tmp/extra/etc"
     install -m 0755 "$here/guest-fio-bench.sh" "$tmp/extra/actions/fio-bench"
     cp "$here/jobs.txt" "$tmp/extra/etc/blk-jobs"
-    "$TH_DIR/build-guest-initramfs.sh" "$tmp/base.cpio.gz" --modules "$mods" --extra "$tmp/extra"
-    th_copy_with_libs "$fio_bin" "$tmp/fio" /usr/bin/fio
-    th_make_cpio "$tmp/fio" "$tmp/fio.cpio" none
-    # The uncompressed archive goes first: Linux wants each archive to start 4-byte aligned.
-    cat "$tmp/fio.cpio" "$tmp/base.cpio.gz" >"$initrd.tmp"
+    "$TH_DIR/build-guest-initramfs.sh" "$initrd.tmp" --modules "$mods" --extra "$tmp/extra" \
+        --bin "$fio_bin"
     mv "$initrd.tmp" "$initrd"
     rm -rf "$tmp"
     find "$work" -name 'guest-fio-*.cpio' ! -name "$(basename "$initrd")" -delete

@@ -1,8 +1,12 @@
 #include "api/api_client.h"
 
-#include <boost/asio.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
-#include <boost/beast/core.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/basic_stream.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
 namespace tern {
@@ -26,35 +30,67 @@ Result<void> connect(local::socket& s, const std::string& path) {
 Result<HttpReply> api_request(const std::string& socket_path, std::string_view method,
                               std::string_view target, std::string_view body,
                               std::chrono::milliseconds timeout) {
+  const std::string where = socket_path + " " + std::string(method) + " " + std::string(target);
   asio::io_context ioc;
   beast::basic_stream<local> stream(ioc);
   TRY(connect(stream.socket(), socket_path));
+
   http::request<http::string_body> req;
   req.method_string(beast::string_view(method.data(), method.size()));
   req.target(beast::string_view(target.data(), target.size()));
   req.version(11);
   req.set(http::field::host, "localhost");
+  req.set(http::field::user_agent, "tern");
   if (!body.empty()) {
     req.set(http::field::content_type, "application/json");
     req.body() = std::string(body);
   }
   req.prepare_payload();
   req.keep_alive(false);
+  // basic_stream's deadline only bounds asynchronous operations (a blocking read would wait for
+  // ever; asio retries a SO_RCVTIMEO timeout itself): start each step asynchronously and run the
+  // context until it completes or the deadline cancels it.
   beast::error_code ec;
   stream.expires_after(timeout);
-  http::write(stream, req, ec);
-  if (ec) return fail_code(ec.value(), "write request", socket_path);
+  http::async_write(stream, req, [&ec](beast::error_code e, size_t) { ec = e; });
+  ioc.run();
+  if (ec == beast::error::timeout)
+    return fail("write request",
+                where + ": not accepted within " + std::to_string(timeout.count()) + " ms");
+  if (ec) return fail_code(ec.value(), "write request", where);
+
   beast::flat_buffer buf;
   http::response_parser<http::string_body> parser;
   parser.body_limit(64 * 1024 * 1024);
-  http::read(stream, buf, parser, ec);
-  if (ec) return fail("read response", socket_path + ": " + ec.message());
+  stream.expires_after(timeout);
+  ioc.restart();
+  http::async_read(stream, buf, parser, [&ec](beast::error_code e, size_t) { ec = e; });
+  ioc.run();
+  if (ec == beast::error::timeout)
+    return fail("read response",
+                where + ": no reply within " + std::to_string(timeout.count()) + " ms");
+  if (ec) {
+    if (ec.category() == boost::system::system_category())
+      return fail_code(ec.value(), "read response", where);
+    return fail("read response", where + ": " + ec.message());
+  }
   auto& res = parser.get();
   HttpReply r;
   r.status = static_cast<int>(res.result_int());
   r.content_type = std::string(res[http::field::content_type]);
   r.body = std::move(res.body());
+  beast::error_code ignored;
+  stream.socket().shutdown(local::socket::shutdown_both, ignored);
   return r;
+}
+
+Result<std::string> api_get(const std::string& socket_path, std::string_view target,
+                            std::chrono::milliseconds timeout) {
+  ASSIGN_OR_RETURN(HttpReply r, api_request(socket_path, "GET", target, {}, timeout));
+  if (r.status != 200)
+    return fail("GET " + std::string(target),
+                socket_path + ": HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200));
+  return std::move(r.body);
 }
 
 Result<void> api_read_events(const std::string& socket_path,

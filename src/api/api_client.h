@@ -1,5 +1,6 @@
-// ApiClient helpers: one synchronous HTTP request to tern's API socket (used by `tern ctl` and the
-// API tests), and a reader for the GET /tern/events stream.
+// The HTTP client of tern's API socket (Boost.Beast over a Unix socket): one synchronous request
+// (`tern ctl`, `tern stat`, `tern snapshot`, the API and KVM tests) and a reader for the
+// GET /tern/events stream.
 #pragma once
 
 #include <chrono>
@@ -19,14 +20,21 @@ struct HttpReply {
 };
 
 /// Sends `method target` with `body` (JSON when non-empty) over the Unix socket at `socket_path`
-/// and reads the whole response. Errors name the socket path. `timeout` bounds the whole exchange.
-[[nodiscard]] Result<HttpReply> api_request(const std::string& socket_path, std::string_view method,
-                                            std::string_view target, std::string_view body = {},
-                                            std::chrono::milliseconds timeout =
-                                                std::chrono::seconds(30));
+/// and reads the whole response (one connection per call). `timeout` bounds sending the request
+/// and, again, reading the whole reply. Errors name the socket path and say what failed: connect
+/// (errno), write request, read response (errno, a malformed reply, or "no reply within N ms").
+[[nodiscard]] Result<HttpReply> api_request(
+    const std::string& socket_path, std::string_view method, std::string_view target,
+    std::string_view body = {}, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+/// GETs `target` (e.g. "/tern/stats") and returns the body of a 200 response. Errors: those of
+/// api_request(), or a non-200 status ("GET <target>: <socket>: HTTP <status> <body prefix>").
+[[nodiscard]] Result<std::string> api_get(const std::string& socket_path, std::string_view target,
+                                          std::chrono::milliseconds timeout);
 
 /// GET /tern/events: calls `on_line` for each JSON line until it returns false or the server
-/// closes the stream (the VM stopped and tern exited).
+/// closes the stream (the VM stopped and tern exited). No timeout: the stream is idle between
+/// events.
 [[nodiscard]] Result<void> api_read_events(const std::string& socket_path,
                                            const std::function<bool(const std::string&)>& on_line);
 

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "base/checked.h"
-#include "stats/clock.h"
+#include "base/clock.h"
 
 namespace tern {
 

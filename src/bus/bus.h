@@ -11,9 +11,9 @@
 
 #include "base/log.h"
 #include "base/result.h"
+#include "bus/access_counters.h"
 #include "bus/bus_device.h"
-#include "stats/access_counters.h"
-#include "stats/unclaimed_table.h"
+#include "bus/unclaimed_table.h"
 
 namespace tern {
 

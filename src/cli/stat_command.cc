@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "stats/http_client.h"
+#include "api/api_client.h"
 #include "stats/stats_table.h"
 #include "vmm/exit_status.h"
 
@@ -15,7 +15,7 @@ namespace tern {
 namespace {
 
 Result<nlohmann::json> fetch(const std::string& sock) {
-  ASSIGN_OR_RETURN(std::string body, http_get_unix(sock, "/tern/stats", std::chrono::seconds(10)));
+  ASSIGN_OR_RETURN(std::string body, api_get(sock, "/tern/stats", std::chrono::seconds(10)));
   auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
     return fail("GET /tern/stats", sock + ": the reply is not a JSON object");

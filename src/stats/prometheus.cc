@@ -89,6 +89,35 @@ void kvm_metrics(Families& f, const Json& kvm, const std::string& prefix, const 
                g->get<uint64_t>());
 }
 
+// Per queue: one counter family per QueueCountersSnapshot field; device-wide named counters: one
+// family per name (different meanings never share a metric name).
+void device_counter_metrics(Families& f, const Json& devices) {
+  static constexpr std::pair<const char*, const char*> kQueueFields[] = {
+      {"kicks", "Driver notifications (ioeventfd signals) of the queue"},
+      {"requests", "Descriptor chains the device took from the queue's available ring"},
+      {"interrupts", "Used-buffer notifications the device sent for the queue"},
+      {"interrupts_suppressed",
+       "Used-ring publishes the driver asked not to be notified of (EVENT_IDX, NO_INTERRUPT)"},
+      {"bytes", "Payload bytes the queue's requests moved"},
+      {"errors", "Requests of the queue completed with an error status or returned malformed"},
+  };
+  for (const Json& d : devices) {
+    const std::string device = d.value("name", ""), kind = d.value("kind", "");
+    for (const Json& q : d.value("queues", Json::array())) {
+      Labels l{{"device", device}, {"kind", kind}, {"queue", std::to_string(u64(q, "index"))}};
+      for (const auto& [field, help] : kQueueFields)
+        f.sample(std::string("tern_device_queue_") + field + "_total", "counter", help, l,
+                 u64(q, field));
+    }
+    const Json& counters = d.value("counters", Json::object());
+    for (auto c = counters.begin(); c != counters.end(); ++c) {
+      f.sample("tern_device_counter_" + prometheus_name(c.key()) + "_total", "counter",
+               "Device-wide counter reported by the device (docs/stats.md)",
+               {{"device", device}, {"kind", kind}}, u64(counters, c.key().c_str()));
+    }
+  }
+}
+
 }  // namespace
 
 std::string prometheus_name(const std::string& s) {
@@ -165,13 +194,7 @@ std::string prometheus_text(const Json& stats) {
     for (const Json& row : b->value("addresses", Json::array())) emit(row.value("addr", ""), row);
     emit("other", b->value("other", Json::object()));
   }
-  for (const Json& q : stats.value("queues", Json::array())) {
-    Labels l{{"queue", q.value("name", "")}};
-    f.sample("tern_queue_kicks_total", "counter", "ioeventfd kicks seen by the queue's worker", l,
-             u64(q, "kicks"));
-    f.sample("tern_queue_interrupts_total", "counter", "irqfd injections by the queue", l,
-             u64(q, "interrupts"));
-  }
+  device_counter_metrics(f, stats.value("device_counters", Json::array()));
   kvm_metrics(f, stats.value("kvm", Json::object()).value("vm", Json::object()), "tern_kvm_vm_",
               {});
   for (const Json& t : stats.value("threads", Json::array())) {

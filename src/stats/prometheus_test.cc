@@ -44,7 +44,9 @@ TEST(Prometheus, DevicesUnclaimedQueuesKvmAndThreads) {
   EXPECT_TRUE(has(
       t, R"(tern_unclaimed_accesses_total{device="unclaimed",bus="pio",addr="0x510",op="read"} 1)"))
       << t;
-  EXPECT_TRUE(has(t, R"(tern_queue_kicks_total{queue="virtio-blk0/q0"} 5)")) << t;
+  EXPECT_TRUE(has(
+      t, R"(tern_device_queue_kicks_total{device="virtio-blk0",kind="virtio-blk",queue="0"} 5)"))
+      << t;
   EXPECT_TRUE(has(t, R"(tern_kvm_vcpu_exits_total{vcpu="0"} 100)")) << t;
   EXPECT_TRUE(has(t, R"(tern_thread_cpu_ns_total{thread="vcpu0",tid="77",mode="guest"} 200000000)"))
       << t;
@@ -56,12 +58,38 @@ TEST(Prometheus, DevicesUnclaimedQueuesKvmAndThreads) {
   EXPECT_EQ(t.find("tern_kvm_vm_"), std::string::npos);
 }
 
+TEST(Prometheus, DeviceQueueAndDeviceCounterSeries) {
+  std::string t = prometheus_text(testing::stats_snapshot(1'000'000'000, 2));
+  const std::string l = R"({device="virtio-blk0",kind="virtio-blk",queue="0"})";
+  EXPECT_TRUE(has(t, "# TYPE tern_device_queue_kicks_total counter")) << t;
+  EXPECT_TRUE(has(t, "tern_device_queue_kicks_total" + l + " 10")) << t;
+  EXPECT_TRUE(has(t, "tern_device_queue_requests_total" + l + " 12")) << t;
+  EXPECT_TRUE(has(t, "tern_device_queue_interrupts_total" + l + " 8")) << t;
+  EXPECT_TRUE(has(t, "tern_device_queue_interrupts_suppressed_total" + l + " 4")) << t;
+  EXPECT_TRUE(has(t, "tern_device_queue_bytes_total" + l + " 49152")) << t;
+  EXPECT_TRUE(has(t, "tern_device_queue_errors_total" + l + " 0")) << t;
+  EXPECT_TRUE(
+      has(t, R"(tern_device_counter_reads_total{device="virtio-blk0",kind="virtio-blk"} 12)"))
+      << t;
+  EXPECT_TRUE(has(
+      t, R"(tern_device_counter_protocol_errors_total{device="virtio-blk0",kind="virtio-blk"} 0)"))
+      << t;
+  // The old per-queue families are gone.
+  EXPECT_EQ(t.find("tern_queue_"), std::string::npos) << t;
+}
+
 TEST(Prometheus, NamesAndLabelValuesAreSanitised) {
   EXPECT_EQ(prometheus_name("halt-poll.ns"), "halt_poll_ns");
   nlohmann::json s = testing::stats_snapshot(1, 1);
-  s["queues"][0]["name"] = "q\"1\\\n";
+  s["device_counters"][0]["name"] = "q\"1\\\n";
+  s["device_counters"][0]["counters"]["odd-name.x"] = 3;
   std::string t = prometheus_text(s);
-  EXPECT_TRUE(has(t, R"(tern_queue_kicks_total{queue="q\"1\\\n"} 5)")) << t;
+  EXPECT_TRUE(
+      has(t, R"(tern_device_counter_odd_name_x_total{device="q\"1\\\n",kind="virtio-blk"} 3)"))
+      << t;
+  EXPECT_TRUE(
+      has(t, R"(tern_device_queue_kicks_total{device="q\"1\\\n",kind="virtio-blk",queue="0"} 5)"))
+      << t;
 }
 
 }  // namespace

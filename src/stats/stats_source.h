@@ -15,11 +15,12 @@ class StatsSource {
  public:
   virtual ~StatsSource() = default;
   /// The GET /tern/stats body: exits by vCPU and reason (count, time histogram in ns), by device
-  /// (PIO/MMIO ranges, "unclaimed" with port/address), ioeventfd kicks and irqfd injections per
-  /// device queue, KVM in-kernel statistics (VM and per vCPU), CPU time per tern thread.
+  /// (PIO/MMIO ranges, "unclaimed" with port/address), each device's counters (per queue: kicks,
+  /// requests, interrupts sent and suppressed, bytes, errors; device-wide named counters), KVM
+  /// in-kernel statistics (VM and per vCPU), CPU time per tern thread.
   [[nodiscard]] virtual nlohmann::json stats_json() const = 0;
   /// The GET /tern/metrics body: Prometheus text exposition format 0.0.4, names `tern_...`,
-  /// labels vcpu, reason, device.
+  /// labels vcpu, reason, device, kind, queue (docs/stats.md).
   [[nodiscard]] virtual std::string metrics_text() const = 0;
 };
 

@@ -35,7 +35,8 @@ const char* section_title(const std::string& s) {
   if (s == "devices") return "PIO/MMIO accesses by device";
   if (s == "device_time_ns") return "time in device handlers (% of one CPU)";
   if (s == "unclaimed") return "unclaimed accesses (bus address)";
-  if (s == "queues") return "device queues (ioeventfd kicks, irqfd interrupts)";
+  if (s == "queues") return "device queues";
+  if (s == "device_counters") return "device counters";
   if (s == "kvm_vm") return "KVM in-kernel, VM";
   if (s == "kvm_vcpu") return "KVM in-kernel, all vCPUs";
   if (s == "cpu_ns") return "host CPU per tern thread (% of one CPU)";
@@ -57,19 +58,61 @@ std::string human(double v) {
 
 // Display order of sections.
 const std::vector<std::string>& section_order() {
-  static const std::vector<std::string> order{"exits",          "vcpus",     "devices",
-                                              "device_time_ns", "unclaimed", "queues",
-                                              "kvm_vm",         "kvm_vcpu",  "cpu_ns"};
+  static const std::vector<std::string> order{
+      "exits",  "vcpus",           "devices", "device_time_ns", "unclaimed",
+      "queues", "device_counters", "kvm_vm",  "kvm_vcpu",       "cpu_ns"};
   return order;
+}
+
+// The per-queue fields (QueueCountersSnapshot), in column order, and their column titles.
+constexpr std::array<const char*, 6> kQueueFields{
+    "kicks", "requests", "interrupts", "interrupts_suppressed", "bytes", "errors"};
+constexpr std::array<const char*, 6> kQueueColumns{"kicks",      "requests", "interrupts",
+                                                   "suppressed", "bytes",    "errors"};
+
+// One queue of the "queues" section: rows "<queue> <field>" regrouped into columns.
+struct QueueRow {
+  std::string queue;
+  std::array<uint64_t, kQueueFields.size()> total{};
+  std::array<double, kQueueFields.size()> per_s{};
+};
+
+// Queues of a compute_rates() "queues" section, in name order, skipping queues with no counts.
+std::vector<QueueRow> queue_rows(const Json& section) {
+  std::map<std::string, QueueRow> by_queue;
+  for (auto row = section.begin(); row != section.end(); ++row) {
+    const std::string& key = row.key();
+    size_t space = key.rfind(' ');
+    if (space == std::string::npos) continue;
+    std::string field = key.substr(space + 1);
+    for (size_t i = 0; i < kQueueFields.size(); ++i) {
+      if (field != kQueueFields[i]) continue;
+      QueueRow& q = by_queue[key.substr(0, space)];
+      q.queue = key.substr(0, space);
+      q.total[i] = u64(*row, "total");
+      q.per_s[i] = row->value("per_s", 0.0);
+    }
+  }
+  std::vector<QueueRow> out;
+  for (auto& [name, q] : by_queue) {
+    bool any = false;
+    for (uint64_t t : q.total) any = any || t != 0;
+    if (any) out.push_back(std::move(q));
+  }
+  return out;
+}
+
+std::string queue_header(const char* indent, const char* title) {
+  std::string out = fmt::format("{}{:<30}", indent, title);
+  for (const char* c : kQueueColumns) out += fmt::format(" {:>10}", c);
+  return out + "\n";
 }
 
 }  // namespace
 
 StatCounters flatten_stats(const Json& stats) {
   StatCounters c;
-  for (const char* s : {"exits", "vcpus", "devices", "device_time_ns", "unclaimed", "queues",
-                        "kvm_vm", "kvm_vcpu", "cpu_ns"})
-    c[s];
+  for (const std::string& s : section_order()) c[s];
   const Json& exits = stats.value("exits", Json::object()).value("by_reason", Json::object());
   for (auto r = exits.begin(); r != exits.end(); ++r)
     if (r->is_number_unsigned()) c["exits"][r.key()] = r->get<uint64_t>();
@@ -91,10 +134,15 @@ StatCounters flatten_stats(const Json& stats) {
     if (u64(other, "reads") + u64(other, "writes") > 0)
       c["unclaimed"][b.key() + " other"] = u64(other, "reads") + u64(other, "writes");
   }
-  for (const Json& q : stats.value("queues", Json::array())) {
-    std::string name = q.value("name", "?");
-    c["queues"][name + " kicks"] = u64(q, "kicks");
-    c["queues"][name + " interrupts"] = u64(q, "interrupts");
+  for (const Json& d : stats.value("device_counters", Json::array())) {
+    const std::string device = d.value("name", "?");
+    for (const Json& q : d.value("queues", Json::array())) {
+      const std::string queue = device + "/q" + std::to_string(u64(q, "index"));
+      for (const char* field : kQueueFields) c["queues"][queue + " " + field] = u64(q, field);
+    }
+    const Json& counters = d.value("counters", Json::object());
+    for (auto it = counters.begin(); it != counters.end(); ++it)
+      c["device_counters"][device + " " + it.key()] = u64(counters, it.key().c_str());
   }
   add_kvm_counters(c["kvm_vm"], stats.value("kvm", Json::object()).value("vm", Json::object()));
   for (const Json& t : stats.value("threads", Json::array())) {
@@ -145,6 +193,26 @@ std::string render_rates_table(const Json& r, size_t max_rows) {
   for (const std::string& section : section_order()) {
     auto it = rates.find(section);
     if (it == rates.end()) continue;
+    if (section == "queues") {
+      std::vector<QueueRow> queues = queue_rows(*it);
+      if (queues.empty()) continue;
+      out += "\n" + queue_header("", section_title(section));
+      size_t shown = 0;
+      for (const QueueRow& q : queues) {
+        if (max_rows && shown++ == max_rows) {
+          out += fmt::format("  ... {} more\n", queues.size() - max_rows);
+          break;
+        }
+        std::string rate = fmt::format("  {:<28}", q.queue + " per s");
+        std::string total = fmt::format("  {:<28}", q.queue + " total");
+        for (size_t i = 0; i < kQueueFields.size(); ++i) {
+          rate += fmt::format(" {:>10}", human(q.per_s[i]));
+          total += fmt::format(" {:>10}", human(static_cast<double>(q.total[i])));
+        }
+        out += rate + "\n" + total + "\n";
+      }
+      continue;
+    }
     struct Row {
       std::string name;
       uint64_t total;
@@ -187,6 +255,19 @@ std::string render_summary(const Json& stats) {
   StatCounters c = flatten_stats(stats);
   std::string out = "tern: statistics at exit\n";
   for (const std::string& section : section_order()) {
+    if (section == "queues") {
+      Json totals = Json::object();
+      for (const auto& [name, total] : c[section]) totals[name] = {{"total", total}};
+      std::vector<QueueRow> queues = queue_rows(totals);
+      if (queues.empty()) continue;
+      out += queue_header("  ", section_title(section));
+      for (const QueueRow& q : queues) {
+        std::string line = fmt::format("    {:<28}", q.queue);
+        for (uint64_t t : q.total) line += fmt::format(" {:>10}", t);
+        out += line + "\n";
+      }
+      continue;
+    }
     std::vector<std::pair<std::string, uint64_t>> rows;
     for (const auto& [name, total] : c[section])
       if (total) rows.emplace_back(name, total);

@@ -11,9 +11,11 @@ namespace tern {
 /// A snapshot flattened to counters: section -> row name -> value. Sections: "exits" (by reason,
 /// all vCPUs), "vcpus" (exits per vCPU), "devices" (reads+writes per device name),
 /// "device_time_ns" (ns inside each device), "unclaimed" ("pio 0x510", ..., "pio other"), "queues"
-/// ("<queue> kicks", "<queue> interrupts"), "kvm_vm" and "kvm_vcpu" (cumulative in-kernel
-/// counters, vCPUs summed), "cpu_ns" ("<thread>/<tid> user|system|guest", and
-/// "process (all threads) ..." which still counts threads that have exited).
+/// ("<device>/q<index> kicks|requests|interrupts|interrupts_suppressed|bytes|errors", from
+/// device_counters[].queues), "device_counters" ("<device> <counter name>"), "kvm_vm" and
+/// "kvm_vcpu" (cumulative in-kernel counters, vCPUs summed), "cpu_ns" ("<thread>/<tid>
+/// user|system|guest", and "process (all threads) ..." which still counts threads that have
+/// exited).
 using StatCounters = std::map<std::string, std::map<std::string, uint64_t>>;
 StatCounters flatten_stats(const nlohmann::json& stats);
 
@@ -24,9 +26,12 @@ nlohmann::json compute_rates(const nlohmann::json& prev, const nlohmann::json& c
 
 /// The `tern stat` screen for compute_rates() output: one block per section, rows sorted by rate
 /// then total, at most `max_rows` rows per section (0: all); CPU time is shown as % of one CPU.
+/// Device queues are one block with a column per counter (kicks, requests, interrupts,
+/// suppressed, bytes, errors) and two lines per queue: per-second rates, then totals.
 std::string render_rates_table(const nlohmann::json& rates, size_t max_rows);
 
-/// A compact totals table of one snapshot (for `tern run --stats-on-exit`).
+/// A compact totals table of one snapshot (for `tern run --stats-on-exit`); device queues as in
+/// render_rates_table(), totals only.
 std::string render_summary(const nlohmann::json& stats);
 
 }  // namespace tern

@@ -61,5 +61,55 @@ TEST(StatsTable, SummaryHasTotalsAndLatency) {
   EXPECT_NE(s.find("20         1500         3000"), std::string::npos) << s;
 }
 
+TEST(StatsTable, DeviceQueuesFlattenWithEveryField) {
+  auto c = flatten_stats(testing::stats_snapshot(1, 2));
+  EXPECT_EQ(c["queues"]["virtio-blk0/q0 kicks"], 10u);
+  EXPECT_EQ(c["queues"]["virtio-blk0/q0 requests"], 12u);
+  EXPECT_EQ(c["queues"]["virtio-blk0/q0 interrupts"], 8u);
+  EXPECT_EQ(c["queues"]["virtio-blk0/q0 interrupts_suppressed"], 4u);
+  EXPECT_EQ(c["queues"]["virtio-blk0/q0 bytes"], 49152u);
+  EXPECT_EQ(c["queues"]["virtio-blk0/q0 errors"], 0u);
+  EXPECT_EQ(c["device_counters"]["virtio-blk0 reads"], 12u);
+  EXPECT_EQ(c["device_counters"]["virtio-blk0 protocol_errors"], 0u);
+}
+
+TEST(StatsTable, QueueBlockHasRatesAndTotalsInColumns) {
+  auto r = compute_rates(testing::stats_snapshot(1'000'000'000, 1),
+                         testing::stats_snapshot(3'000'000'000, 3));
+  std::string t = render_rates_table(r, 10);
+  // Header, then per queue a rates line and a totals line, one column per counter:
+  // kicks 15 (5/s), requests 18 (6/s), interrupts 12 (4/s), suppressed 6 (2/s),
+  // bytes 73728 (24576/s), errors 0.
+  EXPECT_NE(t.find("device queues                       kicks   requests interrupts suppressed"
+                   "      bytes     errors\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("  virtio-blk0/q0 per s                  5          6          4          2"
+                   "      24.6k          0\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("  virtio-blk0/q0 total                 15         18         12          6"
+                   "      73.7k          0\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("device counters"), std::string::npos) << t;
+  EXPECT_NE(t.find("virtio-blk0 reads"), std::string::npos) << t;
+}
+
+TEST(StatsTable, QueuesWithoutCountsAreLeftOut) {
+  auto s = testing::stats_snapshot(1, 0);  // every counter 0
+  std::string t = render_rates_table(compute_rates(s, s), 0);
+  EXPECT_EQ(t.find("device queues"), std::string::npos) << t;
+  EXPECT_EQ(render_summary(s).find("device queues"), std::string::npos);
+}
+
+TEST(StatsTable, SummaryHasQueueTotals) {
+  std::string s = render_summary(testing::stats_snapshot(1, 2));
+  EXPECT_NE(s.find("    virtio-blk0/q0                       10         12          8          4"
+                   "      49152          0\n"),
+            std::string::npos)
+      << s;
+}
+
 }  // namespace
 }  // namespace tern

@@ -19,7 +19,10 @@ inline nlohmann::json stats_snapshot(uint64_t t_ns, uint64_t k) {
     "unclaimed": {"pio": {"reads": 0, "writes": 0, "addresses": [{"addr": "0x510", "reads": 0, "writes": 0}],
                           "other": {"reads": 0, "writes": 0}},
                   "mmio": {"reads": 0, "writes": 0, "addresses": [], "other": {"reads": 0, "writes": 0}}},
-    "queues": [{"name": "virtio-blk0/q0", "kicks": 0, "interrupts": 0}],
+    "device_counters": [{"name": "virtio-blk0", "kind": "virtio-blk",
+                         "counters": {"reads": 0, "protocol_errors": 0},
+                         "queues": [{"index": 0, "kicks": 0, "requests": 0, "interrupts": 0,
+                                     "interrupts_suppressed": 0, "bytes": 0, "errors": 0}]}],
     "kvm": {"vm": {"error": "kvm in-kernel stats unavailable: KVM_GET_STATS_FD: Invalid argument"}},
     "threads": [{"tid": 77, "name": "vcpu0", "user_ns": 0, "system_ns": 0, "guest_ns": 0}]
   })")
@@ -40,7 +43,12 @@ inline nlohmann::json stats_snapshot(uint64_t t_ns, uint64_t k) {
                op("/vcpus/0/kvm/counters/exits", 100 * k) + "," + op("/devices/0/writes", 8 * k) +
                "," + op("/devices/0/reads", 2 * k) + "," + op("/devices/0/time_ns", 1000 * k) +
                "," + op("/unclaimed/pio/addresses/0/reads", k) + "," +
-               op("/queues/0/kicks", 5 * k) + "," + op("/queues/0/interrupts", 4 * k) + "," +
+               op("/device_counters/0/queues/0/kicks", 5 * k) + "," +
+               op("/device_counters/0/queues/0/requests", 6 * k) + "," +
+               op("/device_counters/0/queues/0/interrupts", 4 * k) + "," +
+               op("/device_counters/0/queues/0/interrupts_suppressed", 2 * k) + "," +
+               op("/device_counters/0/queues/0/bytes", 24576 * k) + "," +
+               op("/device_counters/0/counters/reads", 6 * k) + "," +
                op("/threads/0/user_ns", 300'000'000 * k) + "," +
                op("/threads/0/guest_ns", 200'000'000 * k);
       }() + "]"));

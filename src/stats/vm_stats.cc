@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "stats/clock.h"
+#include "base/clock.h"
 #include "stats/prometheus.h"
 #include "stats/thread_cpu.h"
 
@@ -75,6 +75,26 @@ nlohmann::json unclaimed_json(const UnclaimedTable& table) {
           {"other", {{"reads", s.other.reads}, {"writes", s.other.writes}}}};
 }
 
+nlohmann::json device_counters_json(const std::vector<DeviceCounters>& devices) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const DeviceCounters& d : devices) {
+    nlohmann::json counters = nlohmann::json::object();
+    for (const auto& [name, value] : d.counters) counters[name] = value;
+    nlohmann::json queues = nlohmann::json::array();
+    for (const QueueCountersSnapshot& q : d.queues) {
+      queues.push_back({{"index", q.index},
+                        {"kicks", q.kicks},
+                        {"requests", q.requests},
+                        {"interrupts", q.interrupts},
+                        {"interrupts_suppressed", q.interrupts_suppressed},
+                        {"bytes", q.bytes},
+                        {"errors", q.errors}});
+    }
+    out.push_back({{"name", d.name}, {"kind", d.kind}, {"counters", counters}, {"queues", queues}});
+  }
+  return out;
+}
+
 nlohmann::json VmStats::stats_json() const {
   nlohmann::json j;
   j["version"] = 1;
@@ -119,13 +139,8 @@ nlohmann::json VmStats::stats_json() const {
   j["unclaimed"] = {{pio_.kind(), unclaimed_json(pio_.unclaimed())},
                     {mmio_.kind(), unclaimed_json(mmio_.unclaimed())}};
 
-  nlohmann::json queues = nlohmann::json::array();
-  for (const auto& q : queues_.list()) {
-    queues.push_back({{"name", q->name},
-                      {"kicks", q->kicks.load(std::memory_order_relaxed)},
-                      {"interrupts", q->interrupts.load(std::memory_order_relaxed)}});
-  }
-  j["queues"] = queues;
+  j["device_counters"] =
+      device_counters_json(devices_ ? devices_() : std::vector<DeviceCounters>{});
   j["kvm"] = {{"vm", kvm_stats_json(vm_kvm_)}};
 
   if (auto p = read_process_cpu()) {

@@ -1,8 +1,11 @@
-// VmStats: the StatsSource of one VM — exit accounting, device attribution, queue counters, KVM's
-// in-kernel statistics and host CPU time per thread, as JSON (docs/stats.md) and Prometheus text.
+// VmStats: the StatsSource of one VM — exit accounting, device attribution, device and queue
+// counters, KVM's in-kernel statistics and host CPU time per thread, as JSON (docs/stats.md) and
+// Prometheus text. It only reads counters that live with their producers (bus/, vcpu/, kvm/, the
+// devices' DeviceCounters); nothing below src/stats includes it.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -11,7 +14,7 @@
 #include "base/result.h"
 #include "bus/bus.h"
 #include "kvm/kvm_stats.h"
-#include "stats/queue_counters.h"
+#include "stats/device_counters.h"
 #include "stats/stats_source.h"
 #include "vcpu/exit_stats.h"
 
@@ -23,8 +26,12 @@ namespace tern {
 /// relaxed atomics that the vCPU threads and devices bump anyway.
 class VmStats : public StatsSource {
  public:
-  VmStats(const Bus& pio, const Bus& mmio, const QueueCounterRegistry& queues)
-      : pio_(pio), mmio_(mmio), queues_(queues) {}
+  /// Reads the VM's devices' counters at snapshot time (any thread); e.g. PciDevices::counters().
+  using DeviceCountersFn = std::function<std::vector<DeviceCounters>()>;
+
+  /// `devices` may be empty (no devices: "device_counters" is []).
+  VmStats(const Bus& pio, const Bus& mmio, DeviceCountersFn devices)
+      : pio_(pio), mmio_(mmio), devices_(std::move(devices)) {}
 
   /// KVM's VM statistics (KvmStatsReader::open(vm fd)); an error is shown as
   /// "kvm in-kernel stats unavailable: <reason>".
@@ -45,7 +52,7 @@ class VmStats : public StatsSource {
   };
   const Bus& pio_;
   const Bus& mmio_;
-  const QueueCounterRegistry& queues_;
+  DeviceCountersFn devices_;
   Result<KvmStatsReader> vm_kvm_ = fail("KVM_GET_STATS_FD", "not opened");
   std::vector<Vcpu> vcpus_;
 };
@@ -56,5 +63,8 @@ nlohmann::json exit_stats_json(const ExitStats& exits);
 nlohmann::json kvm_stats_json(const Result<KvmStatsReader>& reader);
 /// JSON of a bus's unclaimed accesses.
 nlohmann::json unclaimed_json(const UnclaimedTable& table);
+/// JSON of the devices' counters (see docs/stats.md: device_counters[]): per device name, kind,
+/// a "counters" object and a "queues" array with every QueueCountersSnapshot field.
+nlohmann::json device_counters_json(const std::vector<DeviceCounters>& devices);
 
 }  // namespace tern

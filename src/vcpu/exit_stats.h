@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "stats/latency_histogram.h"
+#include "base/latency_histogram.h"
 
 namespace tern {
 

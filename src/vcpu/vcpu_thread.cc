@@ -5,8 +5,8 @@
 
 #include <cstring>
 
+#include "base/clock.h"
 #include "base/log.h"
-#include "stats/clock.h"
 
 namespace tern {
 

@@ -136,7 +136,10 @@ Result<KvmVcpu*> Vm::add_vcpu(uint32_t id, uint32_t count) {
 
 void Vm::build_stats() {
   // 6. Statistics: in-kernel stats fds are optional (older kernels, some software KVMs).
-  stats_ = std::make_unique<VmStats>(pio_, mmio_, queues_);
+  // Device and queue counters are read from the devices at snapshot time (pci_ outlives stats_).
+  stats_ = std::make_unique<VmStats>(pio_, mmio_, [pci = pci_.get()] {
+    return pci ? pci->counters() : std::vector<DeviceCounters>{};
+  });
   stats_->set_vm_kvm_stats(KvmStatsReader::open(vm_->fd()));
   for (auto& v : vcpus_)
     stats_->add_vcpu(v->vcpu().id(), v->stats(), KvmStatsReader::open(v->vcpu().fd()));

@@ -14,7 +14,6 @@
 #include "vmm/machine_state.h"
 #include "snapshot/snapshot_pair.h"
 #include "snapshot/state_file.h"
-#include "stats/queue_counters.h"
 #include "stats/vm_stats.h"
 #include "vcpu/stop_event.h"
 #include "vcpu/vcpu_thread.h"
@@ -75,8 +74,6 @@ class Vm {
   /// Exit accounting, device attribution, KVM and thread statistics (GET /tern/stats, /metrics,
   /// --stats-on-exit). Valid for the Vm's lifetime, any thread.
   [[nodiscard]] const StatsSource& stats() const { return *stats_; }
-  /// Where devices register per-queue counters (ioeventfd kicks, irqfd injections).
-  [[nodiscard]] QueueCounterRegistry& queue_counters() { return queues_; }
   /// Runs device activation/reset on the control thread once one attaches (device_activator.h).
   [[nodiscard]] DeviceActivator& activator() { return activator_; }
 
@@ -112,8 +109,7 @@ class Vm {
   DeviceActivator activator_;        // before pci_: its transports use it until destroyed
   std::unique_ptr<PciDevices> pci_;  // after memory_/vm_: its devices use both until destroyed
   std::vector<std::unique_ptr<VcpuThread>> vcpus_;
-  QueueCounterRegistry queues_;
-  std::unique_ptr<VmStats> stats_;  // last: refers to the buses, queues_ and vCPUs above
+  std::unique_ptr<VmStats> stats_;  // last: refers to the buses, pci_ and vCPUs above
 };
 
 }  // namespace tern

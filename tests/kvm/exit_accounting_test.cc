@@ -6,8 +6,8 @@
 #include <linux/kvm.h>
 #include <unistd.h>
 
+#include "api/api_client.h"
 #include "api/api_server.h"
-#include "stats/http_client.h"
 #include "stats/vm_stats.h"
 #include "tests/kvm/tiny_vm.h"
 
@@ -106,11 +106,14 @@ TEST(ExitAccounting, ExactCountsPerReasonAndDevice) {
   ASSERT_TRUE(vm->pio.insert(rec, 0x5f0, 2));
   ASSERT_TRUE(vm->mmio.insert(std::make_shared<NamedCounter>("mmio-counter"), kMmioBase, 0x1000));
 
-  QueueCounterRegistry queues;
-  auto q = queues.add("test-dev0/q0");
-  q->add_kicks(3);
-  q->add_interrupt();
-  VmStats stats(vm->pio, vm->mmio, queues);
+  auto devices = [] {
+    DeviceCounters d;
+    d.name = "test-dev0";
+    d.kind = "virtio-blk";
+    d.queues.push_back({.index = 0, .kicks = 3, .interrupts = 1});
+    return std::vector<DeviceCounters>{d};
+  };
+  VmStats stats(vm->pio, vm->mmio, devices);
   stats.add_vcpu(0, vm->stats(), KvmStatsReader::open(vm->vcpu_thread().vcpu().fd()));
 
   StopEvent e = vm->run();
@@ -163,10 +166,11 @@ TEST(ExitAccounting, ExactCountsPerReasonAndDevice) {
   EXPECT_EQ(j["unclaimed"]["mmio"]["reads"], 0u);
   EXPECT_EQ(j["unclaimed"]["mmio"]["writes"], 0u);
 
-  // Queue counters as registered.
-  ASSERT_EQ(j["queues"].size(), 1u);
-  EXPECT_EQ(j["queues"][0]["kicks"], 3u);
-  EXPECT_EQ(j["queues"][0]["interrupts"], 1u);
+  // Queue counters as the device reports them.
+  ASSERT_EQ(j["device_counters"].size(), 1u);
+  ASSERT_EQ(j["device_counters"][0]["queues"].size(), 1u);
+  EXPECT_EQ(j["device_counters"][0]["queues"][0]["kicks"], 3u);
+  EXPECT_EQ(j["device_counters"][0]["queues"][0]["interrupts"], 1u);
 
   // In-kernel statistics: present when this KVM has KVM_GET_STATS_FD, else a clear error.
   const auto& kvm = j["vcpus"][0]["kvm"];
@@ -204,8 +208,7 @@ TEST(ExitAccounting, CountsArriveOverHttp) {
   ASSERT_TRUE(vm->pio.insert(std::make_shared<NamedCounter>("counter"), 0x500, 1));
   ASSERT_TRUE(vm->pio.insert(std::make_shared<RecordingDevice>(vm->stop), 0x5f0, 2));
   ASSERT_TRUE(vm->mmio.insert(std::make_shared<NamedCounter>("mmio-counter"), kMmioBase, 0x1000));
-  QueueCounterRegistry queues;
-  VmStats stats(vm->pio, vm->mmio, queues);
+  VmStats stats(vm->pio, vm->mmio, {});
   stats.add_vcpu(0, vm->stats(), KvmStatsReader::open(vm->vcpu_thread().vcpu().fd()));
   ASSERT_EQ(vm->run().kind, StopKind::kPowerOff);
 
@@ -224,7 +227,7 @@ TEST(ExitAccounting, CountsArriveOverHttp) {
       events);
   ASSERT_TRUE(server) << server.error().message();
 
-  auto body = http_get_unix(sock, "/tern/stats", std::chrono::seconds(10));
+  auto body = api_get(sock, "/tern/stats", std::chrono::seconds(10));
   ASSERT_TRUE(body) << body.error().message();
   auto j = nlohmann::json::parse(*body);
   EXPECT_EQ(j["exits"]["by_reason"]["KVM_EXIT_IO"], kPioWrites + kUnclaimedReads + 1);
@@ -239,7 +242,7 @@ TEST(ExitAccounting, CountsArriveOverHttp) {
   EXPECT_EQ(j["unclaimed"]["pio"]["addresses"][0]["addr"], "0x510");
   EXPECT_EQ(j["unclaimed"]["pio"]["addresses"][0]["reads"], kUnclaimedReads);
 
-  auto metrics = http_get_unix(sock, "/tern/metrics", std::chrono::seconds(10));
+  auto metrics = api_get(sock, "/tern/metrics", std::chrono::seconds(10));
   ASSERT_TRUE(metrics) << metrics.error().message();
   EXPECT_NE(metrics->find("tern_vcpu_exit_handling_ns_count{vcpu=\"0\",reason=\"KVM_EXIT_IO\"} " +
                           std::to_string(kPioWrites + kUnclaimedReads + 1) + "\n"),

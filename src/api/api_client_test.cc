@@ -1,5 +1,5 @@
-// http_get_unix() against a tiny Boost.Beast server on a Unix socket.
-#include "stats/http_client.h"
+// api_get() (the client `tern stat` uses) against a tiny Boost.Beast server on a Unix socket.
+#include "api/api_client.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -58,30 +58,47 @@ class OneShotServer {
   std::string target_;
 };
 
-TEST(HttpClient, GetsBodyOf200) {
+TEST(ApiClient, GetsBodyOf200) {
   OneShotServer server(http::status::ok, R"({"version":1})");
-  auto body = http_get_unix(server.path(), "/tern/stats", std::chrono::seconds(5));
+  auto body = api_get(server.path(), "/tern/stats", std::chrono::seconds(5));
   ASSERT_TRUE(body) << body.error().message();
   EXPECT_EQ(*body, R"({"version":1})");
   EXPECT_EQ(server.target(), "/tern/stats");
 }
 
-TEST(HttpClient, Non200IsAnErrorWithStatusAndBody) {
+TEST(ApiClient, Non200IsAnErrorWithStatusAndBody) {
   OneShotServer server(http::status::not_found, R"({"fault_message":"no such path"})");
-  auto body = http_get_unix(server.path(), "/tern/nope", std::chrono::seconds(5));
+  auto body = api_get(server.path(), "/tern/nope", std::chrono::seconds(5));
   ASSERT_FALSE(body);
   EXPECT_NE(body.error().message().find("HTTP 404"), std::string::npos) << body.error().message();
   EXPECT_NE(body.error().message().find("no such path"), std::string::npos)
       << body.error().message();
 }
 
-TEST(HttpClient, MissingSocketNamesThePath) {
-  auto body =
-      http_get_unix("/tmp/tern-no-such-socket.sock", "/tern/stats", std::chrono::seconds(1));
+TEST(ApiClient, MissingSocketNamesThePath) {
+  auto body = api_get("/tmp/tern-no-such-socket.sock", "/tern/stats", std::chrono::seconds(1));
   ASSERT_FALSE(body);
   EXPECT_EQ(body.error().op, "connect");
   EXPECT_NE(body.error().message().find("/tmp/tern-no-such-socket.sock"), std::string::npos);
   EXPECT_NE(body.error().errnum, 0);
+}
+
+// A server that takes the request and never answers: the timeout ends the wait with an error
+// (its timeout used to bound only asynchronous operations, which it did not use).
+TEST(ApiClient, SilentServerIsATimeoutError) {
+  const std::string path = "/tmp/tern-http-test-silent-" + std::to_string(::getpid()) + ".sock";
+  ::unlink(path.c_str());
+  boost::asio::io_context io;
+  stream_protocol::acceptor acceptor(io, stream_protocol::endpoint(path));
+  stream_protocol::socket held(io);
+  std::thread t([&] { acceptor.accept(held); });  // accepts, then reads nothing and says nothing
+  auto r = api_request(path, "GET", "/", {}, std::chrono::milliseconds(200));
+  t.join();
+  ::unlink(path.c_str());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().op, "read response");
+  EXPECT_NE(r.error().message().find("no reply within 200 ms"), std::string::npos)
+      << r.error().message();
 }
 
 }  // namespace

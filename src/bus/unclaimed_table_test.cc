@@ -1,4 +1,4 @@
-#include "stats/unclaimed_table.h"
+#include "bus/unclaimed_table.h"
 
 #include <gtest/gtest.h>
 

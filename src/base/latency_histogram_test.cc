@@ -1,4 +1,4 @@
-#include "stats/latency_histogram.h"
+#include "base/latency_histogram.h"
 
 #include <gtest/gtest.h>
 
