@@ -23,11 +23,10 @@ BlockOp::Kind op_kind(BlockRequest::Op op) {
 }
 }  // namespace
 
-BlockQueueHandler::BlockQueueHandler(const DiskImage& disk, BlockCounters* counters,
-                                     BlockLimits limits, std::string serial,
-                                     std::unique_ptr<BlockExecutor> executor, unsigned depth)
-    : disk_(disk),
-      counters_(counters),
+BlockQueueHandler::BlockQueueHandler(BlockCounters* counters, BlockLimits limits,
+                                     std::string serial, std::unique_ptr<BlockExecutor> executor,
+                                     unsigned depth)
+    : counters_(counters),
       limits_(limits),
       serial_(std::move(serial)),
       executor_(std::move(executor)),

@@ -20,8 +20,8 @@ namespace tern::virtio {
 /// See the file comment. Runs on its queue's worker thread only.
 class BlockQueueHandler final : public QueueHandler {
  public:
-  /// `depth` = queue size: the most requests in flight. `disk` and `counters` outlive it.
-  BlockQueueHandler(const DiskImage& disk, BlockCounters* counters, BlockLimits limits,
+  /// `depth` = queue size: the most requests in flight. `counters` outlives it.
+  BlockQueueHandler(BlockCounters* counters, BlockLimits limits,
                     std::string serial, std::unique_ptr<BlockExecutor> executor, unsigned depth);
 
   std::vector<std::pair<BorrowedFd, uint32_t>> fds() override;
@@ -47,7 +47,6 @@ class BlockQueueHandler final : public QueueHandler {
                 uint64_t bytes, bool error);
   void finish_all(QueueWorker& w);
 
-  const DiskImage& disk_;
   BlockCounters* counters_;
   BlockLimits limits_;
   std::string serial_;

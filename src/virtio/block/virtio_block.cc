@@ -110,7 +110,7 @@ Result<std::unique_ptr<QueueHandler>> VirtioBlock::make_queue_handler(
                    BlockExecutor::create(disk_, queue.size, std::move(engine), &counters_.io,
                                          &log_limit(),
                                          std::string(name()) + ": queue " + std::to_string(index)));
-  return std::make_unique<BlockQueueHandler>(disk_, &counters_, limits, config_.serial,
+  return std::make_unique<BlockQueueHandler>(&counters_, limits, config_.serial,
                                              std::move(executor), queue.size);
 }
 
