@@ -10,7 +10,17 @@
 
 namespace tern::virtio {
 
-/// Per-queue counters; see QueueCountersSnapshot for the meaning of each field.
+/// Per-queue counters; see QueueCountersSnapshot. Exactly, as QueueWorker maintains them:
+/// - kicks: the sum of the values read from the kick eventfd (each KVM ioeventfd signal adds 1;
+///   signals between two reads are coalesced by the eventfd but still add up here);
+/// - requests: chains popped from the available ring, valid or malformed (a fatal ring error is
+///   not a request);
+/// - interrupts: calls to VirtioInterrupt::signal_used_queue (one per used-ring publish that the
+///   driver asked to hear of, EVENT_IDX used_event / VIRTQ_AVAIL_F_NO_INTERRUPT);
+/// - interrupts_suppressed: used-ring publishes that added >= 1 entry but needed no notification;
+///   so interrupts + interrupts_suppressed = publishes that added entries (<= requests: a batch
+///   of completions is one publish);
+/// - bytes / errors: what the device's handler reported in QueueWorker::complete().
 struct QueueCounters {
   std::atomic<uint64_t> kicks{0}, requests{0}, interrupts{0}, interrupts_suppressed{0}, bytes{0},
       errors{0};

@@ -26,6 +26,7 @@
 
 namespace tern {
 
+/// The virtio-blk device; see the file comment.
 class VirtioBlock final : public virtio::VirtioDeviceBase {
  public:
   /// Validates `config` and opens the image now (before the guest boots), probing O_DIRECT
