@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "block/block_op.h"
 #include "virtio/descriptor_chain.h"
 
 namespace tern::virtio {
@@ -33,12 +34,8 @@ struct BlockLimits {
   uint32_t seg_max = 0;
 };
 
-/// One DISCARD / WRITE_ZEROES range in bytes.
-struct BlockRange {
-  uint64_t offset = 0;  ///< Bytes from the start of the disk.
-  uint64_t len = 0;     ///< Bytes.
-  bool unmap = false;   ///< WRITE_ZEROES may deallocate (VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP).
-};
+/// One DISCARD / WRITE_ZEROES range in bytes (the BlockExecutor's type).
+using BlockRange = ::tern::BlockRange;
 
 struct BlockRequest {
   enum class Op {

@@ -1,8 +1,10 @@
-// Counters of one virtio-blk device, shared by its queue workers (relaxed atomics).
+// Counters of one virtio-blk device, shared by its queue handlers (relaxed atomics).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+
+#include "block/block_executor.h"
 
 namespace tern::virtio {
 
@@ -28,22 +30,40 @@ struct BlockStats {
   uint64_t bounce_bytes = 0;      ///< Now: bytes of bounce buffers held (<= queues x 4 MiB).
 };
 
-/// The live counters. Every field mirrors BlockStats.
+/// The live block-specific counters. `requests`, `needs_reset` and the walker's malformed chains
+/// are per-queue counters of the device base (VirtioBlock::stats() adds them); bounce counters
+/// are the executors' (`io`).
 struct BlockCounters {
-  std::atomic<uint64_t> requests{0}, reads{0}, writes{0}, flushes{0}, get_ids{0}, discards{0},
-      write_zeroes{0}, bytes_read{0}, bytes_written{0}, ioerr{0}, unsupp{0}, host_io_errors{0},
-      malformed_chains{0}, needs_reset{0}, bounced{0}, over_limits{0}, bounce_waits{0},
-      bounce_bytes{0};
+  std::atomic<uint64_t> reads{0}, writes{0}, flushes{0}, get_ids{0}, discards{0}, write_zeroes{0},
+      bytes_read{0}, bytes_written{0}, ioerr{0}, unsupp{0}, host_io_errors{0},
+      malformed_chains{0}, over_limits{0};
+  BlockExecutorCounters io;
 
-  static void add(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
+  static void add(std::atomic<uint64_t>& c, uint64_t n = 1) {
+    c.fetch_add(n, std::memory_order_relaxed);
+  }
 
+  /// Block fields only (requests, needs_reset: 0; malformed_chains: the parser's only).
   [[nodiscard]] BlockStats snapshot() const {
     auto g = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-    return BlockStats{g(requests),         g(reads),       g(writes),       g(flushes),
-                      g(get_ids),          g(discards),    g(write_zeroes), g(bytes_read),
-                      g(bytes_written),    g(ioerr),       g(unsupp),       g(host_io_errors),
-                      g(malformed_chains), g(needs_reset), g(bounced),      g(over_limits),
-                      g(bounce_waits),     g(bounce_bytes)};
+    BlockStats s;
+    s.reads = g(reads);
+    s.writes = g(writes);
+    s.flushes = g(flushes);
+    s.get_ids = g(get_ids);
+    s.discards = g(discards);
+    s.write_zeroes = g(write_zeroes);
+    s.bytes_read = g(bytes_read);
+    s.bytes_written = g(bytes_written);
+    s.ioerr = g(ioerr);
+    s.unsupp = g(unsupp);
+    s.host_io_errors = g(host_io_errors);
+    s.malformed_chains = g(malformed_chains);
+    s.over_limits = g(over_limits);
+    s.bounced = g(io.bounced);
+    s.bounce_waits = g(io.bounce_waits);
+    s.bounce_bytes = g(io.bounce_bytes);
+    return s;
   }
 };
 

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "virtio/block/block_queue_handler.h"
 #include "virtio/virtio_spec.h"
 
 namespace tern {
@@ -24,23 +25,32 @@ Result<std::shared_ptr<VirtioBlock>> VirtioBlock::create(const DiskConfig& confi
   return std::shared_ptr<VirtioBlock>(new VirtioBlock(config, std::move(disk), std::move(name)));
 }
 
+namespace {
+uint64_t offered_features(const DiskConfig& config, const DiskImage& disk) {
+  uint64_t f = feature(VIRTIO_F_VERSION_1) | feature(VIRTIO_F_INDIRECT_DESC) |
+               feature(VIRTIO_F_EVENT_IDX) | feature(VIRTIO_BLK_F_SIZE_MAX) |
+               feature(VIRTIO_BLK_F_SEG_MAX) | feature(VIRTIO_BLK_F_BLK_SIZE) |
+               feature(VIRTIO_BLK_F_FLUSH);
+  if (disk.read_only())
+    f |= feature(VIRTIO_BLK_F_RO);
+  else
+    f |= feature(VIRTIO_BLK_F_DISCARD) | feature(VIRTIO_BLK_F_WRITE_ZEROES);
+  if (config.queues > 1) f |= feature(VIRTIO_BLK_F_MQ);
+  return f;
+}
+}  // namespace
+
 VirtioBlock::VirtioBlock(DiskConfig config, DiskImage disk, std::string name)
-    : config_(std::move(config)), disk_(std::move(disk)), name_(std::move(name)) {
+    : VirtioDeviceBase(VIRTIO_ID_BLOCK, std::move(name), offered_features(config, disk),
+                       config.queues, config.queue_size),
+      config_(std::move(config)),
+      disk_(std::move(disk)) {
   engine_ = config_.engine;
   if (engine_ == IoEngineKind::kIoUring && !io_uring_usable()) {
     spdlog::warn("{}: io_uring is not usable on this host; using the thread-pool I/O engine",
-                 name_);
+                 this->name());
     engine_ = IoEngineKind::kThreads;
   }
-  features_ = feature(VIRTIO_F_VERSION_1) | feature(VIRTIO_F_INDIRECT_DESC) |
-              feature(VIRTIO_F_EVENT_IDX) | feature(VIRTIO_BLK_F_SIZE_MAX) |
-              feature(VIRTIO_BLK_F_SEG_MAX) | feature(VIRTIO_BLK_F_BLK_SIZE) |
-              feature(VIRTIO_BLK_F_FLUSH);
-  if (disk_.read_only())
-    features_ |= feature(VIRTIO_BLK_F_RO);
-  else
-    features_ |= feature(VIRTIO_BLK_F_DISCARD) | feature(VIRTIO_BLK_F_WRITE_ZEROES);
-  if (config_.queues > 1) features_ |= feature(VIRTIO_BLK_F_MQ);
 
   auto& c = config_space_;
   c.capacity = disk_.capacity_sectors();
@@ -71,17 +81,8 @@ void VirtioBlock::write_config(uint64_t, std::span<const uint8_t>) {
   // Every field is read-only without VIRTIO_BLK_F_CONFIG_WCE, which tern does not offer.
 }
 
-Result<void> VirtioBlock::activate(const GuestMemory& mem, uint64_t acked_features,
-                                   std::vector<VirtqueueConfig> queues, std::vector<UniqueFd> kicks,
-                                   std::shared_ptr<VirtioInterrupt> interrupt) {
-  std::lock_guard lock(mu_);
-  workers_.clear();
-  quiesced_ = false;
-  positions_.clear();
-  if (queues.size() != config_.queues || kicks.size() != queues.size())
-    return fail(name_, "activate: expected " + std::to_string(config_.queues) + " queues");
-  if (!interrupt) return fail(name_, "activate: no interrupt");
-  uint64_t acked = acked_features & features_;
+Result<std::unique_ptr<QueueHandler>> VirtioBlock::make_queue_handler(
+    uint16_t index, const VirtqueueConfig& queue, uint64_t acked) {
   BlockLimits limits;
   limits.capacity_sectors = disk_.capacity_sectors();
   limits.read_only = disk_.read_only();
@@ -94,61 +95,53 @@ Result<void> VirtioBlock::activate(const GuestMemory& mem, uint64_t acked_featur
   limits.size_max = config_space_.size_max;
   limits.seg_max = config_space_.seg_max;
 
-  std::vector<std::unique_ptr<BlockQueueWorker>> workers;
-  for (uint16_t i = 0; i < queues.size(); ++i) {
-    if (!queues[i].enabled) continue;
-    if (queues[i].size == 0 || queues[i].size > config_.queue_size)
-      return fail(name_, "queue " + std::to_string(i) + ": size " +
-                             std::to_string(queues[i].size) + " not in 1.." +
-                             std::to_string(config_.queue_size));
-    BlockQueueContext ctx;
-    ctx.mem = &mem;
-    ctx.disk = &disk_;
-    ctx.counters = &counters_;
-    ctx.log_limit = &log_limit_;
-    ctx.interrupt = interrupt;
-    ctx.queue = queues[i];
-    ctx.index = i;
-    ctx.features = acked;
-    ctx.limits = limits;
-    ctx.serial = config_.serial;
-    ctx.name = name_;
-    ctx.engine_factory = engine_factory_;
-    auto w = BlockQueueWorker::start(std::move(ctx), std::move(kicks[i]), engine_);
-    if (!w) return fail(name_, "queue " + std::to_string(i) + ": " + w.error().message());
-    workers.push_back(std::move(*w));
+  IoEngineFactory factory;
+  {
+    std::lock_guard lock(factory_mu_);
+    factory = engine_factory_;
   }
-  if (workers.empty()) return fail(name_, "activate: no queue enabled");
-  workers_ = std::move(workers);
-  return {};
+  std::unique_ptr<IoEngine> engine;
+  if (factory) {
+    ASSIGN_OR_RETURN(engine, factory(disk_.fd(), queue.size));
+  } else {
+    ASSIGN_OR_RETURN(engine, make_io_engine(engine_, disk_.fd(), queue.size));
+  }
+  ASSIGN_OR_RETURN(auto executor,
+                   BlockExecutor::create(disk_, queue.size, std::move(engine), &counters_.io,
+                                         &log_limit(),
+                                         std::string(name()) + ": queue " + std::to_string(index)));
+  return std::make_unique<BlockQueueHandler>(&counters_, limits, config_.serial,
+                                             std::move(executor), queue.size);
 }
 
-void VirtioBlock::reset() {
-  std::lock_guard lock(mu_);
-  workers_.clear();  // each destructor drains its engine and joins its thread
-  quiesced_ = false;
-  positions_.clear();
+BlockStats VirtioBlock::stats() const {
+  BlockStats s = counters_.snapshot();
+  s.requests = sum_queues(&QueueCounters::requests);
+  s.needs_reset = sum_queues(&QueueCounters::needs_reset);
+  s.malformed_chains += sum_queues(&QueueCounters::malformed);
+  return s;
 }
 
-void VirtioBlock::quiesce() {
-  std::lock_guard lock(mu_);
-  positions_.assign(config_.queues, QueuePosition{});
-  // Each worker completes what it took from its ring, then parks.
-  for (auto& w : workers_) positions_[w->index()] = w->pause();
-  quiesced_ = true;
-}
-
-void VirtioBlock::unquiesce() {
-  std::lock_guard lock(mu_);
-  if (!quiesced_) return;
-  for (auto& w : workers_) w->resume();
-  quiesced_ = false;
-}
-
-std::vector<QueuePosition> VirtioBlock::queue_positions() const {
-  std::lock_guard lock(mu_);
-  if (positions_.size() != config_.queues) return std::vector<QueuePosition>(config_.queues);
-  return positions_;
+void VirtioBlock::device_counters(std::vector<std::pair<std::string, uint64_t>>& out) const {
+  BlockStats s = stats();
+  out.insert(out.end(), {{"requests", s.requests},
+                         {"reads", s.reads},
+                         {"writes", s.writes},
+                         {"flushes", s.flushes},
+                         {"get_ids", s.get_ids},
+                         {"discards", s.discards},
+                         {"write_zeroes", s.write_zeroes},
+                         {"bytes_read", s.bytes_read},
+                         {"bytes_written", s.bytes_written},
+                         {"ioerr", s.ioerr},
+                         {"unsupp", s.unsupp},
+                         {"host_io_errors", s.host_io_errors},
+                         {"malformed_chains", s.malformed_chains},
+                         {"needs_reset", s.needs_reset},
+                         {"bounced", s.bounced},
+                         {"over_limits", s.over_limits},
+                         {"bounce_waits", s.bounce_waits},
+                         {"bounce_bytes", s.bounce_bytes}});
 }
 
 }  // namespace tern

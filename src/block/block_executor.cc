@@ -1,0 +1,287 @@
+#include "block/block_executor.h"
+
+#include <linux/falloc.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace tern {
+
+namespace {
+// IoOp user_data = slot << 32 | op index within the BlockOp.
+uint64_t user_data(uint16_t slot, uint32_t op) { return (uint64_t{slot} << 32) | op; }
+
+bool is_rw(BlockOp::Kind k) { return k == BlockOp::Kind::kRead || k == BlockOp::Kind::kWrite; }
+
+// Copies n bytes between `buf` and the bytes [skip, skip + n) of the iovecs `v`.
+void copy_iov(const std::vector<iovec>& v, uint64_t skip, uint8_t* buf, uint64_t n, bool to_iov) {
+  for (const auto& e : v) {
+    if (n == 0) break;
+    if (skip >= e.iov_len) {
+      skip -= e.iov_len;
+      continue;
+    }
+    size_t take = static_cast<size_t>(std::min<uint64_t>(e.iov_len - skip, n));
+    uint8_t* p = static_cast<uint8_t*>(e.iov_base) + skip;
+    if (to_iov)
+      std::memcpy(p, buf, take);
+    else
+      std::memcpy(buf, p, take);
+    buf += take;
+    n -= take;
+    skip = 0;
+  }
+}
+}  // namespace
+
+BlockExecutor::BlockExecutor(const DiskImage& disk, std::unique_ptr<IoEngine> engine,
+                             BlockExecutorCounters* counters, RateLimit* log_limit,
+                             std::string log_prefix)
+    : disk_(disk),
+      engine_(std::move(engine)),
+      counters_(counters),
+      log_limit_(log_limit),
+      log_prefix_(std::move(log_prefix)) {}
+
+Result<std::unique_ptr<BlockExecutor>> BlockExecutor::create(const DiskImage& disk, unsigned depth,
+                                                             std::unique_ptr<IoEngine> engine,
+                                                             BlockExecutorCounters* counters,
+                                                             RateLimit* log_limit,
+                                                             std::string log_prefix) {
+  if (!engine) return fail("block executor", "no I/O engine");
+  if (depth == 0 || depth > 65536) return fail("block executor", "depth not in 1..65536");
+  std::unique_ptr<BlockExecutor> e(new BlockExecutor(disk, std::move(engine), counters, log_limit,
+                                                     std::move(log_prefix)));
+  if (disk.direct()) {
+    // The queue's whole bounce budget (docs/limits.md): BouncePool's default chunks.
+    e->bounce_.emplace(std::max<size_t>(disk.memory_alignment(), disk.logical_block_size()));
+  }
+  e->slots_.resize(depth);
+  for (unsigned i = depth; i > 0; --i) e->free_slots_.push_back(static_cast<uint16_t>(i - 1));
+  return e;
+}
+
+BlockExecutor::~BlockExecutor() {
+  if (bounce_) counters_->bounce_bytes.fetch_sub(bounce_->allocated_bytes());
+}
+
+std::optional<BlockStatus> BlockExecutor::submit(BlockOp op) {
+  TERN_CHECK(!free_slots_.empty());
+  switch (op.kind) {
+    case BlockOp::Kind::kFlush:
+      if (disk_.cache() == CacheMode::kUnsafe) return BlockStatus::kOk;
+      break;
+    case BlockOp::Kind::kRead:
+    case BlockOp::Kind::kWrite:
+      if (disk_.direct() && (op.offset % disk_.logical_block_size() != 0 ||
+                             op.len % disk_.logical_block_size() != 0)) {
+        // TODO(blk): read-modify-write for sub-block requests on 4K-sector O_DIRECT images;
+        // frontends advertise the block size so well-behaved drivers never send them.
+        return BlockStatus::kIoError;
+      }
+      break;
+    case BlockOp::Kind::kDiscard:
+    case BlockOp::Kind::kWriteZeroes:
+      if (op.ranges.empty()) return BlockStatus::kOk;
+      break;
+  }
+  uint16_t slot = free_slots_.back();
+  free_slots_.pop_back();
+  slots_[slot] = InFlight{};
+  slots_[slot].op = std::move(op);
+  uint64_t tag = slots_[slot].op.tag;
+  // start_io() may finish the op at once (no bounce memory): catch that completion here.
+  std::vector<BlockCompletion> now;
+  out_ = &now;
+  start_io(slot);
+  out_ = nullptr;
+  for (const auto& c : now)
+    if (c.tag == tag) return c.status;
+  return std::nullopt;
+}
+
+void BlockExecutor::flush() { engine_->submit(); }
+
+void BlockExecutor::start_io(uint16_t slot) {
+  InFlight& f = slots_[slot];
+  BlockOp& r = f.op;
+  IoOp op;
+  op.user_data = user_data(slot, 0);
+  switch (r.kind) {
+    case BlockOp::Kind::kFlush:
+      op.kind = IoOp::Kind::kFdatasync;
+      f.pending_ops = 1;
+      engine_->enqueue(op);
+      return;
+    case BlockOp::Kind::kRead:
+    case BlockOp::Kind::kWrite: {
+      op.kind = r.kind == BlockOp::Kind::kRead ? IoOp::Kind::kRead : IoOp::Kind::kWrite;
+      op.offset = r.offset;
+      op.len = r.len;
+      op.iov = r.iov.data();
+      op.iovcnt = static_cast<int>(r.iov.size());
+      if (disk_.direct()) {
+        uint32_t ma = disk_.memory_alignment(), lbs = disk_.logical_block_size();
+        bool aligned = std::all_of(r.iov.begin(), r.iov.end(), [&](const iovec& v) {
+          return reinterpret_cast<uintptr_t>(v.iov_base) % ma == 0 && v.iov_len % lbs == 0;
+        });
+        if (!aligned) {
+          // O_DIRECT needs aligned memory: go through an aligned copy (never assume the guest's
+          // buffers are aligned), within the fixed bounce budget.
+          counters_->bounced.fetch_add(1, std::memory_order_relaxed);
+          start_bounced(slot);
+          return;
+        }
+      }
+      f.pending_ops = 1;
+      engine_->enqueue(op);
+      return;
+    }
+    case BlockOp::Kind::kDiscard:
+    case BlockOp::Kind::kWriteZeroes:
+      f.pending_ops = static_cast<unsigned>(r.ranges.size());
+      for (uint32_t i = 0; i < r.ranges.size(); ++i) {
+        IoOp z;
+        z.kind = IoOp::Kind::kFallocate;
+        z.offset = r.ranges[i].offset;
+        z.len = r.ranges[i].len;
+        z.fallocate_mode = (r.kind == BlockOp::Kind::kDiscard || r.ranges[i].unmap)
+                               ? FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+                               : FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE;
+        z.user_data = user_data(slot, i);
+        engine_->enqueue(z);
+      }
+      return;
+  }
+}
+
+void BlockExecutor::start_bounced(uint16_t slot) {
+  InFlight& f = slots_[slot];
+  size_t before = bounce_->allocated_bytes();
+  f.bounce = bounce_->acquire();
+  counters_->bounce_bytes.fetch_add(bounce_->allocated_bytes() - before,
+                                    std::memory_order_relaxed);
+  if (f.bounce == nullptr) {
+    if (bounce_->in_use() > 0) {
+      // The budget is spent: wait for a chunk (finish() hands it over in order).
+      counters_->bounce_waits.fetch_add(1, std::memory_order_relaxed);
+      bounce_waiters_.push_back(slot);
+      return;
+    }
+    // Nothing bounced and still no memory: a host failure.
+    f.pending_ops = 0;
+    f.failed = f.host_error = true;
+    finish(slot);
+    return;
+  }
+  start_piece(slot);
+}
+
+void BlockExecutor::start_piece(uint16_t slot) {
+  InFlight& f = slots_[slot];
+  BlockOp& r = f.op;
+  f.piece = std::min<uint64_t>(bounce_->chunk_bytes(), r.len - f.bounce_done);
+  if (r.kind == BlockOp::Kind::kWrite) copy_iov(r.iov, f.bounce_done, f.bounce, f.piece, false);
+  f.bounce_iov = iovec{f.bounce, static_cast<size_t>(f.piece)};
+  IoOp op;
+  op.kind = r.kind == BlockOp::Kind::kRead ? IoOp::Kind::kRead : IoOp::Kind::kWrite;
+  op.offset = r.offset + f.bounce_done;
+  op.len = f.piece;
+  op.iov = &f.bounce_iov;
+  op.iovcnt = 1;
+  op.user_data = user_data(slot, 0);
+  f.pending_ops = 1;
+  engine_->enqueue(op);
+}
+
+bool BlockExecutor::advance_bounced(uint16_t slot) {
+  InFlight& f = slots_[slot];
+  BlockOp& r = f.op;
+  if (r.kind == BlockOp::Kind::kRead) copy_iov(r.iov, f.bounce_done, f.bounce, f.piece, true);
+  f.bounce_done += f.piece;
+  if (f.bounce_done >= r.len) return false;
+  start_piece(slot);
+  return true;
+}
+
+void BlockExecutor::reap(std::vector<BlockCompletion>& out) {
+  out_ = &out;
+  io_.clear();
+  engine_->reap(io_);
+  for (const auto& c : io_) {
+    auto slot = static_cast<uint16_t>(c.user_data >> 32);
+    auto op_index = static_cast<uint32_t>(c.user_data);
+    if (slot >= slots_.size() || slots_[slot].pending_ops == 0) continue;  // cannot happen
+    InFlight& f = slots_[slot];
+    BlockOp& r = f.op;
+    bool ok = c.result >= 0;
+    bool rw = is_rw(r.kind);
+    if (rw && static_cast<uint64_t>(c.result) != (f.bounce != nullptr ? f.piece : r.len))
+      ok = false;
+    if (!ok && c.result == -EOPNOTSUPP && r.kind == BlockOp::Kind::kWriteZeroes &&
+        op_index < r.ranges.size() && !r.ranges[op_index].unmap) {
+      // No FALLOC_FL_ZERO_RANGE here (e.g. tmpfs): a punched hole reads back as zeroes too.
+      r.ranges[op_index].unmap = true;
+      IoOp z;
+      z.kind = IoOp::Kind::kFallocate;
+      z.offset = r.ranges[op_index].offset;
+      z.len = r.ranges[op_index].len;
+      z.fallocate_mode = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+      z.user_data = c.user_data;
+      engine_->enqueue(z);
+      continue;
+    }
+    if (!ok) {
+      f.failed = f.host_error = true;
+      TERN_LOG_RATELIMITED(*log_limit_, warn, "{}: host I/O error on {}: {}", log_prefix_,
+                           disk_.path(),
+                           c.result < 0 ? std::strerror(static_cast<int>(-c.result))
+                                        : "short transfer");
+    }
+    if (ok && rw && f.bounce != nullptr && advance_bounced(slot)) continue;  // next piece
+    if (--f.pending_ops > 0) continue;
+    bool zeroing = r.kind == BlockOp::Kind::kDiscard || r.kind == BlockOp::Kind::kWriteZeroes;
+    if (zeroing && !f.failed && !f.synced && disk_.cache() == CacheMode::kDirectSync) {
+      // directsync promises "durable on completion"; O_DSYNC does not cover fallocate().
+      f.synced = true;
+      f.pending_ops = 1;
+      IoOp sync;
+      sync.kind = IoOp::Kind::kFdatasync;
+      sync.user_data = user_data(slot, UINT32_MAX);
+      engine_->enqueue(sync);
+      continue;
+    }
+    finish(slot);
+  }
+  engine_->submit();
+  out_ = nullptr;
+}
+
+void BlockExecutor::drain(std::vector<BlockCompletion>& out) {
+  while (engine_->in_flight() > 0) {
+    pollfd p{engine_->completion_fd().get(), POLLIN, 0};
+    if (::poll(&p, 1, -1) < 0 && errno != EINTR) break;
+    reap(out);
+  }
+}
+
+void BlockExecutor::finish(uint16_t slot) {
+  InFlight& f = slots_[slot];
+  BlockStatus status = !f.failed      ? BlockStatus::kOk
+                       : f.host_error ? BlockStatus::kHostError
+                                      : BlockStatus::kIoError;
+  TERN_CHECK(out_ != nullptr);
+  out_->push_back(BlockCompletion{f.op.tag, status});
+  bool released = f.bounce != nullptr;
+  if (released) bounce_->release(f.bounce);
+  f = InFlight{};
+  free_slots_.push_back(slot);
+  if (released && !bounce_waiters_.empty()) {
+    uint16_t next = bounce_waiters_.front();
+    bounce_waiters_.pop_front();
+    start_bounced(next);
+  }
+}
+
+}  // namespace tern

@@ -1,0 +1,47 @@
+// QueueCounters: the live per-queue counters a QueueWorker maintains (relaxed atomics). The
+// device base owns one per queue for the device's whole life, so the counts survive resets and
+// re-activations ("since the VM was built").
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "stats/device_counters.h"
+
+namespace tern::virtio {
+
+/// Per-queue counters; see QueueCountersSnapshot. Exactly, as QueueWorker maintains them:
+/// - kicks: the sum of the values read from the kick eventfd (each KVM ioeventfd signal adds 1;
+///   signals between two reads are coalesced by the eventfd but still add up here);
+/// - requests: chains popped from the available ring, valid or malformed (a fatal ring error is
+///   not a request);
+/// - interrupts: calls to VirtioInterrupt::signal_used_queue (one per used-ring publish that the
+///   driver asked to hear of, EVENT_IDX used_event / VIRTQ_AVAIL_F_NO_INTERRUPT);
+/// - interrupts_suppressed: used-ring publishes that added >= 1 entry but needed no notification;
+///   so interrupts + interrupts_suppressed = publishes that added entries (<= requests: a batch
+///   of completions is one publish);
+/// - bytes / errors: what the device's handler reported in QueueWorker::complete().
+struct QueueCounters {
+  std::atomic<uint64_t> kicks{0}, requests{0}, interrupts{0}, interrupts_suppressed{0}, bytes{0},
+      errors{0};
+  std::atomic<uint64_t> malformed{0};    ///< Chains the walker refused (returned with len 0).
+  std::atomic<uint64_t> needs_reset{0};  ///< Times this queue was found broken.
+
+  static void add(std::atomic<uint64_t>& c, uint64_t n = 1) {
+    c.fetch_add(n, std::memory_order_relaxed);
+  }
+  [[nodiscard]] QueueCountersSnapshot snapshot(uint16_t index) const {
+    auto g = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+    QueueCountersSnapshot s;
+    s.index = index;
+    s.kicks = g(kicks);
+    s.requests = g(requests);
+    s.interrupts = g(interrupts);
+    s.interrupts_suppressed = g(interrupts_suppressed);
+    s.bytes = g(bytes);
+    s.errors = g(errors);
+    return s;
+  }
+};
+
+}  // namespace tern::virtio

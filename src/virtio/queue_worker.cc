@@ -1,0 +1,223 @@
+#include "virtio/queue_worker.h"
+
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace tern::virtio {
+
+namespace {
+// Worker-owned fds; a handler's fd tag t is registered as kHandlerTag | t.
+constexpr uint64_t kTagKick = 1, kTagStop = 2, kTagPause = 3;
+constexpr uint64_t kHandlerTag = uint64_t{1} << 32;
+
+// Reads (clears) a non-blocking eventfd; returns its value (0 if it was not signalled).
+uint64_t read_eventfd(int fd) {
+  uint64_t v = 0;
+  if (retry_eintr([&] { return ::read(fd, &v, sizeof v); }) != sizeof v) return 0;
+  return v;
+}
+}  // namespace
+
+QueueWorker::QueueWorker(QueueWorkerContext ctx, UniqueFd kick,
+                         std::unique_ptr<QueueHandler> handler)
+    : ctx_(std::move(ctx)),
+      vq_(*ctx_.mem, ctx_.queue, ctx_.features),
+      kick_(std::move(kick)),
+      handler_(std::move(handler)) {}
+
+Result<std::unique_ptr<QueueWorker>> QueueWorker::start(QueueWorkerContext ctx, UniqueFd kick,
+                                                        std::unique_ptr<QueueHandler> handler) {
+  TERN_CHECK(ctx.mem != nullptr && ctx.log_limit != nullptr && ctx.counters != nullptr &&
+             ctx.interrupt != nullptr && handler != nullptr);
+  std::unique_ptr<QueueWorker> w(
+      new QueueWorker(std::move(ctx), std::move(kick), std::move(handler)));
+  TRY(w->vq_.validate());
+  ASSIGN_OR_RETURN(w->stop_, make_eventfd(0, EFD_NONBLOCK));
+  ASSIGN_OR_RETURN(w->pause_, make_eventfd(0, EFD_NONBLOCK));
+  // The kick eventfd is read without blocking: a spurious wakeup must not stall the worker.
+  int fl = ::fcntl(w->kick_.get(), F_GETFL);
+  if (fl < 0 || ::fcntl(w->kick_.get(), F_SETFL, fl | O_NONBLOCK) != 0)
+    return fail_errno("fcntl", "queue kick eventfd");
+  int ep = ::epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) return fail_errno("epoll_create1");
+  w->epoll_.reset(ep);
+  std::vector<std::pair<int, uint64_t>> fds{
+      {w->kick_.get(), kTagKick}, {w->stop_.get(), kTagStop}, {w->pause_.get(), kTagPause}};
+  for (auto [fd, tag] : w->handler_->fds()) fds.emplace_back(fd.get(), kHandlerTag | tag);
+  for (auto [fd, tag] : fds) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = tag;
+    if (::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) return fail_errno("epoll_ctl");
+  }
+  w->thread_ = std::thread([p = w.get()] { p->run(); });
+  return w;
+}
+
+QueueWorker::~QueueWorker() {
+  if (thread_.joinable()) {
+    {
+      std::lock_guard lock(park_mu_);
+      stopping_ = true;
+    }
+    park_cv_.notify_all();
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(stop_.get(), &one, sizeof one);
+    thread_.join();
+  }
+}
+
+void QueueWorker::run() {
+  // A kick may have arrived before the eventfd was handed to us.
+  process_queue();
+  for (;;) {
+    epoll_event evs[8];
+    int n = ::epoll_wait(epoll_.get(), evs, 8, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      spdlog::error("{}: queue {}: epoll_wait: {}", ctx_.name, ctx_.index, std::strerror(errno));
+      break;
+    }
+    bool stop = false, pause = false;
+    for (int i = 0; i < n; ++i) {
+      uint64_t tag = evs[i].data.u64;
+      if (tag == kTagKick) {
+        // The eventfd's value is the number of notifications since the last read.
+        QueueCounters::add(ctx_.counters->kicks, read_eventfd(kick_.get()));
+      } else if (tag == kTagStop) {
+        stop = true;
+      } else if (tag == kTagPause) {
+        read_eventfd(pause_.get());
+        pause = true;
+      } else {
+        // Even on a broken queue: the handler must reap what it started (e.g. engine I/O).
+        handler_->on_fd(*this, static_cast<uint32_t>(tag));
+      }
+    }
+    if (stop) break;
+    publish();  // what on_fd() completed
+    // Quiesce: no new requests until resumed (a kick drained above is re-checked then).
+    if (pause && !park()) break;
+    // Kicked, or the handler became ready again: serve the ring.
+    process_queue();
+  }
+  // Stopping: finish what the handler holds (its buffers are guest memory) and publish it.
+  drain();
+  std::lock_guard lock(park_mu_);
+  exited_ = true;
+  park_cv_.notify_all();
+}
+
+void QueueWorker::drain() {
+  handler_->drain(*this);
+  publish();
+}
+
+void QueueWorker::process_queue() {
+  while (!broken_) {
+    while (!broken_ && handler_->ready(*this)) {
+      PopResult p = vq_.pop();
+      if (p.kind == PopResult::Kind::kEmpty) break;
+      if (p.kind == PopResult::Kind::kFatal) {
+        mark_broken(p.reason);
+        break;
+      }
+      QueueCounters::add(ctx_.counters->requests);
+      if (p.kind == PopResult::Kind::kMalformed) {
+        QueueCounters::add(ctx_.counters->malformed);
+        TERN_LOG_RATELIMITED(*ctx_.log_limit, warn, "{}: queue {}: malformed chain: {}",
+                             ctx_.name, ctx_.index, p.reason);
+        complete(p.head, 0, 0, true);
+        continue;
+      }
+      handler_->serve(*this, std::move(p.chain));
+    }
+    if (!broken_) handler_->flush(*this);
+    publish();
+    if (broken_ || !handler_->ready(*this)) return;  // the handler's fd will call us again
+    auto more = vq_.enable_notification();
+    if (!more) {
+      mark_broken(more.error().message());
+      return;
+    }
+    if (!*more) return;
+  }
+}
+
+void QueueWorker::complete(uint16_t head, uint32_t used_len, uint64_t bytes, bool error) {
+  if (bytes > 0) QueueCounters::add(ctx_.counters->bytes, bytes);
+  if (error) QueueCounters::add(ctx_.counters->errors);
+  if (broken_) return;
+  if (auto r = vq_.add_used(head, used_len); !r) {
+    mark_broken(r.error().message());
+    return;
+  }
+  ++unpublished_;
+}
+
+void QueueWorker::publish() {
+  if (broken_) return;
+  auto notify = vq_.publish_used();
+  if (!notify) {
+    mark_broken(notify.error().message());
+    return;
+  }
+  if (*notify) {
+    QueueCounters::add(ctx_.counters->interrupts);
+    ctx_.interrupt->signal_used_queue(ctx_.index);
+  } else if (unpublished_ > 0) {
+    QueueCounters::add(ctx_.counters->interrupts_suppressed);
+  }
+  unpublished_ = 0;
+}
+
+void QueueWorker::mark_broken(const std::string& why) {
+  if (broken_) return;
+  broken_ = true;
+  QueueCounters::add(ctx_.counters->needs_reset);
+  TERN_LOG_RATELIMITED(*ctx_.log_limit, warn, "{}: queue {}: {}; device needs reset", ctx_.name,
+                       ctx_.index, why);
+  ctx_.interrupt->set_needs_reset();
+}
+
+QueuePosition QueueWorker::pause() {
+  {
+    std::lock_guard lock(park_mu_);
+    if (exited_) return parked_at_;
+    pause_requested_ = true;
+  }
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(pause_.get(), &one, sizeof one);
+  std::unique_lock lock(park_mu_);
+  park_cv_.wait(lock, [&] { return parked_ || exited_; });
+  return parked_at_;
+}
+
+void QueueWorker::resume() {
+  std::unique_lock lock(park_mu_);
+  if (!pause_requested_) return;
+  pause_requested_ = false;
+  park_cv_.notify_all();
+  // Return once the worker is running again, so a following pause() parks it afresh.
+  park_cv_.wait(lock, [&] { return !parked_ || exited_; });
+}
+
+bool QueueWorker::park() {
+  // Every chain taken from the ring completes into the used ring, published with its interrupt:
+  // after this the ring positions describe the whole queue state.
+  drain();
+  std::unique_lock lock(park_mu_);
+  parked_at_ = QueuePosition{vq_.last_avail_idx(), vq_.used_idx()};
+  parked_ = true;
+  park_cv_.notify_all();
+  park_cv_.wait(lock, [&] { return !pause_requested_ || stopping_; });
+  parked_ = false;
+  park_cv_.notify_all();
+  return !stopping_;
+}
+
+}  // namespace tern::virtio

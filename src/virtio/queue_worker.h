@@ -1,0 +1,130 @@
+// QueueWorker: the thread serving one virtqueue of any virtio device (Cloud Hypervisor's
+// EpollHelper + a per-queue thread). It owns the queue's kick eventfd, a stop and a pause eventfd,
+// an epoll over them plus the fds its device's QueueHandler registers (an I/O engine's completion
+// eventfd, a rate limiter's timerfd), and the Virtqueue. It runs the ring loop (take chains while
+// the handler is ready, publish the used ring, notify the driver as EVENT_IDX / NO_INTERRUPT
+// ask, re-enable notifications), parks for snapshots with the queue position captured, and
+// handles a broken ring (§2.1.2: set_needs_reset(), count, rate-limited log, queue ignored).
+//
+// Threading: the handler's hooks all run on the worker thread. pause()/resume()/the destructor
+// are called by the device (one caller at a time).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "base/fd.h"
+#include "base/log.h"
+#include "virtio/queue.h"
+#include "virtio/queue_counters.h"
+#include "virtio/virtio_device.h"
+
+namespace tern::virtio {
+
+class QueueWorker;
+
+/// What a device supplies per queue. The worker calls serve() for each chain it takes while
+/// ready() holds, flush() after a batch, on_fd() when a registered fd is readable, and drain()
+/// before it parks or stops; hooks complete chains through QueueWorker::complete().
+class QueueHandler {
+ public:
+  virtual ~QueueHandler() = default;
+  /// Extra fds for the worker's epoll (EPOLLIN) and the tag passed to on_fd(); asked once at start.
+  [[nodiscard]] virtual std::vector<std::pair<BorrowedFd, uint32_t>> fds() { return {}; }
+  /// True if the handler can take another chain now (free slots, rate-limit tokens). When false
+  /// the worker stops taking chains until an fd event or kick; the handler arranges the wake-up.
+  [[nodiscard]] virtual bool ready(QueueWorker&) { return true; }
+  /// Serves one validated chain (complete it now or later through w.complete()).
+  virtual void serve(QueueWorker& w, DescriptorChain chain) = 0;
+  /// End of a batch of serve() calls (e.g. submit queued I/O).
+  virtual void flush(QueueWorker&) {}
+  /// A registered fd with this tag is readable.
+  virtual void on_fd(QueueWorker&, uint32_t /*tag*/) {}
+  /// Completes every chain taken so far (blocking until done); called before parking and stopping.
+  virtual void drain(QueueWorker&) {}
+};
+
+/// Everything a worker needs; `mem`, `log_limit` and `counters` outlive the worker.
+struct QueueWorkerContext {
+  const GuestMemory* mem = nullptr;
+  std::shared_ptr<VirtioInterrupt> interrupt;
+  VirtqueueConfig queue;
+  uint16_t index = 0;     ///< Queue index (for signal_used_queue and logs).
+  uint64_t features = 0;  ///< Negotiated.
+  std::string name;       ///< Device name for logs.
+  RateLimit* log_limit = nullptr;
+  QueueCounters* counters = nullptr;
+};
+
+/// One queue's worker thread; see the file comment.
+class QueueWorker {
+ public:
+  /// Validates the queue layout, registers the handler's fds and starts the thread. Takes
+  /// ownership of `kick` (made non-blocking) and `handler`.
+  [[nodiscard]] static Result<std::unique_ptr<QueueWorker>> start(
+      QueueWorkerContext ctx, UniqueFd kick, std::unique_ptr<QueueHandler> handler);
+  /// Stops the thread after the handler's drain() and a final publish.
+  ~QueueWorker();
+  QueueWorker(const QueueWorker&) = delete;
+  QueueWorker& operator=(const QueueWorker&) = delete;
+
+  /// Parks the worker: the handler drains (used ring + interrupt for every chain taken), then the
+  /// worker stops reading the ring and the kick eventfd. Returns once parked (or the thread has
+  /// ended) with the queue position at that point.
+  QueuePosition pause();
+  /// Unparks a paused worker; it re-checks the ring at once. No-op if not paused.
+  void resume();
+
+  // ---- for the handler (worker thread only) ----
+
+  /// Returns chain `head` through the used ring with `used_len` bytes written; `bytes` payload
+  /// bytes moved and `error` (an error status or a refused request) go to the queue counters.
+  void complete(uint16_t head, uint32_t used_len, uint64_t bytes = 0, bool error = false);
+  /// The ring is unusable (§2.1.2): DEVICE_NEEDS_RESET, count, log; the queue is ignored after.
+  void mark_broken(const std::string& why);
+  [[nodiscard]] bool broken() const { return broken_; }
+  [[nodiscard]] const GuestMemory& mem() const { return *ctx_.mem; }
+  [[nodiscard]] uint16_t index() const { return ctx_.index; }
+  [[nodiscard]] uint64_t features() const { return ctx_.features; }
+  [[nodiscard]] const std::string& name() const { return ctx_.name; }
+  [[nodiscard]] RateLimit& log_limit() const { return *ctx_.log_limit; }
+  [[nodiscard]] QueueHandler& handler() const { return *handler_; }
+
+ private:
+  QueueWorker(QueueWorkerContext ctx, UniqueFd kick, std::unique_ptr<QueueHandler> handler);
+  void run();
+  void process_queue();
+  /// Publishes used->idx and notifies (or counts the suppressed notification).
+  void publish();
+  void drain();
+  /// Parks until resume() or the destructor. Returns false if the worker must stop.
+  bool park();
+
+  QueueWorkerContext ctx_;
+  Virtqueue vq_;
+  UniqueFd kick_;
+  UniqueFd stop_;
+  UniqueFd pause_;  // signalled by pause(): the thread parks at its next wakeup
+  UniqueFd epoll_;
+  std::unique_ptr<QueueHandler> handler_;
+  bool broken_ = false;
+  uint32_t unpublished_ = 0;  // used entries added since the last publish
+
+  std::mutex park_mu_;
+  std::condition_variable park_cv_;
+  bool pause_requested_ = false;  // park_mu_
+  bool parked_ = false;           // park_mu_
+  bool stopping_ = false;         // park_mu_: the destructor wants the thread to end
+  bool exited_ = false;           // park_mu_: run() returned
+  QueuePosition parked_at_;       // park_mu_
+
+  std::thread thread_;  // last: joined before the members above go away
+};
+
+}  // namespace tern::virtio

@@ -1,0 +1,103 @@
+#include "virtio/virtio_device_base.h"
+
+#include "virtio/virtio_spec.h"
+
+namespace tern::virtio {
+
+VirtioDeviceBase::VirtioDeviceBase(uint32_t device_type, std::string name, uint64_t features,
+                                   uint16_t num_queues, uint16_t max_queue_size)
+    : device_type_(device_type),
+      name_(std::move(name)),
+      features_(features),
+      num_queues_(num_queues),
+      max_queue_size_(max_queue_size) {
+  TERN_CHECK((features & feature(VIRTIO_F_VERSION_1)) != 0);
+  for (uint16_t i = 0; i < num_queues; ++i) queues_.push_back(std::make_unique<QueueCounters>());
+}
+
+VirtioDeviceBase::~VirtioDeviceBase() { reset(); }
+
+Result<void> VirtioDeviceBase::activate(const GuestMemory& mem, uint64_t acked_features,
+                                        std::vector<VirtqueueConfig> queues,
+                                        std::vector<UniqueFd> kicks,
+                                        std::shared_ptr<VirtioInterrupt> interrupt) {
+  std::lock_guard lock(mu_);
+  workers_.clear();
+  quiesced_ = false;
+  positions_.clear();
+  if (queues.size() != num_queues_ || kicks.size() != queues.size())
+    return fail(name_, "activate: expected " + std::to_string(num_queues_) + " queues");
+  if (!interrupt) return fail(name_, "activate: no interrupt");
+  uint64_t acked = acked_features & features_;
+
+  std::vector<std::unique_ptr<QueueWorker>> workers;
+  for (uint16_t i = 0; i < queues.size(); ++i) {
+    if (!queues[i].enabled) continue;
+    if (queues[i].size == 0 || queues[i].size > max_queue_size_)
+      return fail(name_, "queue " + std::to_string(i) + ": size " +
+                             std::to_string(queues[i].size) + " not in 1.." +
+                             std::to_string(max_queue_size_));
+    auto handler = make_queue_handler(i, queues[i], acked);
+    if (!handler) return fail(name_, "queue " + std::to_string(i) + ": " + handler.error().message());
+    QueueWorkerContext ctx;
+    ctx.mem = &mem;
+    ctx.interrupt = interrupt;
+    ctx.queue = queues[i];
+    ctx.index = i;
+    ctx.features = acked;
+    ctx.name = name_;
+    ctx.log_limit = &log_limit_;
+    ctx.counters = queues_[i].get();
+    auto w = QueueWorker::start(std::move(ctx), std::move(kicks[i]), std::move(*handler));
+    if (!w) return fail(name_, "queue " + std::to_string(i) + ": " + w.error().message());
+    workers.push_back(std::move(*w));
+  }
+  if (workers.empty()) return fail(name_, "activate: no queue enabled");
+  workers_ = std::move(workers);
+  return {};
+}
+
+void VirtioDeviceBase::reset() {
+  std::lock_guard lock(mu_);
+  workers_.clear();  // each destructor drains its handler and joins its thread
+  quiesced_ = false;
+  positions_.clear();
+}
+
+void VirtioDeviceBase::quiesce() {
+  std::lock_guard lock(mu_);
+  positions_.assign(num_queues_, QueuePosition{});
+  // Each worker completes what it took from its ring, then parks.
+  for (auto& w : workers_) positions_[w->index()] = w->pause();
+  quiesced_ = true;
+}
+
+void VirtioDeviceBase::unquiesce() {
+  std::lock_guard lock(mu_);
+  if (!quiesced_) return;
+  for (auto& w : workers_) w->resume();
+  quiesced_ = false;
+}
+
+std::vector<QueuePosition> VirtioDeviceBase::queue_positions() const {
+  std::lock_guard lock(mu_);
+  if (positions_.size() != num_queues_) return std::vector<QueuePosition>(num_queues_);
+  return positions_;
+}
+
+uint64_t VirtioDeviceBase::sum_queues(std::atomic<uint64_t> QueueCounters::*field) const {
+  uint64_t sum = 0;
+  for (const auto& q : queues_) sum += ((*q).*field).load(std::memory_order_relaxed);
+  return sum;
+}
+
+DeviceCounters VirtioDeviceBase::counters() const {
+  DeviceCounters c;
+  c.name = name_;
+  c.kind = std::string(kind());
+  for (uint16_t i = 0; i < num_queues_; ++i) c.queues.push_back(queues_[i]->snapshot(i));
+  device_counters(c.counters);
+  return c;
+}
+
+}  // namespace tern::virtio
