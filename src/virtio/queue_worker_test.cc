@@ -18,19 +18,23 @@ using tern::testing::FakeGuestRam;
 using tern::testing::FakeVirtioInterrupt;
 using tern::testing::FakeVirtqueueDriver;
 
-// Holds every chain; completes them (used len = writable bytes) when `release` is signalled or
-// on drain().
+// Holds every chain; completes them (used len = writable bytes) on drain() and, once `release`
+// was signalled, at once.
 class HoldingHandler final : public QueueHandler {
  public:
   explicit HoldingHandler(int release) : release_(release) {}
   std::vector<std::pair<BorrowedFd, uint32_t>> fds() override {
     return {{BorrowedFd(release_), 7}};
   }
-  void serve(QueueWorker&, DescriptorChain chain) override { held_.push_back(chain); }
+  void serve(QueueWorker& w, DescriptorChain chain) override {
+    held_.push_back(chain);
+    if (released_) drain(w);  // the release may be seen before the kick: it is a latch
+  }
   void on_fd(QueueWorker& w, uint32_t tag) override {
     EXPECT_EQ(tag, 7u);
     uint64_t v;
     [[maybe_unused]] ssize_t n = ::read(release_, &v, sizeof v);
+    released_ = true;
     drain(w);
   }
   void drain(QueueWorker& w) override {
@@ -41,6 +45,7 @@ class HoldingHandler final : public QueueHandler {
 
  private:
   int release_;
+  bool released_ = false;
   std::vector<DescriptorChain> held_;
 };
 
