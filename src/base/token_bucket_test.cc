@@ -50,5 +50,22 @@ TEST(TokenBucketTest, ClockGoingBackAddsNothing) {
   EXPECT_EQ(b.available(50 * kMs), 0u);
 }
 
+// A huge one_time_burst plus the bucket's own tokens must not wrap to a small (or zero) count.
+TEST(TokenBucketTest, HugeBurstDoesNotOverflowAvailable) {
+  TokenBucket b(10, UINT64_MAX, 1000 * kMs, 0);
+  EXPECT_EQ(b.available(0), UINT64_MAX);  // saturates
+  EXPECT_EQ(b.ns_until(1, 0), 0u);        // not throttled
+  EXPECT_EQ(b.take(UINT64_MAX, 0), UINT64_MAX);
+  EXPECT_EQ(b.available(0), 10u);  // what the burst left: the bucket itself
+}
+
+// A size near 2^64: the refill's tokens + added must not wrap below size.
+TEST(TokenBucketTest, HugeSizeRefillDoesNotWrap) {
+  const uint64_t size = UINT64_MAX;
+  TokenBucket b(size, 0, 1000 * kMs, 0);
+  EXPECT_EQ(b.take(size / 2, 0), size / 2);  // size - size/2 left, more than 2^63
+  EXPECT_EQ(b.available(999 * kMs), size);   // refilled nearly a whole period: capped at size
+}
+
 }  // namespace
 }  // namespace tern

@@ -317,3 +317,31 @@ TEST_F(RngTest, QuiescePositionsAndResetKeepCounters) {
 
 }  // namespace
 }  // namespace tern
+
+namespace tern {
+namespace {
+
+// Every value the configuration checks admit (check_rng_config: up to 2^50, refill_time in ms)
+// builds a device: a refill period past 2^64 ns saturates instead of failing after the config
+// was accepted.
+TEST(RngConfigTest, LargestAdmittedValuesBuildADevice) {
+  RngConfig cfg;
+  cfg.rate_limiter.bandwidth = TokenBucketConfig{uint64_t{1} << 50, uint64_t{1} << 50,
+                                                 uint64_t{1} << 50};
+  cfg.rate_limiter.ops = TokenBucketConfig{1, 0, uint64_t{1} << 50};
+  auto d = make_virtio_rng(cfg);
+  EXPECT_TRUE(d) << d.error().message();
+}
+
+// A one_time_burst near 2^64 plus the bucket's tokens must not wrap to a few bytes.
+TEST_F(RngTest, HugeBurstIsNotWrapped) {
+  auto now = std::make_shared<std::atomic<uint64_t>>(0);
+  RngConfig cfg;
+  cfg.rate_limiter.bandwidth = TokenBucketConfig{10, UINT64_MAX, 1000};
+  start(cfg, [now] { return now->load(); });
+  EXPECT_EQ(request({{kBufGpa, 64, true}}), 64u);
+  EXPECT_EQ(named(dev_->counters(), "throttled"), 0u);
+}
+
+}  // namespace
+}  // namespace tern
