@@ -33,10 +33,12 @@ Result<void> VirtioDeviceBase::activate(const GuestMemory& mem, uint64_t acked_f
   std::vector<std::unique_ptr<QueueWorker>> workers;
   for (uint16_t i = 0; i < queues.size(); ++i) {
     if (!queues[i].enabled) continue;
-    if (queues[i].size == 0 || queues[i].size > max_queue_size_)
-      return fail(name_, "queue " + std::to_string(i) + ": size " +
-                             std::to_string(queues[i].size) + " not in 1.." +
-                             std::to_string(max_queue_size_));
+    // §2.7: a split virtqueue's size is a power of 2 (the ring index wraps at 2^16, and the
+    // slot is index % size: any other size desynchronizes device and driver at the wrap).
+    const uint16_t size = queues[i].size;
+    if (size == 0 || size > max_queue_size_ || (size & (size - 1)) != 0)
+      return fail(name_, "queue " + std::to_string(i) + ": size " + std::to_string(size) +
+                             " not a power of two in 1.." + std::to_string(max_queue_size_));
     auto handler = make_queue_handler(i, queues[i], acked);
     if (!handler) return fail(name_, "queue " + std::to_string(i) + ": " + handler.error().message());
     QueueWorkerContext ctx;

@@ -39,7 +39,7 @@ class VirtioDeviceBase : public VirtioDevice {
 
   /// Starts one worker per enabled queue. Disabled queues are left alone (a Linux guest with
   /// fewer CPUs than queues enables only some). Fails if the counts do not match num_queues(),
-  /// no queue is enabled, a size is not in 1..max_queue_size(), a ring is not in RAM, or the
+  /// no queue is enabled, a size is not a power of two in 1..max_queue_size(), a ring is not in RAM, or the
   /// device's make_queue_handler() fails. `mem` must outlive the activation (until reset()).
   [[nodiscard]] Result<void> activate(const GuestMemory& mem, uint64_t acked_features,
                                       std::vector<VirtqueueConfig> queues,

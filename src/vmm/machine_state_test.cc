@@ -154,5 +154,19 @@ TEST(MachineState, UnknownDeviceKindIsNamed) {
       << d.error().message();
 }
 
+// A device record's facts are read to their end: bytes its kind does not read (an rng has no
+// facts) are refused, naming the device, not ignored.
+TEST(MachineState, TrailingDeviceFactsAreRefused) {
+  RngSpec rng;
+  std::vector<SavedDevice> saved{{DeviceSpec(std::in_place_type<RngSpec>, rng), {1, 2, 3}}};
+  auto d = make_restored_devices(saved);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message().find("snapshot rng 0"), std::string::npos) << d.error().message();
+  EXPECT_NE(d.error().message().find("trailing"), std::string::npos) << d.error().message();
+  saved[0].facts.clear();
+  auto ok = make_restored_devices(saved);
+  EXPECT_TRUE(ok) << ok.error().message();
+}
+
 }  // namespace
 }  // namespace tern::snap

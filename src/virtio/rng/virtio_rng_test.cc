@@ -343,5 +343,25 @@ TEST_F(RngTest, HugeBurstIsNotWrapped) {
   EXPECT_EQ(named(dev_->counters(), "throttled"), 0u);
 }
 
+// VirtioDeviceBase::activate refuses a split ring whose size is not a power of two (§2.7),
+// whoever the caller is (the transport checks too; a restore or another transport may not).
+TEST_F(RngTest, ActivateRefusesNonPowerOfTwoQueueSize) {
+  auto d = VirtioRng::create({});
+  ASSERT_TRUE(d);
+  dev_ = *d;
+  (void)ram_.mem().write(kRingGpa, std::vector<uint8_t>(0x8000, 0));
+  FakeVirtqueueDriver drv(ram_.mem(), kRingGpa, kSize);
+  VirtqueueConfig q = drv.config();
+  q.size = 3;
+  auto k = make_eventfd(0, 0);
+  ASSERT_TRUE(k);
+  std::vector<UniqueFd> kicks;
+  kicks.push_back(std::move(*k));
+  auto r = dev_->activate(ram_.mem(), dev_->device_features(), {q}, std::move(kicks), irq_);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("size 3 not a power of two"), std::string::npos)
+      << r.error().message();
+}
+
 }  // namespace
 }  // namespace tern

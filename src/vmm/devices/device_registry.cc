@@ -143,6 +143,7 @@ Result<std::vector<std::shared_ptr<VirtioDevice>>> make_restored_devices(
       if (!dev) return fail(label, dev.error().message());
       snap::ByteReader facts(d.facts, label);
       if (auto ok = K::check_facts(facts, s, **dev); !ok) return fail(label, ok.error().message());
+      TRY(facts.expect_end());  // bytes the kind did not read: a corrupt record, not ignored
       out.push_back(std::move(*dev));
       return {};
     }));
