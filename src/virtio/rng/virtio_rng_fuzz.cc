@@ -1,6 +1,8 @@
 // libFuzzer target: a driver posting arbitrary chains to virtio-rng. The first bytes pick the
 // queue size, the features and an optional bandwidth limit (fixed fake clock, so it throttles);
-// the rest is guest RAM holding the descriptor table and the available ring. The device is
+// flag 8 adds an operations limit, 16 a huge burst, 32 a resume/re-park and a re-activation at
+// the parked position; the rest is guest RAM holding the descriptor table and the available
+// ring. The device is
 // activated (its worker serves the ring at once), then quiesced: nothing may crash or hang, and
 // every chain the device took must have come back through the used ring (or the queue is broken).
 #include <cstddef>
@@ -25,7 +27,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (flags & 1) features |= feature(VIRTIO_F_INDIRECT_DESC);
   if (flags & 2) features |= feature(VIRTIO_F_EVENT_IDX);
   RngConfig cfg;
-  if (flags & 4) cfg.rate_limiter.bandwidth = TokenBucketConfig{uint64_t{limit} + 1, 0, 1000};
+  // flags & 16: a one_time_burst near 2^64 (token arithmetic must saturate, not wrap).
+  const uint64_t burst = (flags & 16) ? UINT64_MAX - limit : 0;
+  if (flags & 4) cfg.rate_limiter.bandwidth = TokenBucketConfig{uint64_t{limit} + 1, burst, 1000};
+  // flags & 8: an operations bucket of 1..4 requests per millisecond.
+  if (flags & 8) cfg.rate_limiter.ops = TokenBucketConfig{uint64_t{limit % 4u} + 1, 0, 1};
 
   // RAM: [0, 64 KiB) from the input (zero-padded), a hole, then 4 KiB at 1 MiB.
   constexpr size_t kLow = 64 * 1024;
@@ -50,6 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<UniqueFd> kicks;
   kicks.push_back(std::move(*kick));
   auto irq = std::make_shared<testing::FakeVirtioInterrupt>();
+  auto kick_dup = make_eventfd(0, 0);  // kept for the re-activation below
+  FUZZ_CHECK(kick_dup.has_value());
   if (!(*dev)->activate(mem, features, {q}, std::move(kicks), irq)) return 0;
   // The worker serves what is available before it looks at its epoll, so the quiesce below
   // parks it after that pass.
@@ -59,6 +67,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!irq->needs_reset()) {
     FUZZ_CHECK(pos.next_used == pos.next_avail);
     FUZZ_CHECK(c.queues[0].requests == pos.next_avail);
+  }
+  // A huge burst (and no operations limit) never throttles: the fixed clock never refills, so
+  // only the burst can serve every chain.
+  if ((flags & 4) && (flags & 16) && !(flags & 8)) {
+    for (const auto& [n, v] : c.counters)
+      if (n == "throttled") FUZZ_CHECK(v == 0);
+  }
+  if (flags & 32) {
+    // Resume, park again: nothing new on the ring, so the same position; then reset and
+    // re-activate at that position (a restore) and park once more.
+    (*dev)->unquiesce();
+    (*dev)->quiesce();
+    FUZZ_CHECK(irq->needs_reset() || (*dev)->queue_positions()[0] == pos);
+    (*dev)->reset();
+    if (!irq->needs_reset()) {
+      std::vector<UniqueFd> again;
+      again.push_back(std::move(*kick_dup));
+      q.position = pos;
+      if ((*dev)->activate(mem, features, {q}, std::move(again), irq)) {
+        (*dev)->quiesce();
+        QueuePosition p2 = (*dev)->queue_positions()[0];
+        if (!irq->needs_reset()) FUZZ_CHECK(p2.next_used == p2.next_avail);
+      }
+    }
   }
   (*dev)->reset();
   return 0;
