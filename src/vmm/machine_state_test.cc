@@ -168,5 +168,27 @@ TEST(MachineState, TrailingDeviceFactsAreRefused) {
   EXPECT_TRUE(ok) << ok.error().message();
 }
 
+// An untrusted kind string is named with its control bytes escaped (no terminal escapes or
+// line breaks from a snapshot file reach the error message).
+TEST(MachineState, UnknownKindWithControlBytesIsEscaped) {
+  ByteWriter w;
+  w.u64(256ull << 20);
+  w.u32(1);
+  w.string("");
+  w.string("");
+  w.string("");
+  w.u32(1);
+  w.string(std::string("a\x1b[2J\nb\\", 8));
+  w.blob({});
+  w.blob({});
+  auto bytes = w.take();
+  ByteReader r(bytes, "machine");
+  auto d = decode_machine_state(r);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message().find("device kind \"a\\x1b[2J\\x0ab\\x5c\" is unknown"),
+            std::string::npos)
+      << d.error().message();
+}
+
 }  // namespace
 }  // namespace tern::snap

@@ -1,4 +1,5 @@
 // The snapshot "pci" section: PciRoot, then every function keyed by its kind and name.
+#include "base/printable.h"
 #include "vmm/pci_devices.h"
 
 namespace tern {
@@ -51,11 +52,12 @@ Result<void> PciDevices::restore_state(snap::ByteReader& r) {
     ASSIGN_OR_RETURN(std::string kind, r.string(kMaxName));
     ASSIGN_OR_RETURN(std::string name, r.string(kMaxName));
     if (kind != f.kind() || name != f.name())
-      return fail("restore pci devices", "function " + std::to_string(i) + " is " + name + " (" +
-                                             kind + ") in the snapshot, " + std::string(f.name()) +
-                                             " (" + std::string(f.kind()) + ") in this VM");
+      return fail("restore pci devices", "function " + std::to_string(i) + " is " +
+                                             printable(name) + " (" + printable(kind) +
+                                             ") in the snapshot, " + std::string(f.name()) + " (" +
+                                             std::string(f.kind()) + ") in this VM");
     ASSIGN_OR_RETURN(auto state, r.blob(kMaxFunctionState));
-    snap::ByteReader fr(state, "restore " + name);
+    snap::ByteReader fr(state, "restore " + printable(name));
     TRY(f.restore_state(fr));
     TRY(fr.expect_end());
   }

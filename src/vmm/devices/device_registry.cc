@@ -3,6 +3,7 @@
 #include <array>
 #include <map>
 
+#include "base/printable.h"
 #include "virtio/virtio_device.h"
 
 namespace tern {
@@ -49,7 +50,7 @@ template <size_t I = 0>
 Result<SavedDevice> decode_kind(std::string_view kind, snap::ByteReader& spec,
                                 std::vector<uint8_t> facts, const std::string& what) {
   if constexpr (I == kNumKinds) {
-    return fail(what, "device kind \"" + std::string(kind) + "\" is unknown to this tern");
+    return fail(what, "device kind \"" + printable(kind) + "\" is unknown to this tern");
   } else {
     using K = std::tuple_element_t<I, Kinds>;
     if (kind != K::kKind) return decode_kind<I + 1>(kind, spec, std::move(facts), what);
