@@ -108,6 +108,8 @@ void QueueWorker::run() {
   // Stopping: finish what the handler holds (its buffers are guest memory) and publish it.
   drain();
   std::lock_guard lock(park_mu_);
+  // A worker that ended (stop, or an epoll failure) reports where it stopped to a later pause().
+  parked_at_ = QueuePosition{vq_.last_avail_idx(), vq_.used_idx()};
   exited_ = true;
   park_cv_.notify_all();
 }
