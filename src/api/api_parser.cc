@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "api/json_reader.h"
-#include "config/rng_spec.h"
+#include "config/device_surface.h"
 
 namespace tern {
 
@@ -158,55 +158,6 @@ Result<DriveSpec> parse_drive(const nlohmann::json& j, const std::string& where)
   TRY(r.finish());
   TRY(check_readable_file(d.disk.path, r.field("path_on_host")));
   return d;
-}
-
-namespace {
-
-Result<std::optional<TokenBucketConfig>> parse_token_bucket(JsonReader& parent,
-                                                            const std::string& name) {
-  const nlohmann::json* j = parent.raw(name);
-  if (!j) return std::optional<TokenBucketConfig>();
-  ASSIGN_OR_RETURN(JsonReader r, JsonReader::open(*j, parent.field(name)));
-  TokenBucketConfig b;
-  ASSIGN_OR_RETURN(auto size, r.optional_uint("size", 0, UINT64_MAX));
-  if (!size) return fail(r.field("size"), "missing required field");
-  b.size = *size;
-  ASSIGN_OR_RETURN(auto burst, r.optional_uint("one_time_burst", 0, UINT64_MAX));
-  b.one_time_burst = burst.value_or(0);
-  ASSIGN_OR_RETURN(auto refill, r.optional_uint("refill_time", 0, UINT64_MAX));
-  if (!refill) return fail(r.field("refill_time"), "missing required field");
-  b.refill_time_ms = *refill;
-  TRY(r.finish());
-  return std::optional(b);
-}
-
-nlohmann::json to_json(const TokenBucketConfig& b) {
-  return {{"size", b.size}, {"one_time_burst", b.one_time_burst}, {"refill_time", b.refill_time_ms}};
-}
-
-}  // namespace
-
-Result<RngConfig> parse_entropy(const nlohmann::json& j, const std::string& where) {
-  ASSIGN_OR_RETURN(JsonReader r, JsonReader::open(j, where));
-  RngConfig c;
-  if (const nlohmann::json* rl = r.raw("rate_limiter")) {
-    ASSIGN_OR_RETURN(JsonReader l, JsonReader::open(*rl, r.field("rate_limiter")));
-    ASSIGN_OR_RETURN(c.rate_limiter.bandwidth, parse_token_bucket(l, "bandwidth"));
-    ASSIGN_OR_RETURN(c.rate_limiter.ops, parse_token_bucket(l, "ops"));
-    TRY(l.finish());
-  }
-  TRY(r.finish());
-  TRY(check_rng_config(c, where));
-  return c;
-}
-
-nlohmann::json to_json(const RngConfig& c) {
-  const RateLimiterConfig& rl = c.rate_limiter;
-  if (!rl.bandwidth && !rl.ops) return {{"rate_limiter", nullptr}};
-  nlohmann::json l = nlohmann::json::object();
-  if (rl.bandwidth) l["bandwidth"] = to_json(*rl.bandwidth);
-  if (rl.ops) l["ops"] = to_json(*rl.ops);
-  return {{"rate_limiter", l}};
 }
 
 nlohmann::json to_json(const MachineConfig& m) {
@@ -428,7 +379,15 @@ tl::expected<ApiRequest, ApiResponse> parse_api_request(std::string_view method,
       return drive;
     }
   }
-  if (path == "/entropy" && put) return section<api::PutEntropy>(body, parse_entropy);
+  if (put) {
+    if (const DeviceSurface* device = device_surface_for_path(path)) {
+      auto j = body_json(body);
+      if (!j) return tl::unexpected(bad_request(j.error()));
+      auto spec = device->from_json(*j, "");
+      if (!spec) return tl::unexpected(bad_request(spec.error()));
+      return api::PutDevice{std::string(device->api_path), device->kind, std::move(*spec)};
+    }
+  }
   if (path == "/actions" && put) return parse_action(body);
   if (path == "/vm" && patch) return parse_vm_state(body);
   if (path == "/vm/config" && get) return api::GetVmConfig{};

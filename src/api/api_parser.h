@@ -39,16 +39,9 @@ inline constexpr size_t kMaxApiBodyBytes = 64 * 1024;
 /// unsafe, directsync) and io_engine (Sync → threads, Async → io_uring, or tern's names).
 [[nodiscard]] Result<DriveSpec> parse_drive(const nlohmann::json& j, const std::string& where);
 
-/// Firecracker's EntropyDevice object ({"rate_limiter": {"bandwidth": TokenBucket, "ops":
-/// TokenBucket}}, each bucket {"size", "one_time_burst", "refill_time" (ms)}; size and
-/// refill_time required, both > 0). Errors name "<where>.rate_limiter.bandwidth.size" etc.
-[[nodiscard]] Result<RngConfig> parse_entropy(const nlohmann::json& j, const std::string& where);
-
 /// JSON forms for GET /machine-config and GET /vm/config.
 [[nodiscard]] nlohmann::json to_json(const MachineConfig& m);
 [[nodiscard]] nlohmann::json to_json(const BootSource& b);
 [[nodiscard]] nlohmann::json to_json(const DriveSpec& d);
-/// {"rate_limiter": null} or {"rate_limiter": {"bandwidth": {...}, "ops": {...}}}.
-[[nodiscard]] nlohmann::json to_json(const RngConfig& c);
 
 }  // namespace tern

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <any>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "config/vm_specs.h"
-#include "virtio/rng/rng_config.h"
 
 namespace tern {
 
@@ -24,7 +25,13 @@ struct GetMachineConfig {};                                 ///< GET /machine-co
 struct PutMachineConfig { MachineConfig value; };           ///< PUT /machine-config
 struct PatchMachineConfig { MachineConfigPatch value; };    ///< PATCH /machine-config
 struct PutDrive { DriveSpec value; };                       ///< PUT /drives/{drive_id}
-struct PutEntropy { RngConfig value; };                     ///< PUT /entropy
+/// PUT /entropy (and every single-instance device kind's path, config/device_surface.h): the
+/// kind's validated Spec, resolved by the control loop through the kind table.
+struct PutDevice {
+  std::string path;  ///< "/entropy"
+  size_t kind;       ///< DeviceSurface::kind
+  std::any spec;     ///< The kind's Spec, as DeviceSurface::from_json returned it.
+};
 struct InstanceStart {};                                    ///< PUT /actions InstanceStart
 struct SendCtrlAltDel {};                                   ///< PUT /actions SendCtrlAltDel
 struct FlushMetrics {};                                     ///< PUT /actions FlushMetrics
@@ -42,7 +49,7 @@ struct LoadSnapshot { SnapshotLoadSpec value; };            ///< PUT /snapshot/l
 /// One validated request of the control API.
 using ApiRequest =
     std::variant<api::GetInstanceInfo, api::GetVersion, api::PutBootSource, api::GetMachineConfig,
-                 api::PutMachineConfig, api::PatchMachineConfig, api::PutDrive, api::PutEntropy,
+                 api::PutMachineConfig, api::PatchMachineConfig, api::PutDrive, api::PutDevice,
                  api::InstanceStart, api::SendCtrlAltDel, api::FlushMetrics, api::PauseVm,
                  api::ResumeVm, api::GetVmConfig, api::GetStats, api::GetMetrics, api::GetEvents,
                  api::PowerOff, api::CreateSnapshot, api::LoadSnapshot>;

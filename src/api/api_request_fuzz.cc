@@ -34,7 +34,7 @@ void parse_and_check(std::string_view method, std::string_view target, std::stri
   if (auto* b = std::get_if<api::PutBootSource>(&*parsed)) (void)json_text(to_json(b->value));
   if (auto* m = std::get_if<api::PutMachineConfig>(&*parsed)) (void)json_text(to_json(m->value));
   if (auto* d = std::get_if<api::PutDrive>(&*parsed)) (void)json_text(to_json(d->value));
-  if (auto* e = std::get_if<api::PutEntropy>(&*parsed)) (void)json_text(to_json(e->value));
+  if (auto* e = std::get_if<api::PutDevice>(&*parsed)) FUZZ_CHECK(e->spec.has_value());
 }
 
 void http_stream(std::string_view bytes) {

@@ -8,7 +8,7 @@
 #include "base/log.h"
 #include "base/size.h"
 #include "vmm/disk_option.h"
-#include "vmm/rng_option.h"
+#include "vmm/devices/device_surfaces.h"
 #include "vmm/vm_resources.h"
 #include "vmm/exit_status.h"
 #include "vmm/host_check.h"
@@ -38,14 +38,17 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
                   "threads]")
       ->take_all()
       ->allow_extra_args(false);
-  run->add_option_function<std::vector<std::string>>(
-         "--rng",
-         [&o](const std::vector<std::string>& v) { o.rng = v.empty() ? std::string() : v.back(); },
-         "virtio-rng entropy device (the guest's /dev/hwrng); alone: no rate limit. SPEC: "
-         "[bandwidth=SIZE][,ops=N][,refill_time=MS][,one_time_burst=SIZE] (Firecracker's "
-         "rate_limiter; SIZE in bytes or with K/M/G; refill_time default 1000)")
-      ->expected(0, 1)
-      ->type_name("SPEC");
+  for (const DeviceSurface& s : device_surfaces()) {
+    std::string name(s.cli_option);
+    run->add_option_function<std::vector<std::string>>(
+           name,
+           [&o, name](const std::vector<std::string>& v) {
+             o.devices[name] = v.empty() ? std::string() : v.back();
+           },
+           std::string(s.cli_help))
+        ->expected(0, 1)
+        ->type_name("SPEC");
+  }
   run->add_option("--api-sock", o.api_sock, "Also serve the control API on this Unix socket");
   run->add_flag("--stats-on-exit", o.stats_on_exit,
                 "Print exit, device, KVM and CPU statistics on stderr when the VM stops");
@@ -66,8 +69,11 @@ Result<VmResources> run_resources(const RunOptions& o) {
     ASSIGN_OR_RETURN(auto disk, parse_disk_option(o.disks[i]));
     r.drives.push_back(drive_for_disk(disk, i));
   }
-  if (o.rng) {
-    ASSIGN_OR_RETURN(r.entropy, parse_rng_option(*o.rng));
+  for (const DeviceSurface& s : device_surfaces()) {
+    auto given = o.devices.find(s.cli_option);
+    if (given == o.devices.end()) continue;
+    ASSIGN_OR_RETURN(DeviceSpec d, device_from_cli(s, given->second));
+    r.put_device(std::move(d));
   }
   return r;
 }

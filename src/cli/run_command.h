@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,7 +25,9 @@ struct RunOptions {
   bool stats_on_exit = false;  ///< --stats-on-exit: print a statistics summary on stderr at the end
   std::string api_sock;  ///< --api-sock PATH: also serve the control API for this VM.
   std::vector<std::string> disks;  ///< --disk values as typed (vmm/disk_option.h), in order.
-  std::optional<std::string> rng;  ///< --rng[=SPEC] as typed (vmm/rng_option.h); "" alone.
+  /// Each device kind's option given (--rng[=SPEC], device_surfaces.h): option → SPEC as
+  /// typed ("" when given alone).
+  std::map<std::string, std::string, std::less<>> devices;
 };
 
 /// Adds the `run` subcommand and its options to `app`, storing them in `opts`.
@@ -32,7 +35,7 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& opts);
 
 /// The configuration `opts` describe (the one VmResources: GET /machine-config and /vm/config
 /// over --api-sock report it; each --disk is drive "vda", "vdb", ...). Errors name the option
-/// (--memory, --disk field, --rng field); the rest is checked when the VM is built.
+/// (--memory, --disk field, a device option's field); the rest is checked when the VM is built.
 [[nodiscard]] Result<VmResources> run_resources(const RunOptions& opts);
 
 /// Validates `opts`, builds and runs the VM. Returns the documented exit status

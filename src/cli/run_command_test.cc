@@ -17,19 +17,19 @@ RunOptions parse(std::vector<std::string> args) {
 }
 
 TEST(RunCommand, RngIsOptionalWithAnOptionalSpec) {
-  EXPECT_FALSE(parse({"--kernel", "k"}).rng);
+  EXPECT_FALSE(parse({"--kernel", "k"}).devices.contains("--rng"));
   auto alone = parse({"--kernel", "k", "--rng"});
-  ASSERT_TRUE(alone.rng);
-  EXPECT_EQ(*alone.rng, "");
+  ASSERT_TRUE(alone.devices.contains("--rng"));
+  EXPECT_EQ(alone.devices["--rng"], "");
   auto before = parse({"--rng", "--kernel", "k"});
-  ASSERT_TRUE(before.rng);
-  EXPECT_EQ(*before.rng, "");
+  ASSERT_TRUE(before.devices.contains("--rng"));
+  EXPECT_EQ(before.devices["--rng"], "");
   auto spec = parse({"--kernel", "k", "--rng", "bandwidth=1M,ops=5"});
-  ASSERT_TRUE(spec.rng);
-  EXPECT_EQ(*spec.rng, "bandwidth=1M,ops=5");
+  ASSERT_TRUE(spec.devices.contains("--rng"));
+  EXPECT_EQ(spec.devices["--rng"], "bandwidth=1M,ops=5");
   auto eq = parse({"--kernel", "k", "--rng=ops=5"});
-  ASSERT_TRUE(eq.rng);
-  EXPECT_EQ(*eq.rng, "ops=5");
+  ASSERT_TRUE(eq.devices.contains("--rng"));
+  EXPECT_EQ(eq.devices["--rng"], "ops=5");
 }
 
 TEST(RunCommand, ResourcesFromOptions) {
@@ -44,13 +44,13 @@ TEST(RunCommand, ResourcesFromOptions) {
   EXPECT_EQ(r->vcpus, 2u);
   ASSERT_EQ(r->drives.size(), 1u);
   EXPECT_EQ(r->drives[0].drive_id, "vda");
-  ASSERT_TRUE(r->entropy);
+  ASSERT_TRUE(r->device<RngSpec>());
   auto c = r->vm_config();
   ASSERT_TRUE(c);
   EXPECT_EQ(c->cmdline, "quiet console=ttyS0");
   EXPECT_EQ(drive_for_disk(DiskConfig{}, 25).drive_id, "vdz");
   EXPECT_EQ(drive_for_disk(DiskConfig{}, 26).drive_id, "vdaa");
-  o.rng = "ops=0";
+  o.devices["--rng"] = "ops=0";
   EXPECT_EQ(run_resources(o).error().message(), "--rng ops: must be greater than 0");
 }
 

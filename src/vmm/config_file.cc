@@ -3,6 +3,9 @@
 #include "api/api_parser.h"
 #include "api/json_reader.h"
 #include "base/fd.h"
+#include "vmm/devices/device_surfaces.h"
+
+#include <algorithm>
 
 namespace tern {
 
@@ -30,16 +33,22 @@ Result<ConfigFile> parse_config_file(std::string_view text) {
       c.drives.push_back(std::move(d));
     }
   }
-  if (const nlohmann::json* e = r.raw("entropy")) {
-    ASSIGN_OR_RETURN(c.entropy, parse_entropy(*e, "entropy"));
+  for (const DeviceSurface& s : device_surfaces()) {
+    std::string key(s.config_key);
+    if (const nlohmann::json* e = r.raw(key)) {
+      ASSIGN_OR_RETURN(DeviceSpec d, device_from_json(s, *e, key));
+      put_device(c.devices, std::move(d));
+    }
   }
   // Sections tern does not support yet: accepted only when null or empty.
-  for (const char* name : {"cpu-config", "balloon", "network-interfaces", "vsock", "logger",
+  for (std::string_view name : {"cpu-config", "balloon", "network-interfaces", "vsock", "logger",
                            "metrics", "mmds-config", "pmem", "memory-hotplug",
                            "serial"}) {
-    const nlohmann::json* v = r.raw(name);
+    if (std::ranges::any_of(device_surfaces(), [&](auto& s) { return s.config_key == name; }))
+      continue;  // a device kind of this tern (parsed above)
+    const nlohmann::json* v = r.raw(std::string(name));
     if (v && !(v->is_array() && v->empty()))
-      return fail(name, "this Firecracker section is not supported by tern (use null or omit it)");
+      return fail(std::string(name), "this Firecracker section is not supported by tern (use null or omit it)");
   }
   TRY(r.finish());
   return c;
@@ -50,7 +59,7 @@ VmResources ConfigFile::resources() const {
   r.boot = boot;
   r.set_machine_config(machine);
   r.drives = drives;
-  r.entropy = entropy;
+  r.devices = devices;
   return r;
 }
 

@@ -1,5 +1,5 @@
 // Reading `tern --config-file FILE`: Firecracker's config-file JSON (boot-source, machine-config,
-// drives, entropy, and the sections tern does not support, which must be null or empty).
+// drives, each device kind's key ("entropy", device_surfaces.h), and the sections tern does not support, which must be null or empty).
 #pragma once
 
 #include <optional>
@@ -8,7 +8,6 @@
 
 #include "base/result.h"
 #include "config/vm_specs.h"
-#include "virtio/rng/rng_config.h"
 #include "vmm/vm_resources.h"
 
 namespace tern {
@@ -18,7 +17,13 @@ struct ConfigFile {
   BootSource boot;
   MachineConfig machine;  ///< Firecracker's defaults when "machine-config" is absent.
   std::vector<DriveSpec> drives;
-  std::optional<RngConfig> entropy;  ///< "entropy": Firecracker's EntropyDevice; null: none.
+  /// The single-instance devices, by their kinds' keys ("entropy"); null: none. In kind order.
+  std::vector<DeviceSpec> devices;
+  /// The device of kind `Spec`, if the file configures one.
+  template <class Spec>
+  [[nodiscard]] std::optional<Spec> device() const {
+    return find_device<Spec>(devices);
+  }
 
   /// The configuration this file describes (the guest console on stdio).
   [[nodiscard]] VmResources resources() const;

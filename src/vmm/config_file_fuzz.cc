@@ -9,7 +9,7 @@
 
 #include "api/api_parser.h"
 #include "base/testing/fuzz_input.h"
-#include "config/rng_spec.h"
+#include "virtio/rng/rng_spec.h"
 #include "vmm/config_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(c->machine.vcpu_count >= 1);
   (void)json_text(to_json(c->boot));
   (void)json_text(to_json(c->machine));
-  if (c->entropy) FUZZ_CHECK(check_rng_config(*c->entropy, "entropy").has_value());
+  if (auto e = c->device<RngSpec>()) FUZZ_CHECK(check_rng_config(*e, "entropy").has_value());
   (void)json_text(c->resources().vm_config_json());  // what GET /vm/config would answer
   return 0;
 }

@@ -61,12 +61,12 @@ TEST(ConfigFile, EntropySection) {
   auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
                                  "entropy": {"rate_limiter": {"ops": {"size": 5, "refill_time": 10}}}})");
   ASSERT_TRUE(c) << c.error().message();
-  ASSERT_TRUE(c->entropy);
-  EXPECT_EQ(c->entropy->rate_limiter.ops, (TokenBucketConfig{5, 0, 10}));
-  EXPECT_EQ(c->resources().entropy, c->entropy);
+  ASSERT_TRUE(c->device<RngSpec>());
+  EXPECT_EQ(c->device<RngSpec>()->rate_limiter.ops, (TokenBucketConfig{5, 0, 10}));
+  EXPECT_EQ(c->resources().device<RngSpec>(), c->device<RngSpec>());
   auto none = parse_config_file(kFirecrackerShape);
   ASSERT_TRUE(none);
-  EXPECT_FALSE(none->entropy);
+  EXPECT_FALSE(none->device<RngSpec>());
   auto bad = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
                                    "entropy": {"rate_limiter": {"ops": {"size": 5}}}})");
   ASSERT_FALSE(bad);

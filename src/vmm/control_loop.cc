@@ -8,6 +8,7 @@
 #include "api/api_parser.h"
 #include "base/log.h"
 #include "devices/device_activator.h"
+#include "vmm/devices/device_surfaces.h"
 #include "vmm/exit_status.h"
 
 namespace tern {
@@ -26,9 +27,11 @@ Error with_api_field_names(Error e) {
   static const std::pair<const char*, const char*> names[] = {
       {"--kernel", "boot-source.kernel_image_path"}, {"--initrd", "boot-source.initrd_path"},
       {"--cmdline", "boot-source.boot_args"},        {"--memory", "machine-config.mem_size_mib"},
-      {"--cpus", "machine-config.vcpu_count"},       {"--rng", "entropy"}};
+      {"--cpus", "machine-config.vcpu_count"}};
   for (auto [cli, api] : names)
     if (e.op == cli) e.op = api;
+  for (const DeviceSurface& s : device_surfaces())
+    if (e.op == s.cli_option) e.op = std::string(s.config_key);
   return e;
 }
 
@@ -234,9 +237,11 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
             return configure_request("PUT /drives is pre-boot only",
                                      [&] { return res.put_drive(r.value); });
           },
-          [&](const api::PutEntropy& r) {
-            return configure_request("PUT /entropy is pre-boot only", [&]() -> Result<void> {
-              res.entropy = r.value;
+          [&](const api::PutDevice& r) {
+            std::string what = "PUT " + r.path + " is pre-boot only";
+            return configure_request(what.c_str(), [&]() -> Result<void> {
+              ASSIGN_OR_RETURN(DeviceSpec spec, device_spec_of(r.kind, r.spec));
+              res.put_device(std::move(spec));
               return {};
             });
           },

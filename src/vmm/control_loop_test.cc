@@ -131,7 +131,7 @@ TEST(ControlLoopConfig, CliDisksAndRngAreInVmConfig) {
   o.memory = "1G";
   o.cpus = 3;
   o.disks = {"path=/img/a.raw", "path=/img/b.raw,readonly=on,cache=none,io=threads"};
-  o.rng = "bandwidth=1M,refill_time=500";
+  o.devices["--rng"] = "bandwidth=1M,refill_time=500";
   auto r = run_resources(o);
   ASSERT_TRUE(r) << r.error().message();
   Harness h([&](ControlLoop& loop) {

@@ -76,14 +76,14 @@ Result<VmConfig> VmResources::vm_config() const {
     std::string dev = root.partuuid ? "PARTUUID=" + *root.partuuid : "/dev/vda";
     c.cmdline += " root=" + dev + (root.disk.read_only ? " ro" : " rw");
   }
-  if (entropy) c.devices.emplace_back(std::in_place_type<RngSpec>, *entropy);
+  c.devices.insert(c.devices.end(), devices.begin(), devices.end());
   return c;
 }
 
 nlohmann::json VmResources::vm_config_json() const {
   nlohmann::json drive_list = nlohmann::json::array();
   for (const auto& d : drives) drive_list.push_back(to_json(d));
-  return {{"boot-source", boot ? to_json(*boot) : nlohmann::json(nullptr)},
+  nlohmann::json j = {{"boot-source", boot ? to_json(*boot) : nlohmann::json(nullptr)},
           {"machine-config", to_json(machine_config())},
           {"drives", drive_list},
           {"balloon", nullptr},
@@ -93,9 +93,13 @@ nlohmann::json VmResources::vm_config_json() const {
           {"logger", nullptr},
           {"metrics", nullptr},
           {"mmds-config", nullptr},
-          {"entropy", entropy ? to_json(*entropy) : nlohmann::json(nullptr)},
           {"pmem", nlohmann::json::array()},
           {"memory-hotplug", nullptr}};
+  // Every single-instance kind's section: its spec, null when not configured.
+  for (const DeviceSurface& s : device_surfaces()) j[std::string(s.config_key)] = nullptr;
+  for (const DeviceSpec& d : devices)
+    if (const DeviceSurface* s = device_surface_of(d)) j[std::string(s->config_key)] = device_to_json(d);
+  return j;
 }
 
 DriveSpec drive_for_disk(const DiskConfig& disk, size_t index) {
@@ -132,8 +136,8 @@ VmResources VmResources::from_machine_state(const snap::MachineState& m, std::st
   for (const auto& saved : m.devices) {
     if (const auto* disk = std::get_if<DiskSpec>(&saved.spec))
       r.drives.push_back(drive_for_disk(*disk, disks++));
-    else if (const auto* rng = std::get_if<RngSpec>(&saved.spec))
-      r.entropy = *rng;
+    else
+      r.put_device(saved.spec);
   }
   return r;
 }

@@ -12,7 +12,7 @@
 
 #include "base/result.h"
 #include "config/vm_specs.h"
-#include "virtio/rng/rng_config.h"
+#include "vmm/devices/device_surfaces.h"
 #include "vmm/machine_state.h"
 #include "vmm/vm_config.h"
 
@@ -24,7 +24,17 @@ struct VmResources {
   uint64_t memory_bytes = 128ull << 20;  ///< Guest RAM in bytes (Firecracker's default 128 MiB).
   std::string console = "stdio";         ///< "stdio" or "file:PATH".
   std::vector<DriveSpec> drives;         ///< In the order configured (--disk or PUT /drives).
-  std::optional<RngConfig> entropy;      ///< The virtio-rng device, when configured.
+  /// The single-instance devices configured (--rng, PUT /entropy, ...: device_surfaces.h), at
+  /// most one per kind, in kind order (after the drives in the PCI slot order).
+  std::vector<DeviceSpec> devices;
+
+  /// The device of kind `Spec` (RngSpec, ...), if configured.
+  template <class Spec>
+  [[nodiscard]] std::optional<Spec> device() const {
+    return find_device<Spec>(devices);
+  }
+  /// PUT <api_path>: sets (replaces) the device of spec's kind.
+  void put_device(DeviceSpec spec) { tern::put_device(devices, std::move(spec)); }
 
   /// GET /machine-config (mem_size_mib rounds memory_bytes down to MiB).
   [[nodiscard]] MachineConfig machine_config() const;
@@ -39,15 +49,15 @@ struct VmResources {
 
   /// The VM to build: the command line with tern's defaults (console=ttyS0; root= for a root
   /// drive, as Firecracker adds it), the root drive first as /dev/vda, the other drives in
-  /// order, then the rng. Errors name the drive.
+  /// order, then the single-instance devices in kind order. Errors name the drive.
   [[nodiscard]] Result<VmConfig> vm_config() const;
-  /// GET /vm/config: Firecracker's full configuration object ("drives", "entropy", ...;
+  /// GET /vm/config: Firecracker's full configuration object ("drives", every device kind's key ("entropy": null when absent), ...;
   /// "network-interfaces" is always []).
   [[nodiscard]] nlohmann::json vm_config_json() const;
 
   /// The configuration a snapshot's machine section describes (tern restore, PUT
   /// /snapshot/load): vCPUs, RAM, kernel and command line (as boot_args), disks as drives
-  /// "vda", "vdb", ... and the rng; the guest console is `console`.
+  /// "vda", "vdb", ... and the other devices; the guest console is `console`.
   [[nodiscard]] static VmResources from_machine_state(const snap::MachineState& m,
                                                       std::string console);
 };

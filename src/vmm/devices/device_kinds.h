@@ -4,10 +4,12 @@
 // Adding a device kind (docs/devices.md): declare its Kind struct here and list it in
 // DeviceKinds, implement it in src/vmm/devices/<kind>_kind.cc. Boot (boot_inputs.cc), restore
 // (restore_inputs.cc), the machine section and the snapshot's host checks then know it through
-// device_registry.h; only the user surface (CLI option, API route, config-file key) is per kind.
+// device_registry.h; a single-instance kind's user surface (CLI option, API route, config-file
+// key, GET /vm/config) through its surface members and device_surfaces.h.
 #pragma once
 
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -38,6 +40,14 @@ using RngSpec = RngConfig;
 //   save_facts / check_facts  host facts a restore must find unchanged (a disk: its image size)
 //   protected_files           host files a snapshot must not overwrite (a disk: its image)
 //   flush                     makes completed guest writes durable before a snapshot commits
+// A single-instance kind (at most one per VM) also has a user surface (device_surfaces.h):
+//   kConfigKey                config-file and GET /vm/config key ("entropy")
+//   kApiPath                  its pre-boot PUT path ("/entropy"); errors name "PUT <path>"
+//   kCliOption, kCliHelp      its `tern run` option, `--opt` or `--opt=SPEC`
+//   from_json(j, where)       parses and validates a JSON body; errors name fields under where
+//   to_json(spec)             renders the spec as from_json reads it (GET /vm/config)
+//   from_cli(spec)            parses the option's SPEC ("" when given alone); errors name it
+// Disks are configured as drives (drive_id, root device) and have no such members.
 
 /// virtio-blk (src/virtio/block): one per disk, in --disk / drive order.
 struct DiskKind {
@@ -64,6 +74,19 @@ struct RngKind {
   static Result<std::shared_ptr<VirtioDevice>> make(const Spec& s, const std::string& name);
   static void encode(snap::ByteWriter& w, const Spec& s);
   static Result<Spec> decode(snap::ByteReader& r);
+  static constexpr std::string_view kConfigKey = "entropy";
+  static constexpr std::string_view kApiPath = "/entropy";
+  static constexpr std::string_view kCliOption = "--rng";
+  static constexpr std::string_view kCliHelp =
+      "virtio-rng entropy device (the guest's /dev/hwrng); alone: no rate limit. SPEC: "
+      "[bandwidth=SIZE][,ops=N][,refill_time=MS][,one_time_burst=SIZE] (Firecracker's "
+      "rate_limiter; SIZE in bytes or with K/M/G; refill_time default 1000)";
+  /// Firecracker's EntropyDevice body: {"rate_limiter": {"bandwidth": {size, one_time_burst,
+  /// refill_time}, "ops": {...}}}, each part optional; checked by check_rng_config().
+  static Result<Spec> from_json(const nlohmann::json& j, const std::string& where);
+  static nlohmann::json to_json(const Spec& s);
+  /// parse_rng_option() (virtio/rng/rng_option.h).
+  static Result<Spec> from_cli(std::string_view spec);
   static void save_facts(snap::ByteWriter&, const Spec&, const VirtioDevice&) {}
   static Result<void> check_facts(snap::ByteReader&, const Spec&, const VirtioDevice&) {
     return {};

@@ -1,5 +1,9 @@
 // RngKind (device_kinds.h): virtio-rng in the device registry.
-#include "config/rng_spec.h"
+#include <nlohmann/json.hpp>
+
+#include "api/json_reader.h"
+#include "virtio/rng/rng_option.h"
+#include "virtio/rng/rng_spec.h"
 #include "virtio/rng/virtio_rng.h"
 #include "vmm/devices/device_kinds.h"
 
@@ -29,7 +33,54 @@ Result<std::optional<TokenBucketConfig>> decode_bucket(snap::ByteReader& r) {
   return std::optional(b);
 }
 
+Result<std::optional<TokenBucketConfig>> parse_token_bucket(JsonReader& parent,
+                                                            const std::string& name) {
+  const nlohmann::json* j = parent.raw(name);
+  if (!j) return std::optional<TokenBucketConfig>();
+  ASSIGN_OR_RETURN(JsonReader r, JsonReader::open(*j, parent.field(name)));
+  TokenBucketConfig b;
+  ASSIGN_OR_RETURN(auto size, r.optional_uint("size", 0, UINT64_MAX));
+  if (!size) return fail(r.field("size"), "missing required field");
+  b.size = *size;
+  ASSIGN_OR_RETURN(auto burst, r.optional_uint("one_time_burst", 0, UINT64_MAX));
+  b.one_time_burst = burst.value_or(0);
+  ASSIGN_OR_RETURN(auto refill, r.optional_uint("refill_time", 0, UINT64_MAX));
+  if (!refill) return fail(r.field("refill_time"), "missing required field");
+  b.refill_time_ms = *refill;
+  TRY(r.finish());
+  return std::optional(b);
+}
+
+nlohmann::json bucket_json(const TokenBucketConfig& b) {
+  return {{"size", b.size}, {"one_time_burst", b.one_time_burst}, {"refill_time", b.refill_time_ms}};
+}
+
 }  // namespace
+
+Result<RngKind::Spec> RngKind::from_json(const nlohmann::json& j, const std::string& where) {
+  ASSIGN_OR_RETURN(JsonReader r, JsonReader::open(j, where));
+  RngConfig c;
+  if (const nlohmann::json* rl = r.raw("rate_limiter")) {
+    ASSIGN_OR_RETURN(JsonReader l, JsonReader::open(*rl, r.field("rate_limiter")));
+    ASSIGN_OR_RETURN(c.rate_limiter.bandwidth, parse_token_bucket(l, "bandwidth"));
+    ASSIGN_OR_RETURN(c.rate_limiter.ops, parse_token_bucket(l, "ops"));
+    TRY(l.finish());
+  }
+  TRY(r.finish());
+  TRY(check_rng_config(c, where));
+  return c;
+}
+
+nlohmann::json RngKind::to_json(const Spec& c) {
+  const RateLimiterConfig& rl = c.rate_limiter;
+  if (!rl.bandwidth && !rl.ops) return {{"rate_limiter", nullptr}};
+  nlohmann::json l = nlohmann::json::object();
+  if (rl.bandwidth) l["bandwidth"] = bucket_json(*rl.bandwidth);
+  if (rl.ops) l["ops"] = bucket_json(*rl.ops);
+  return {{"rate_limiter", l}};
+}
+
+Result<RngKind::Spec> RngKind::from_cli(std::string_view spec) { return parse_rng_option(spec); }
 
 void RngKind::encode(snap::ByteWriter& w, const Spec& s) {
   encode_bucket(w, s.rate_limiter.bandwidth);

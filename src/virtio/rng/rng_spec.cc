@@ -1,4 +1,4 @@
-#include "config/rng_spec.h"
+#include "virtio/rng/rng_spec.h"
 
 namespace tern {
 

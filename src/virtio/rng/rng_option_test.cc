@@ -1,5 +1,5 @@
 // Unit tests: --rng values parse into Firecracker's rate limiter; errors name the field.
-#include "vmm/rng_option.h"
+#include "virtio/rng/rng_option.h"
 
 #include <gtest/gtest.h>
 

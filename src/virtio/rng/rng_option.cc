@@ -1,11 +1,11 @@
-#include "vmm/rng_option.h"
+#include "virtio/rng/rng_option.h"
 
 #include <charconv>
 #include <set>
 #include <string>
 
 #include "base/size.h"
-#include "config/rng_spec.h"
+#include "virtio/rng/rng_spec.h"
 
 namespace tern {
 
