@@ -47,7 +47,8 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
            },
            std::string(s.cli_help))
         ->expected(0, 1)
-        ->type_name("SPEC");
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)  // given twice: the last wins
+        ->type_name("[=SPEC]");
   }
   run->add_option("--api-sock", o.api_sock, "Also serve the control API on this Unix socket");
   run->add_flag("--stats-on-exit", o.stats_on_exit,

@@ -1,7 +1,8 @@
 #include "vmm/disk_option.h"
 
+#include "base/key_value_list.h"
+
 #include <charconv>
-#include <set>
 #include <string>
 
 namespace tern {
@@ -20,22 +21,12 @@ Result<uint16_t> parse_queues(std::string_view v) {
 
 Result<DiskConfig> parse_disk_option(std::string_view text) {
   DiskConfig c;
-  std::set<std::string, std::less<>> seen;
   bool have_path = false;
-  size_t pos = 0;
   if (text.empty()) return fail("--disk", "empty value (expected path=FILE[,key=value...])");
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    if (comma == std::string_view::npos) comma = text.size();
-    std::string_view item = text.substr(pos, comma - pos);
-    pos = comma + 1;
-    size_t eq = item.find('=');
-    if (eq == std::string_view::npos || eq == 0)
-      return fail("--disk", "'" + std::string(item) +
-                                "' is not key=value (keys: path, cache, readonly, serial, queues, io)");
-    std::string key(item.substr(0, eq));
-    std::string_view value = item.substr(eq + 1);
-    if (!seen.insert(key).second) return fail("--disk " + key, "given more than once");
+  ASSIGN_OR_RETURN(auto items,
+                   split_key_values(text, "--disk", "keys: path, cache, readonly, serial, queues, io"));
+  for (auto [k, value] : items) {
+    std::string key(k);
     if (key == "path") {
       if (value.empty()) return fail("--disk path", "empty path");
       c.path = std::string(value);
@@ -67,7 +58,6 @@ Result<DiskConfig> parse_disk_option(std::string_view text) {
       return fail("--disk " + key,
                   "unknown key (keys: path, cache, readonly, serial, queues, io)");
     }
-    if (comma == text.size()) break;
   }
   if (!have_path) return fail("--disk path", "missing (--disk path=FILE[,...])");
   TRY(validate_disk_config(c));

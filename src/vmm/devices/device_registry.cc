@@ -110,26 +110,13 @@ Result<SavedDevice> decode_saved_device(snap::ByteReader& r) {
 }
 
 Result<SavedDevice> decode_v1_disk(snap::ByteReader& r, uint32_t i) {
-  DiskSpec c;
-  ASSIGN_OR_RETURN(c.path, r.string());
-  ASSIGN_OR_RETURN(uint8_t cache, r.u8());
-  if (cache > static_cast<uint8_t>(CacheMode::kDirectSync))
-    return fail(r.what(), "disk " + std::to_string(i) + ": bad cache mode");
-  c.cache = static_cast<CacheMode>(cache);
-  ASSIGN_OR_RETURN(c.read_only, r.boolean());
-  ASSIGN_OR_RETURN(c.serial, r.string(64));
-  ASSIGN_OR_RETURN(c.queues, r.u16());
-  ASSIGN_OR_RETURN(c.queue_size, r.u16());
-  ASSIGN_OR_RETURN(uint8_t engine, r.u8());
-  if (engine > static_cast<uint8_t>(IoEngineKind::kThreads))
-    return fail(r.what(), "disk " + std::to_string(i) + ": bad I/O engine");
-  c.engine = static_cast<IoEngineKind>(engine);
+  // Version 1 records are DiskKind's encoding followed by the image size.
+  auto c = DiskKind::decode(r);
+  if (!c) return fail(r.what(), "disk " + std::to_string(i) + ": " + c.error().context);
   ASSIGN_OR_RETURN(uint64_t size, r.u64());
-  if (auto ok = validate_disk_config(c); !ok)
-    return fail(r.what(), "disk " + std::to_string(i) + ": " + ok.error().message());
   snap::ByteWriter facts;
   facts.u64(size);
-  return SavedDevice{DeviceSpec(std::in_place_type<DiskSpec>, std::move(c)), facts.take()};
+  return SavedDevice{DeviceSpec(std::in_place_type<DiskSpec>, std::move(*c)), facts.take()};
 }
 
 Result<std::vector<std::shared_ptr<VirtioDevice>>> make_restored_devices(
