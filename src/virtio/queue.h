@@ -60,6 +60,9 @@ class Virtqueue {
   /// loops instead of waiting for a kick that will not come. Without EVENT_IDX: same re-check.
   [[nodiscard]] Result<bool> enable_notification();
 
+  /// Moves the next available index back by `n` (≤ the chains popped): those entries are popped
+  /// again. Only for chains the device has not returned (QueueWorker::unpop checks that).
+  void unpop(uint16_t n) { last_avail_ = static_cast<uint16_t>(last_avail_ - n); }
   [[nodiscard]] uint16_t size() const { return config_.size; }
   [[nodiscard]] uint16_t last_avail_idx() const { return last_avail_; }
   [[nodiscard]] uint16_t used_idx() const { return used_idx_; }

@@ -47,7 +47,10 @@ Result<std::unique_ptr<QueueWorker>> QueueWorker::start(QueueWorkerContext ctx, 
   w->epoll_.reset(ep);
   std::vector<std::pair<int, uint64_t>> fds{
       {w->kick_.get(), kTagKick}, {w->stop_.get(), kTagStop}, {w->pause_.get(), kTagPause}};
-  for (auto [fd, tag] : w->handler_->fds()) fds.emplace_back(fd.get(), kHandlerTag | tag);
+  for (auto [fd, tag] : w->handler_->fds()) {
+    fds.emplace_back(fd.get(), kHandlerTag | tag);
+    w->handler_fds_.emplace_back(fd.get(), kHandlerTag | tag);
+  }
   for (auto [fd, tag] : fds) {
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -134,8 +137,10 @@ void QueueWorker::process_queue() {
         TERN_LOG_RATELIMITED(*ctx_.log_limit, warn, "{}: queue {}: malformed chain: {}",
                              ctx_.name, ctx_.index, p.reason);
         complete(p.head, 0, 0, true);
+        served_since_malformed_ = 0;
         continue;
       }
+      ++served_since_malformed_;
       handler_->serve(*this, std::move(p.chain));
     }
     if (!broken_) handler_->flush(*this);
@@ -159,6 +164,27 @@ void QueueWorker::complete(uint16_t head, uint32_t used_len, uint64_t bytes, boo
     return;
   }
   ++unpublished_;
+}
+
+void QueueWorker::watch_fd(uint32_t tag, bool watched) {
+  for (auto [fd, t] : handler_fds_) {
+    if (t != (kHandlerTag | tag)) continue;
+    epoll_event ev{};
+    ev.events = watched ? uint32_t{EPOLLIN} : 0u;
+    ev.data.u64 = t;
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &ev) != 0)
+      TERN_LOG_RATELIMITED(*ctx_.log_limit, warn, "{}: queue {}: epoll_ctl: {}", ctx_.name,
+                           ctx_.index, std::strerror(errno));
+  }
+}
+
+bool QueueWorker::unpop(uint16_t n) {
+  if (n == 0) return true;
+  if (n > served_since_malformed_) return false;
+  vq_.unpop(n);
+  served_since_malformed_ -= n;
+  ctx_.counters->requests.fetch_sub(n, std::memory_order_relaxed);  // popped again later
+  return true;
 }
 
 void QueueWorker::publish() {

@@ -89,6 +89,16 @@ class QueueWorker {
   /// The ring is unusable (§2.1.2): DEVICE_NEEDS_RESET, count, log; the queue is ignored after.
   void mark_broken(const std::string& why);
   [[nodiscard]] bool broken() const { return broken_; }
+  /// Stops (`watched` false) or resumes waking for the handler fd registered with `tag`
+  /// (EPOLL_CTL_MOD): an RX handler without buffers ignores its readable tap until the driver
+  /// kicks new ones (no spinning on a level-triggered fd). Kicks still wake the worker.
+  void watch_fd(uint32_t tag, bool watched);
+  /// Hands the newest `n` chains passed to serve() back to the available ring (the device
+  /// re-reads them later): a handler's unused buffers (virtio-net RX) before it parks or stops.
+  /// Returns false and changes nothing unless those n chains were all served after the last
+  /// malformed one (a malformed chain already went to the used ring and must not be re-read);
+  /// the handler then completes them instead.
+  [[nodiscard]] bool unpop(uint16_t n);
   [[nodiscard]] const GuestMemory& mem() const { return *ctx_.mem; }
   [[nodiscard]] uint16_t index() const { return ctx_.index; }
   [[nodiscard]] uint64_t features() const { return ctx_.features; }
@@ -115,6 +125,8 @@ class QueueWorker {
   std::unique_ptr<QueueHandler> handler_;
   bool broken_ = false;
   uint32_t unpublished_ = 0;  // used entries added since the last publish
+  uint32_t served_since_malformed_ = 0;  // chains passed to serve() since the last malformed one
+  std::vector<std::pair<int, uint64_t>> handler_fds_;  // fd, epoll tag (for watch_fd)
 
   std::mutex park_mu_;
   std::condition_variable park_cv_;

@@ -31,6 +31,12 @@ class VirtioInterrupt {
   /// The device hit an unrecoverable driver error (e.g. a malformed ring it cannot skip): the
   /// transport sets DEVICE_NEEDS_RESET in device status and notifies a config change (§2.1.2).
   virtual void set_needs_reset() = 0;
+  /// An eventfd that delivers queue `queue`'s used-buffer notification without tern when
+  /// written (the KVM irqfd of the queue's MSI-X vector), for a backend that signals by itself
+  /// (vhost-net's VHOST_SET_VRING_CALL). Invalid (-1) when there is none (INTx, no vector, or
+  /// the transport cannot): the backend must then relay its call eventfd to signal_used_queue().
+  /// Valid for the current activation; a vector masked meanwhile is not honoured by the fd.
+  [[nodiscard]] virtual BorrowedFd queue_irqfd(uint16_t /*queue*/) const { return BorrowedFd(-1); }
 };
 
 /// Where the device is in a virtqueue's rings (free-running 16-bit indices, §2.7).
@@ -73,6 +79,11 @@ class VirtioDevice {
   [[nodiscard]] virtual uint64_t device_features() const = 0;
   [[nodiscard]] virtual uint16_t num_queues() const = 0;
   [[nodiscard]] virtual uint16_t max_queue_size() const = 0;
+  /// FEATURES_OK (§3.1.1): whether the device accepts the driver's `acked` features (a subset of
+  /// device_features() with VERSION_1, checked by the transport), e.g. the §5.1.3.1 feature
+  /// dependencies of virtio-net. An error leaves FEATURES_OK clear (the driver gives up); its
+  /// message is logged.
+  [[nodiscard]] virtual Result<void> check_features(uint64_t /*acked*/) const { return {}; }
   /// Device-specific configuration space (§5.x.4), `offset` relative to its start. Out-of-range
   /// reads return zeros, out-of-range or read-only writes are ignored.
   virtual void read_config(uint64_t offset, std::span<uint8_t> data) = 0;

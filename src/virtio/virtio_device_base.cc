@@ -22,15 +22,18 @@ Result<void> VirtioDeviceBase::activate(const GuestMemory& mem, uint64_t acked_f
                                         std::vector<UniqueFd> kicks,
                                         std::shared_ptr<VirtioInterrupt> interrupt) {
   std::lock_guard lock(mu_);
-  workers_.clear();
-  quiesced_ = false;
-  positions_.clear();
+  stop_locked();
   if (queues.size() != num_queues_ || kicks.size() != queues.size())
     return fail(name_, "activate: expected " + std::to_string(num_queues_) + " queues");
   if (!interrupt) return fail(name_, "activate: no interrupt");
   uint64_t acked = acked_features & features_;
+  if (auto r = on_activate(acked); !r) {
+    on_reset();
+    return fail(name_, "activate: " + r.error().message());
+  }
 
   std::vector<std::unique_ptr<QueueWorker>> workers;
+  std::vector<ExternalQueue> external;
   for (uint16_t i = 0; i < queues.size(); ++i) {
     if (!queues[i].enabled) continue;
     // §2.7: a split virtqueue's size is a power of 2 (the ring index wraps at 2^16, and the
@@ -39,6 +42,10 @@ Result<void> VirtioDeviceBase::activate(const GuestMemory& mem, uint64_t acked_f
     if (size == 0 || size > max_queue_size_ || (size & (size - 1)) != 0)
       return fail(name_, "queue " + std::to_string(i) + ": size " + std::to_string(size) +
                              " not a power of two in 1.." + std::to_string(max_queue_size_));
+    if (external_queue(i, acked)) {
+      external.push_back(ExternalQueue{i, queues[i], std::move(kicks[i])});
+      continue;
+    }
     auto handler = make_queue_handler(i, queues[i], acked);
     if (!handler) return fail(name_, "queue " + std::to_string(i) + ": " + handler.error().message());
     QueueWorkerContext ctx;
@@ -54,16 +61,35 @@ Result<void> VirtioDeviceBase::activate(const GuestMemory& mem, uint64_t acked_f
     if (!w) return fail(name_, "queue " + std::to_string(i) + ": " + w.error().message());
     workers.push_back(std::move(*w));
   }
-  if (workers.empty()) return fail(name_, "activate: no queue enabled");
+  if (workers.empty() && external.empty()) {
+    on_reset();
+    return fail(name_, "activate: no queue enabled");
+  }
   workers_ = std::move(workers);
+  if (!external.empty()) {
+    auto ext = start_external(mem, acked, std::move(external), interrupt);
+    if (!ext) {
+      stop_locked();
+      return fail(name_, "activate: " + ext.error().message());
+    }
+    external_ = std::move(*ext);
+  }
+  interrupt_ = std::move(interrupt);
   return {};
+}
+
+void VirtioDeviceBase::stop_locked() {
+  workers_.clear();  // each destructor drains its handler and joins its thread
+  external_.reset();
+  interrupt_.reset();
+  quiesced_ = false;
+  positions_.clear();
+  on_reset();
 }
 
 void VirtioDeviceBase::reset() {
   std::lock_guard lock(mu_);
-  workers_.clear();  // each destructor drains its handler and joins its thread
-  quiesced_ = false;
-  positions_.clear();
+  stop_locked();
 }
 
 void VirtioDeviceBase::quiesce() {
@@ -71,6 +97,9 @@ void VirtioDeviceBase::quiesce() {
   positions_.assign(num_queues_, QueuePosition{});
   // Each worker completes what it took from its ring, then parks.
   for (auto& w : workers_) positions_[w->index()] = w->pause();
+  if (external_)
+    for (auto [i, pos] : external_->pause())
+      if (i < num_queues_) positions_[i] = pos;
   quiesced_ = true;
 }
 
@@ -78,6 +107,13 @@ void VirtioDeviceBase::unquiesce() {
   std::lock_guard lock(mu_);
   if (!quiesced_) return;
   for (auto& w : workers_) w->resume();
+  if (external_) {
+    if (auto r = external_->resume(); !r) {
+      TERN_LOG_RATELIMITED(log_limit_, warn, "{}: resume: {}; device needs reset", name_,
+                           r.error().message());
+      if (interrupt_) interrupt_->set_needs_reset();
+    }
+  }
   quiesced_ = false;
 }
 

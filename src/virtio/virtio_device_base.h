@@ -24,6 +24,25 @@
 
 namespace tern::virtio {
 
+/// One enabled queue that activate() hands to an external backend instead of a QueueWorker.
+struct ExternalQueue {
+  uint16_t index = 0;      ///< Queue index in the device.
+  VirtqueueConfig config;  ///< As the driver configured it; `position` is where to start.
+  UniqueFd kick;           ///< The queue's kick eventfd (a KVM ioeventfd): the backend owns it.
+};
+
+/// A backend serving some of a device's queues outside tern's QueueWorkers: the kernel's
+/// vhost-net, a vhost-user process. Destroying it stops the backend (the device's reset()).
+class ExternalQueues {
+ public:
+  virtual ~ExternalQueues() = default;
+  /// Stops the backend taking buffers; returns once nothing is in flight, with each queue's
+  /// position (by queue index).
+  virtual std::vector<std::pair<uint16_t, QueuePosition>> pause() = 0;
+  /// Restarts after pause() from the paused positions. An error makes the device need reset.
+  [[nodiscard]] virtual Result<void> resume() = 0;
+};
+
 /// See the file comment.
 class VirtioDeviceBase : public VirtioDevice {
  public:
@@ -70,12 +89,31 @@ class VirtioDeviceBase : public VirtioDevice {
   /// `acked` = acked features & offered). An error fails the activation.
   [[nodiscard]] virtual Result<std::unique_ptr<QueueHandler>> make_queue_handler(
       uint16_t index, const VirtqueueConfig& queue, uint64_t acked) = 0;
+  /// Called by activate() (under the device mutex) before any queue starts: device-wide set-up
+  /// from the acked features (virtio-net: the tap's offloads). An error fails the activation.
+  [[nodiscard]] virtual Result<void> on_activate(uint64_t /*acked*/) { return {}; }
+  /// Called by reset() after every queue stopped (also when never activated).
+  virtual void on_reset() {}
+  /// True if enabled queue `index` is served by start_external() rather than a QueueWorker.
+  [[nodiscard]] virtual bool external_queue(uint16_t /*index*/, uint64_t /*acked*/) const {
+    return false;
+  }
+  /// Starts the backend for the external queues (index order), after the workers started. An
+  /// error fails the activation.
+  [[nodiscard]] virtual Result<std::unique_ptr<ExternalQueues>> start_external(
+      const GuestMemory& /*mem*/, uint64_t /*acked*/, std::vector<ExternalQueue> /*queues*/,
+      std::shared_ptr<VirtioInterrupt> /*interrupt*/) {
+    return fail(name_, "no external queue backend");
+  }
+
   /// Appends the device's named counters (snake_case, stable order). Any thread; keep it cheap.
   virtual void device_counters(std::vector<std::pair<std::string, uint64_t>>&) const {}
 
   RateLimit& log_limit() { return log_limit_; }
 
  private:
+  void stop_locked();  // mu_ held: stops workers and the external backend, calls on_reset()
+
   const uint32_t device_type_;
   const std::string name_;
   const uint64_t features_;
@@ -85,6 +123,8 @@ class VirtioDeviceBase : public VirtioDevice {
   RateLimit log_limit_;
   mutable std::mutex mu_;  // activate / reset / quiesce
   std::vector<std::unique_ptr<QueueWorker>> workers_;
+  std::unique_ptr<ExternalQueues> external_;
+  std::shared_ptr<VirtioInterrupt> interrupt_;  // of the current activation
   bool quiesced_ = false;
   std::vector<QueuePosition> positions_;  // per queue, set by quiesce()
 };

@@ -422,6 +422,10 @@ void VirtioPciTransport::write_status(uint8_t v) {
       protocol_error("FEATURES_OK with features not offered or without VERSION_1", 0x14,
                      driver_features_);
       v &= static_cast<uint8_t>(~vp::FEATURES_OK);
+    } else if (auto c = device_->check_features(driver_features_); !c) {
+      std::string what = "FEATURES_OK refused: " + c.error().message();
+      protocol_error(what.c_str(), 0x14, driver_features_);
+      v &= static_cast<uint8_t>(~vp::FEATURES_OK);
     }
   }
   status_ = v;
