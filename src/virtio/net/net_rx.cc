@@ -5,6 +5,9 @@
 // buffers cannot take a frame, the handler stops watching it (QueueWorker::watch_fd) and counts
 // a wait; the next kick that brings buffers makes flush() watch it again and read. A failing
 // read (EBADFD: the tap was deleted) also stops the watch until the next buffers arrive.
+// With MRG_RXBUF a driver posting chains of several descriptors may never fill the buffers to
+// max_rx_frame() nor every ring entry: its RX then stalls (the tap queue drops, counted as
+// rx_dropped_no_buffer), without spinning.
 #include <sys/uio.h>
 
 #include <cerrno>
@@ -29,8 +32,8 @@ class RxHandler final : public virtio::QueueHandler {
         pair_(pair),
         fd_(dev.tap().fd(pair)),
         queue_size_(queue_size),
-        bufs_((acked & virtio::feature(VIRTIO_NET_F_MRG_RXBUF)) != 0,
-              max_rx_frame(acked, dev.mtu())) {}
+        mergeable_((acked & virtio::feature(VIRTIO_NET_F_MRG_RXBUF)) != 0),
+        bufs_(mergeable_, max_rx_frame(acked, dev.mtu())) {}
 
   std::vector<std::pair<BorrowedFd, uint32_t>> fds() override { return {{fd_, kTagTap}}; }
 
@@ -80,7 +83,12 @@ class RxHandler final : public virtio::QueueHandler {
   }
 
  private:
-  [[nodiscard]] bool ring_full() const { return bufs_.held() >= queue_size_; }
+  // RxBuffers::ready()'s `ring_full`: more buffers cannot come (every ring entry is held) or
+  // cannot help (without MRG_RXBUF a frame goes to the first chain only, whatever follows it):
+  // read, and drop what does not fit (counted), rather than wait for nothing.
+  [[nodiscard]] bool ring_full() const {
+    return bufs_.held() >= queue_size_ || !mergeable_;
+  }
 
   void watch(QueueWorker& w, bool on) {
     if (watching_ == on) return;
@@ -128,6 +136,7 @@ class RxHandler final : public virtio::QueueHandler {
   const uint16_t pair_;
   const BorrowedFd fd_;
   const uint16_t queue_size_;
+  const bool mergeable_;
   RxBuffers bufs_;
   bool watching_ = true;  // QueueWorker::start registers the fd watched
   // Chains accepted since the last refused one: unpop() may only hand back chains served after

@@ -185,6 +185,9 @@ Result<void> VirtioNet::on_activate(uint64_t acked) {
 }
 
 void VirtioNet::on_reset() {
+  // §5.1.6.5.5: after a reset only the first pair is used (the tap's queues are set again at
+  // the next activation); a snapshot of a reset device so saves 1.
+  active_pairs_.store(1, std::memory_order_relaxed);
   if (tap_.offloads() == 0) return;
   if (auto r = tap_.set_offloads(0); !r)
     TERN_LOG_RATELIMITED(log_limit(), debug, "{}: reset: {}", name(), r.error().message());

@@ -119,7 +119,7 @@ class VirtioNet final : public virtio::VirtioDeviceBase {
       uint16_t index, const VirtqueueConfig& queue, uint64_t acked) override;
   /// TUNSETOFFLOAD(tap_offloads_for(acked)) on every fd; pair 0 (or the restored pairs) active.
   [[nodiscard]] Result<void> on_activate(uint64_t acked) override;
-  /// Offloads back to 0 (the next driver may not ack them).
+  /// Offloads back to 0 (the next driver may not ack them); one active pair.
   void on_reset() override;
   [[nodiscard]] bool external_queue(uint16_t index, uint64_t acked) const override;
   [[nodiscard]] Result<std::unique_ptr<virtio::ExternalQueues>> start_external(

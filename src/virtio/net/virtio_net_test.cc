@@ -320,6 +320,24 @@ TEST_F(NetDeviceTest, NoRxBuffersMeansNoBusyLoopThenEachFrameOnce) {
   EXPECT_EQ(drv_[0]->used_elem(3).id, 3u);
 }
 
+TEST_F(NetDeviceTest, RxWithoutMergeableBuffersDropsWhatDoesNotFit) {
+  build();
+  activate(feature(virtio::VIRTIO_F_VERSION_1) | feature(VIRTIO_NET_F_CTRL_VQ), {0, 1, 2});
+  drv_[0]->add_chain({{kBufGpa, 100, true}});  // smaller than a 1500-byte MTU frame
+  kick(0);
+  ASSERT_TRUE(eventually([&] { return dev_->counters().queues[0].requests == 1; }));
+  peer_send(0, frame(1000, 1));  // does not fit: dropped, the buffer stays for the next
+  peer_send(0, frame(60, 2));
+  ASSERT_TRUE(wait_used(0, 1));
+  EXPECT_EQ(drv_[0]->used_elem(0).len, kNetHdrSize + 60);
+  auto c = dev_->counters();
+  EXPECT_EQ(named(c, "rx_dropped_too_big"), 1u);
+  EXPECT_EQ(named(c, "rx_packets"), 1u);
+  auto hdr = decode_net_hdr(guest(kBufGpa, kNetHdrSize));
+  ASSERT_TRUE(hdr);
+  EXPECT_EQ(hdr->num_buffers, 1);
+}
+
 TEST_F(NetDeviceTest, RxChainWithoutWritableBufferIsReturned) {
   build();
   activate(kBase, {0, 1, 2});
