@@ -9,8 +9,11 @@
 
 namespace tern {
 
+// Errors also say which interface ("host_dev_name: eth0: tap0: TUNSETIFF: ...").
 Result<std::shared_ptr<VirtioDevice>> NetKind::make(const Spec& s, const std::string& name) {
-  return make_virtio_net(s, name);
+  auto d = make_virtio_net(s, name);
+  if (!d) d.error().context = s.iface_id + ": " + d.error().context;
+  return d;
 }
 
 namespace {
