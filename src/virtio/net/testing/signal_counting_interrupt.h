@@ -1,7 +1,8 @@
 // SignalCountingInterrupt: a VirtioInterrupt for the vhost-net tests that counts used-buffer
 // signals per queue and lets a test wait for a count (condition variable + timeout; the timeout
 // fails the test instead of hanging it). Unlike testing::FakeVirtioInterrupt, the wait predicate
-// is a count, so no lock is taken twice. queue_irqfd() stays invalid: calls are relayed.
+// is a count, so no lock is taken twice. queue_irqfd() is invalid (calls are relayed) except for
+// a queue given one with set_irqfd().
 #pragma once
 
 #include <chrono>
@@ -20,6 +21,16 @@ class SignalCountingInterrupt final : public VirtioInterrupt {
     std::lock_guard lock(mu_);
     ++used_[queue];
     cv_.notify_all();
+  }
+  [[nodiscard]] BorrowedFd queue_irqfd(uint16_t queue) const override {
+    std::lock_guard lock(mu_);
+    auto it = irqfds_.find(queue);
+    return it == irqfds_.end() ? BorrowedFd(-1) : it->second;
+  }
+  /// Makes queue_irqfd(queue) return `fd` (a test's eventfd standing for a KVM irqfd).
+  void set_irqfd(uint16_t queue, BorrowedFd fd) {
+    std::lock_guard lock(mu_);
+    irqfds_.insert_or_assign(queue, fd);
   }
   void signal_config_change() override {}
   void set_needs_reset() override {}
@@ -40,6 +51,7 @@ class SignalCountingInterrupt final : public VirtioInterrupt {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<uint16_t, uint64_t> used_;
+  std::map<uint16_t, BorrowedFd> irqfds_;
 };
 
 }  // namespace tern::net::testing
