@@ -102,11 +102,12 @@ std::array<uint8_t, 60> test_frame(uint8_t tag) {
 /// kernel sends nothing of its own, plus a packet socket on it for our ethertype.
 struct Tap {
   UniqueFd fd;
+  UniqueFd fd2;  // the second queue with `multi_queue`
   UniqueFd packet;
   int ifindex = 0;
   std::string skip;  // why the test cannot run here
 
-  Tap() {
+  explicit Tap(bool multi_queue = false) {
     fd.reset(::open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK));
     if (!fd.valid()) {
       skip = std::string("/dev/net/tun: ") + std::strerror(errno);
@@ -114,10 +115,15 @@ struct Tap {
     }
     ifreq ifr{};
     std::strncpy(ifr.ifr_name, "ternvh%d", IFNAMSIZ - 1);
-    ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
+    ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | (multi_queue ? IFF_MULTI_QUEUE : 0);
     if (::ioctl(fd.get(), TUNSETIFF, &ifr) < 0) {
       skip = std::string("TUNSETIFF: ") + std::strerror(errno);
       return;
+    }
+    if (multi_queue) {
+      fd2.reset(::open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK));
+      ifreq ifr2 = ifr;
+      EXPECT_EQ(::ioctl(fd2.get(), TUNSETIFF, &ifr2), 0) << std::strerror(errno);
     }
     int hdr = kHdr;
     EXPECT_EQ(::ioctl(fd.get(), TUNSETVNETHDRSZ, &hdr), 0);
@@ -206,9 +212,9 @@ struct Guest {
 };
 
 /// Skips unless /dev/vhost-net opens, then makes `tap` (skipping if it cannot).
-#define VHOST_NET_AND_TAP(tap)                                                   \
+#define VHOST_NET_AND_TAP(tap, ...)                                              \
   if (auto a = vhost_net_available(); !a) GTEST_SKIP() << a.error().message();   \
-  Tap tap;                                                                       \
+  Tap tap{__VA_ARGS__};                                                          \
   if (!tap.skip.empty()) GTEST_SKIP() << tap.skip
 
 TEST(VhostNetReal, TransmitReceivePauseResumeRestart) {
@@ -331,6 +337,57 @@ TEST(VhostNetReal, BackendThatIsNoTapIsRefusedNamingTheIoctl) {
   g.transmit(f);
   EXPECT_EQ(tap.receive(), std::vector<uint8_t>(f.begin(), f.end()));
   ASSERT_TRUE(g.wait_tx_used(1));
+}
+
+TEST(VhostNetReal, TwoQueuePairsEachOnItsOwnTapQueue) {
+  // Queues 0..3 = receiveq0, transmitq0, receiveq1, transmitq1: pair k on vhost instance k with
+  // taps[k]; both transmit queues carry a frame, both receive queues are served.
+  VHOST_NET_AND_TAP(tap, true);
+  Guest g;
+  FakeVirtqueueDriver rx1(g.ram.mem(), 0x30000, 16), tx1(g.ram.mem(), 0x38000, 16);
+  std::vector<ExternalQueue> queues = g.queues();
+  queues.push_back(external(2, rx1.config()));
+  queues.push_back(external(3, tx1.config()));
+  UniqueFd rx1_kick(::dup(queues[2].kick.get())), tx1_kick(::dup(queues[3].kick.get()));
+  auto q = start_vhost_net(g.ram.mem(), kVersion1, std::move(queues),
+                           {tap.fd.borrow(), tap.fd2.borrow()}, g.irq, "virtio-net0");
+  ASSERT_TRUE(q) << q.error().message();
+
+  auto f0 = test_frame(8);
+  g.transmit(f0);
+  EXPECT_EQ(tap.receive(), std::vector<uint8_t>(f0.begin(), f0.end()));
+  ASSERT_TRUE(g.wait_tx_used(1));
+  constexpr uint64_t kTx1Buf = 0xc0000, kRx1Bufs = 0xd0000;
+  auto f1 = test_frame(9);
+  std::array<uint8_t, kHdr> hdr{};
+  ASSERT_TRUE(g.ram.mem().write(kTx1Buf, hdr));
+  ASSERT_TRUE(g.ram.mem().write(kTx1Buf + kHdr, f1));
+  tx1.add_chain({{kTx1Buf, static_cast<uint32_t>(kHdr + f1.size()), false}});
+  Guest::kick(tx1_kick);
+  EXPECT_EQ(tap.receive(), std::vector<uint8_t>(f1.begin(), f1.end()));
+  for (uint64_t calls = 0; tx1.used_idx() != 1;) {
+    uint64_t now = g.irq->wait_more(3, calls);
+    ASSERT_NE(now, calls) << "no call on transmitq1";
+    calls = now;
+  }
+
+  // RX: buffers on both receive queues; the tap steers each frame to one of its queues.
+  g.post_rx(4);
+  for (int i = 0; i < 4; ++i) rx1.add_chain({{kRx1Bufs + Guest::kBuf * i, Guest::kBuf, true}});
+  Guest::kick(rx1_kick);
+  for (uint8_t tag = 10; tag < 14; ++tag) tap.send(test_frame(tag));
+  for (uint64_t calls = 0; g.rx.used_idx() + rx1.used_idx() < 4;) {
+    uint64_t now = g.irq->wait_total_more(calls);
+    ASSERT_NE(now, calls) << "no RX call";
+    calls = now;
+  }
+  auto at = (*q)->pause();
+  ASSERT_EQ(at.size(), 4u);
+  for (uint16_t i = 0; i < 4; ++i) EXPECT_EQ(at[i].first, i);
+  EXPECT_EQ(at[1].second, (QueuePosition{1, 1}));
+  EXPECT_EQ(at[3].second, (QueuePosition{1, 1}));
+  EXPECT_EQ(at[0].second.next_used, g.rx.used_idx());
+  EXPECT_EQ(at[2].second.next_used, rx1.used_idx());
 }
 
 }  // namespace

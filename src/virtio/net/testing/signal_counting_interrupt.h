@@ -20,6 +20,7 @@ class SignalCountingInterrupt final : public VirtioInterrupt {
   void signal_used_queue(uint16_t queue) override {
     std::lock_guard lock(mu_);
     ++used_[queue];
+    ++total_;
     cv_.notify_all();
   }
   [[nodiscard]] BorrowedFd queue_irqfd(uint16_t queue) const override {
@@ -46,11 +47,19 @@ class SignalCountingInterrupt final : public VirtioInterrupt {
     cv_.wait_for(lock, std::chrono::seconds(20), [&] { return used_[queue] > than; });
     return used_[queue];
   }
+  /// Waits until all queues together had more than `than` signals (false after 20 s); returns
+  /// the total.
+  uint64_t wait_total_more(uint64_t than) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(20), [&] { return total_ > than; });
+    return total_;
+  }
 
  private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<uint16_t, uint64_t> used_;
+  uint64_t total_ = 0;
   std::map<uint16_t, BorrowedFd> irqfds_;
 };
 
