@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "virtio/net/net_queue_handlers.h"
 #include "virtio/net/rx_buffers.h"
@@ -49,10 +50,15 @@ class RxHandler final : public virtio::QueueHandler {
       return;
     }
     ++accepted_since_refused_;
+    fresh_buffers_ = true;
   }
 
   void flush(QueueWorker& w) override {
+    const bool fresh = std::exchange(fresh_buffers_, false);
     if (!bufs_.ready(ring_full())) return;  // still waiting for buffers: keep the watch as is
+    // Not watched (no buffer, or the tap failed): new buffers make it worth another try, or,
+    // when the driver holds no buffer back (all ring entries are here), any wakeup does.
+    if (!watching_ && !fresh && bufs_.held() < queue_size_) return;
     watch(w, true);
     receive(w);
   }
@@ -103,9 +109,11 @@ class RxHandler final : public virtio::QueueHandler {
       const std::vector<iovec>& iov = bufs_.next_read();
       ssize_t n = retry_eintr(
           [&] { return ::readv(fd_.get(), iov.data(), static_cast<int>(iov.size())); });
-      if (n < 0) {
-        if (errno == EAGAIN) return;
-        dev_.report_tap_error("readv", pair_, errno);
+      if (n <= 0) {
+        if (n < 0 && errno == EAGAIN) return;
+        // A tap never reads 0 bytes into a non-empty iovec: 0 is an end of file (its fd is
+        // not a tap queue any more), reported like an error.
+        dev_.report_tap_error("readv", pair_, n < 0 ? errno : 0);
         watch(w, false);  // until the next buffers: a dead tap must not wake us in a loop
         return;
       }
@@ -139,6 +147,7 @@ class RxHandler final : public virtio::QueueHandler {
   const bool mergeable_;
   RxBuffers bufs_;
   bool watching_ = true;  // QueueWorker::start registers the fd watched
+  bool fresh_buffers_ = false;  // serve() took a buffer since the last flush()
   // Chains accepted since the last refused one: unpop() may only hand back chains served after
   // it (a refused chain already went to the used ring).
   uint32_t accepted_since_refused_ = 0;

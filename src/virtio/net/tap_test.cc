@@ -87,6 +87,10 @@ TEST(TapTest, OpenProbeBusyAndMultiQueue) {
   EXPECT_TRUE(mq->multi_queue());
   EXPECT_TRUE(mq->set_attached(1, false));
   EXPECT_FALSE(mq->attached(1));
+  // A detached queue reads nothing (EAGAIN), it is not an error: its RX worker just waits.
+  uint8_t buf[64];
+  EXPECT_EQ(::read(mq->fd(1).get(), buf, sizeof buf), -1);
+  EXPECT_EQ(errno, EAGAIN);
   EXPECT_TRUE(mq->set_attached(1, true));
   // A multi_queue tap opened with one pair: TUNSETIFF EINVAL, then IFF_MULTI_QUEUE.
   auto one = Tap::open(mq_name, 1);

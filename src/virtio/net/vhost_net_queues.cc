@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <optional>
 #include <utility>
@@ -171,11 +172,18 @@ Result<void> VhostNetQueues::start_relay() {
   return {};
 }
 
+// vhost never reads the kick eventfd's count: it acts on the wake-up of a write. A kick that
+// came while the vring had no backend (paused, or before a restore) ran handle_tx/rx with no
+// socket and was dropped, so each vring is kicked once after its backend attaches (a spurious
+// kick only makes vhost look at an available ring with nothing new).
 Result<void> VhostNetQueues::attach_backends() {
   for (Instance& in : instances_) {
     for (Vring& r : in.vrings) {
       TRY(in.fd->set_backend(r.index, in.tap));
       r.backend = true;
+      uint64_t one = 1;
+      if (::write(r.kick.get(), &one, sizeof one) != sizeof one)
+        return fail_errno(name_, fmt::format("vhost-net: kick queue {}", r.queue));
     }
   }
   return {};
@@ -221,8 +229,8 @@ std::vector<std::pair<uint16_t, QueuePosition>> VhostNetQueues::pause() {
 
 // After pause() the vrings keep their memory table, addresses, kick/call fds and
 // last_avail_idx: attaching the tap again restarts them (and re-reads used->idx), so no
-// VHOST_SET_VRING_BASE is needed. A kick the guest sent meanwhile is still counted in the kick
-// eventfd, which vhost polls again as the backend attaches.
+// VHOST_SET_VRING_BASE is needed. A kick the guest sent meanwhile is replayed by
+// attach_backends().
 Result<void> VhostNetQueues::resume() {
   if (!paused_) return {};
   TRY(start_relay());

@@ -224,13 +224,14 @@ void VirtioNet::report_tap_error(const char* op, uint16_t pair, int err) {
   const char* why = err == EIO     ? " (the tap is down)"
                     : err == EBADFD ? " (the tap was deleted)"
                                     : "";
+  const char* what = err != 0 ? std::strerror(err) : "end of file";
   if (!tap_error_reported_.exchange(true, std::memory_order_relaxed))
     spdlog::warn("{}: tap {}: {} (queue pair {}): {}{}; frames are dropped and counted "
                  "(tap_errors), further errors are logged at debug",
-                 name(), tap_.name(), op, pair, std::strerror(err), why);
+                 name(), tap_.name(), op, pair, what, why);
   else
     TERN_LOG_RATELIMITED(log_limit(), debug, "{}: tap {}: {} (queue pair {}): {}{}", name(),
-                         tap_.name(), op, pair, std::strerror(err), why);
+                         tap_.name(), op, pair, what, why);
 }
 
 void VirtioNet::save_device_state(snap::ByteWriter& w) const {

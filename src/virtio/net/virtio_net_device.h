@@ -110,8 +110,8 @@ class VirtioNet final : public virtio::VirtioDeviceBase {
   /// VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET (§5.1.6.5.5): pairs [0, n) attached to the tap, the rest
   /// detached. Returns VIRTIO_NET_OK, or VIRTIO_NET_ERR for n outside 1..N or a tap error.
   uint8_t set_queue_pairs(uint16_t n);
-  /// Counts a failed tap syscall (`op` on pair `pair`, errno `err`): the first is logged at
-  /// warn, the rest rate-limited at debug.
+  /// Counts a failed tap syscall (`op` on pair `pair`, errno `err`, 0 for an end of file): the
+  /// first is logged at warn, the rest rate-limited at debug.
   void report_tap_error(const char* op, uint16_t pair, int err);
 
  protected:

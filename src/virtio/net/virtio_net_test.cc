@@ -338,6 +338,42 @@ TEST_F(NetDeviceTest, RxWithoutMergeableBuffersDropsWhatDoesNotFit) {
   EXPECT_EQ(hdr->num_buffers, 1);
 }
 
+TEST_F(NetDeviceTest, RxFdInErrorIsNotWatchedInALoop) {
+  // The peer gone: the fd is readable (EOF) and EPOLLHUP forever, as a deleted tap's fd is
+  // EPOLLERR forever. One wakeup, counted as a tap error; then only new buffers retry a read.
+  build();
+  activate(kBase, {0, 1, 2});
+  drv_[0]->add_chain({{kBufGpa, 2048, true}});
+  drv_[0]->add_chain({{kBufGpa + 0x1000, 2048, true}});
+  kick(0);
+  peer_send(0, frame(64, 1));
+  ASSERT_TRUE(wait_used(0, 1));  // the worker has read the tap and watches it again
+  peers_[0].reset();
+  ASSERT_TRUE(eventually([&] { return named(dev_->counters(), "tap_errors") == 1; }));
+  kick(0);  // no new buffer: no new read; a watched fd would have woken on_fd again
+  ASSERT_TRUE(eventually([&] { return dev_->counters().queues[0].kicks >= 2; }));
+  kick(0);  // after the previous kick's wakeup ended
+  ASSERT_TRUE(eventually([&] { return dev_->counters().queues[0].kicks >= 3; }));
+  const uint64_t wakeups = named(dev_->counters(), "rx_tap_wakeups");
+  kick(0);
+  ASSERT_TRUE(eventually([&] { return dev_->counters().queues[0].kicks >= 4; }));
+  kick(0);
+  ASSERT_TRUE(eventually([&] { return dev_->counters().queues[0].kicks >= 5; }));
+  EXPECT_EQ(named(dev_->counters(), "tap_errors"), 1u);
+  EXPECT_EQ(named(dev_->counters(), "rx_tap_wakeups"), wakeups);
+  drv_[0]->add_chain({{kBufGpa + 0x2000, 2048, true}});
+  kick(0);  // new buffer: one more read (EOF), then not watched again
+  ASSERT_TRUE(eventually([&] { return named(dev_->counters(), "tap_errors") == 2; }));
+  kick(0);
+  ASSERT_TRUE(eventually([&] { return dev_->counters().queues[0].kicks >= 7; }));
+  kick(0);
+  ASSERT_TRUE(eventually([&] { return dev_->counters().queues[0].kicks >= 8; }));
+  EXPECT_EQ(named(dev_->counters(), "tap_errors"), 2u);
+  EXPECT_EQ(named(dev_->counters(), "rx_tap_wakeups"), wakeups);
+  EXPECT_EQ(drv_[0]->used_idx(), 1);
+  EXPECT_FALSE(irq_->needs_reset());
+}
+
 TEST_F(NetDeviceTest, RxChainWithoutWritableBufferIsReturned) {
   build();
   activate(kBase, {0, 1, 2});
