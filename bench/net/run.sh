@@ -4,7 +4,8 @@
 # tap=tap0, vhost=off and vhost=on; a tern whose `tern run --help` lists no --net is skipped), all in
 # ONE nested test-host run, the same guest kernel and the same tap setup for each:
 #   iperf3 TCP guest→L1 and L1→guest with 1 and 4 streams, UDP with 64-byte payloads as fast as it
-#   goes (packets/s) each way, and ping -i 0.01 round trips (p50/p99), from L1 to the guest;
+#   goes (packets/s) each way, the same paced at a load every configuration reaches (TCP 20 Mbit/s,
+#   UDP 1000 packets/s), and ping -i 0.01 round trips (p50/p99), from L1 to the guest;
 #   throughput, latency, and the host CPU per GB and per packet: the VMM process's utime+stime (all
 #   threads, /proc/PID/stat in L1) plus the vhost-net kernel worker threads (vhost-N) for vhost=on.
 # Writes DIR/net.json, DIR/net.md and DIR/net-*.svg (DIR: results/<date> unless --out says).
@@ -34,7 +35,7 @@ while [[ $# -gt 0 ]]; do
         --time) time_s="$2"; shift 2 ;;
         --pings) pings="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
-        -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
         *) th_die "unknown argument $1; see --help" ;;
     esac
 done
@@ -129,10 +130,10 @@ done
 rm -rf "$extra/stripped"
 mkdir -p "$extra/root"
 
-# 4. One test-host run. Per configuration and round: the guest boots (~10-30 s), then 6 iperf3 tests
+# 4. One test-host run. Per configuration and round: the guest boots (~10-30 s), then 10 iperf3 tests
 #    of $time_s s plus their start (~3 s each under TCG) and $pings pings at 10 ms. Each VMM has
 #    NET_TIMEOUT s in L1; the whole test host the sum of those (at least 1800 s) as last resort.
-per_boot=$((120 + 6 * (time_s + 20) + pings / 50))
+per_boot=$((120 + 10 * (time_s + 20) + pings / 50))
 timeout=$((300 + rounds * ncfg * per_boot))
 ((timeout >= 1800)) || timeout=1800
 log="$TH_CACHE/logs/bench-net.log"

@@ -10,6 +10,8 @@
 #   tcp-g2h-1 / tcp-g2h-4   iperf3 -R (the guest sends), 1 / 4 streams, $NET_TIME s
 #   tcp-h2g-1 / tcp-h2g-4   iperf3 (L1 sends), 1 / 4 streams
 #   udp64-g2h / udp64-h2g   iperf3 -u -l 64 -b 0 (as fast as it goes), -R / not
+#   tcp-g2h-20m / tcp-h2g-20m, udp64-g2h-1k / udp64-h2g-1k   the same paced at a fixed load that
+#                           every configuration reaches: TCP -b 20M, UDP -b 512K (1000 packets/s)
 #   ping                    ping -c $NET_PINGS -i 0.01 (L1 → guest, round trips)
 # Around each one it records (results/<config>/<round>/samples.txt, KEY=VALUE lines):
 #   utime stime guest       the VMM process (all threads) from /proc/PID/stat, clock ticks
@@ -25,7 +27,7 @@
 trap '' PIPE
 IP=/usr/sbin/ip HOST_ADDR=169.254.1.1 GUEST_ADDR=169.254.1.2 MAC=52:54:00:12:34:56
 CMDLINE="console=ttyS0 quiet loglevel=1 tern.action=net-bench net.addr=$GUEST_ADDR/16"
-TESTS="tcp-g2h-1 tcp-g2h-4 tcp-h2g-1 tcp-h2g-4 udp64-g2h udp64-h2g ping"
+TESTS="tcp-g2h-1 tcp-g2h-4 tcp-h2g-1 tcp-h2g-4 udp64-g2h udp64-h2g tcp-g2h-20m tcp-h2g-20m udp64-g2h-1k udp64-h2g-1k ping"
 
 i=0
 while [ ! -b /dev/vda ] && [ "$i" -lt 100 ]; do usleep 100000; i=$((i + 1)); done
@@ -78,7 +80,9 @@ run_test() {
     t="$1" f="$out/$1.json" rc=0
     case "$t" in
         tcp-g2h-1) args="-R" ;; tcp-g2h-4) args="-R -P 4" ;; tcp-h2g-1) args="" ;; tcp-h2g-4) args="-P 4" ;;
-        udp64-g2h) args="-u -l 64 -b 0 -R" ;; udp64-h2g) args="-u -l 64 -b 0" ;; ping) f="$out/ping.txt" ;;
+        udp64-g2h) args="-u -l 64 -b 0 -R" ;; udp64-h2g) args="-u -l 64 -b 0" ;;
+        tcp-g2h-20m) args="-R -b 20M" ;; tcp-h2g-20m) args="-b 20M" ;;
+        udp64-g2h-1k) args="-u -l 64 -b 512K -R" ;; udp64-h2g-1k) args="-u -l 64 -b 512K" ;; ping) f="$out/ping.txt" ;;
     esac
     echo "test=$t at=begin $(sample "$pid")" >>"$out/samples.txt"
     if [ "$t" = ping ]; then
@@ -133,8 +137,11 @@ run_cfg() {  # run_cfg CFG ROUND
     echo "NET-PROGRESS cfg=$cfg$tag booting (pid $pid)"
     ready=""
     while :; do
-        ready=$(grep -m 1 '^NET-GUEST-READY' /tmp/vmm.out)
-        [ -z "$ready" ] || break
+        if grep -q '^NET-GUEST-READY' /tmp/vmm.out; then
+            usleep 500000  # the line may still be half written
+            ready=$(grep -m 1 '^NET-GUEST-READY' /tmp/vmm.out)
+            break
+        fi
         if grep -q -e '^NET-VMM-EXIT' -e '^NET-ERROR' /tmp/vmm.out || [ "$(awk -v a="$t0" '{ print ($1 - a > 300) }' /proc/uptime)" = 1 ]; then
             break
         fi

@@ -24,7 +24,10 @@ CLK_TCK = 100  # USER_HZ on x86 Linux: the unit of /proc/PID/stat times
 TESTS = {
     "tcp-g2h-1": "TCP guest→L1, 1 stream", "tcp-g2h-4": "TCP guest→L1, 4 streams",
     "tcp-h2g-1": "TCP L1→guest, 1 stream", "tcp-h2g-4": "TCP L1→guest, 4 streams",
-    "udp64-g2h": "UDP 64 B guest→L1", "udp64-h2g": "UDP 64 B L1→guest", "ping": "ping -i 0.01 L1→guest",
+    "udp64-g2h": "UDP 64 B guest→L1", "udp64-h2g": "UDP 64 B L1→guest",
+    "tcp-g2h-20m": "TCP guest→L1 at 20 Mbit/s", "tcp-h2g-20m": "TCP L1→guest at 20 Mbit/s",
+    "udp64-g2h-1k": "UDP 64 B guest→L1 at 1000/s", "udp64-h2g-1k": "UDP 64 B L1→guest at 1000/s",
+    "ping": "ping -i 0.01 L1→guest",
 }
 PING_TIME = re.compile(r"time=([0-9.]+) ms")
 
@@ -192,6 +195,8 @@ def main():
         if statuses[0].startswith("skipped="):
             entry["skipped"] = statuses[0][len("skipped="):]
         per_round[c] = [res for _, res, _, _ in rounds]
+        if vhost and any(res and all(x["vhost_threads"] == 0 for x in res.values()) for res in per_round[c]):
+            entry["errors"].append("no kernel thread vhost-N during the tests: vhost-net was not in use")
         for t in TESTS:
             got = [res.get(t) for res in per_round[c]]
             if not any(got):
@@ -225,7 +230,8 @@ def main():
         "l1": l1,
         "method": {
             "iperf3": f"iperf3 3.x client in L1, server in the guest, -t {args.time} -J; g2h tests use -R (the "
-                      "guest sends); UDP is -u -l 64 -b 0 (as fast as the sender goes); throughput and pps are "
+                      "guest sends); UDP is -u -l 64 -b 0 (as fast as the sender goes); the paced tests add -b 20M (TCP) "
+                      "or -u -l 64 -b 512K (1000 packets/s), a load every configuration reaches; throughput and pps are "
                       "the receiver's (pps = packets - lost over its seconds)",
             "ping": f"busybox ping -c {args.pings} -i 0.01 from L1 to the guest; p50/p99 of the per-reply time= "
                     "(nearest rank)",
