@@ -142,8 +142,14 @@ args=(--scenario "$here/scenario.sh" --with-qemu --no-tern --extra "$extra/root"
     --memory 2048 --timeout "$timeout" --stall 180 --log "$log"
     --env "NET_CONFIGS=$configs" --env "NET_TERNS=$net_terns" --env "NET_ROUNDS=$rounds" --env "NET_TIME=$time_s"
     --env "NET_PINGS=$pings" --env "NET_TIMEOUT=$((per_boot * 2))")
+pidfile="$work/l1.pid" stamps="$work/stamps.txt"
+args+=(--pidfile "$pidfile")
+# The NET-MARK lines around each test get L1's host CPU time (stamp_cpu.py): the share of a host core
+# the test host had during the test, which this shared machine's load moves.
 net_host_run() {
-    "$repo/testhost/run.sh" "${args[@]}" | grep --line-buffered -E '^(NET-|TESTHOST-)'
+    : >"$stamps"
+    "$repo/testhost/run.sh" "${args[@]}" |
+        python3 "$repo/bench/lib/stamp_cpu.py" "$pidfile" '^(NET-(PROGRESS|ERROR|WARN|SKIP|INFO|CMD)|TESTHOST-)' '^NET-MARK' "$stamps"
     return "${PIPESTATUS[0]}"
 }
 th_log "configurations: $configs; $rounds round(s)$(for n in ${tern_names[@]+"${tern_names[@]}"}; do printf '; %s = %s' "$n" "${tern_path[$n]:-missing}"; done)"
@@ -161,7 +167,7 @@ debugfs -R "rdump /results $work" "$img" >/dev/null 2>&1 || th_die "cannot read 
 rev="$(git -C "$repo" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
 git -C "$repo" diff --quiet HEAD 2>/dev/null || rev+="+dirty"
 python3 "$here/summarize.py" "$work/results" --log "$log" --kernel "$ver" --time "$time_s" --pings "$pings" \
-    --configs "$configs" --rounds "$rounds" --git-rev "$rev" ${sum_terns[@]+"${sum_terns[@]}"} \
+    --configs "$configs" --rounds "$rounds" --git-rev "$rev" --stamps "$stamps" ${sum_terns[@]+"${sum_terns[@]}"} \
     --test-host "$(th_test_host_desc 2048)" \
     --host-load "$(th_host_load "$load_before" "$load_after")" >"$out.tmp"
 mv "$out.tmp" "$out"

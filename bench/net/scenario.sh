@@ -21,7 +21,9 @@
 #   tap_*                   /sys/class/net/tap0/statistics (rx = from the guest, tx = to the guest)
 #   uptime                  L1's /proc/uptime
 # and stores <test>.json (iperf3 -J) or ping.txt, plus status ("rc=N tests=M" or "skipped=<why>")
-# and console.txt (the VMM's console). Prints NET-PROGRESS / NET-SKIP / NET-ERROR lines for the host.
+# and console.txt (the VMM's console). Prints NET-PROGRESS / NET-SKIP / NET-ERROR lines for the host,
+# and "NET-MARK cfg= round= test= at=begin|end" around each test, which the host stamps with the
+# host CPU time of L1's QEMU (bench/lib/stamp_cpu.py): how much of a host core L1 got meanwhile.
 : "${NET_CONFIGS:=qemu qemu-vhost}" "${NET_ROUNDS:=1}" "${NET_TIME:=5}" "${NET_PINGS:=1000}"
 : "${NET_MEM_MIB:=512}" "${NET_TIMEOUT:=900}" "${NET_TERNS:=${TH_TERN:+tern=$TH_TERN}}"
 trap '' PIPE
@@ -85,12 +87,14 @@ run_test() {
         udp64-g2h-1k) args="-u -l 64 -b 512K -R" ;; udp64-h2g-1k) args="-u -l 64 -b 512K" ;; ping) f="$out/ping.txt" ;;
     esac
     echo "test=$t at=begin $(sample "$pid")" >>"$out/samples.txt"
+    echo "NET-MARK cfg=$cfg round=$round test=$t at=begin"  # the host stamps L1's own CPU time on it
     if [ "$t" = ping ]; then
         ping -c "$NET_PINGS" -i 0.01 "$GUEST_ADDR" >"$f" 2>&1 || rc=$?
     else
         # shellcheck disable=SC2086  # args are split into words on purpose
         timeout $((NET_TIME + 60)) iperf3 -c "$GUEST_ADDR" -t "$NET_TIME" -J --connect-timeout 10000 $args >"$f" 2>&1 || rc=$?
     fi
+    echo "NET-MARK cfg=$cfg round=$round test=$t at=end"
     echo "test=$t at=end $(sample "$pid")" >>"$out/samples.txt"
     echo "test=$t rc=$rc" >>"$out/samples.txt"
     if [ "$t" = ping ]; then
@@ -104,7 +108,7 @@ run_test() {
 }
 
 run_cfg() {  # run_cfg CFG ROUND
-    cfg="$1" out="/mnt/results/$1/$2" tag=""
+    cfg="$1" round="$2" out="/mnt/results/$1/$2" tag=""
     [ "$NET_ROUNDS" = 1 ] || tag=" round=$2"
     mkdir -p "$out"
     split_cfg "$cfg"

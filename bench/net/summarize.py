@@ -110,7 +110,41 @@ def ping_figures(path, pings):
             "loss_pct": round(100 * (pings - len(times)) / pings, 2)}
 
 
-def read_round(d, pings):
+def read_stamps(path):
+    """{(cfg, round, test): {"l1_host_cpu_s", "host_wall_s", "l1_host_share"}} from stamp_cpu.py's file."""
+    marks, out = {}, {}
+    if path and os.path.exists(path):
+        with open(path, errors="replace") as f:
+            for line in f:
+                kv = fields(line)
+                if line.startswith("NET-MARK") and kv.get("l1_cpu_s") not in (None, "null"):
+                    marks[(kv["cfg"], kv["round"], kv["test"], kv["at"])] = (float(kv["l1_cpu_s"]), float(kv["host_wall_s"]))
+    for (c, r, t, at), (cpu, wall) in marks.items():
+        if at == "begin" and (c, r, t, "end") in marks:
+            cpu1, wall1 = marks[(c, r, t, "end")]
+            if wall1 > wall:
+                out[(c, r, t)] = {"l1_host_cpu_s": round(cpu1 - cpu, 2), "host_wall_s": round(wall1 - wall, 2),
+                                  "l1_host_share": round((cpu1 - cpu) / (wall1 - wall), 3)}
+    return out
+
+
+def load_corrected(r, st):
+    """Adds the test host's share of a host core and the figures scaled by it: throughput as if L1 had
+    had a whole core (figure / share), host CPU as what the host really spent (L1's accounting charges
+    the task that was current for time L1 lost to the host's other load: L1 CPU × share)."""
+    if not st or not st["l1_host_share"]:
+        return
+    share = min(st["l1_host_share"], 1.0)
+    r.update(st)
+    for k in ("mbit_s", "pps"):
+        if r.get(k) is not None:
+            r[k + "_per_core"] = round(r[k] / share, 1)
+    for k in ("cpu_s_per_gb", "cpu_us_per_packet", "cpu_us_per_round_trip"):
+        if r.get(k) is not None:
+            r[k + "_host"] = round(r[k] * share, 2)
+
+
+def read_round(d, pings, stamps=None, key=None):
     """status, {test: figures}, errors, info of one configuration's boot (results/<cfg>/<round>/)."""
     sp = os.path.join(d, "status")
     status = open(sp).read().strip() if os.path.exists(sp) else "not run"
@@ -128,6 +162,7 @@ def read_round(d, pings):
             r.update(cpu_figures(t, s))
             if t == "ping":
                 r["cpu_us_per_round_trip"] = round(r["host_cpu_s"] * 1e6 / r["replies"], 1)
+            load_corrected(r, (stamps or {}).get((*key, t)) if key else None)
             results[t] = r
         except (OSError, ValueError, KeyError, IndexError, ZeroDivisionError) as e:
             errors.append(f"{t}: {type(e).__name__}: {e}")
@@ -161,11 +196,13 @@ def main():
     ap.add_argument("--configs", required=True)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--git-rev", default="unknown")
+    ap.add_argument("--stamps", help="stamp_cpu.py's NET-MARK lines (L1's host CPU time per test)")
     ap.add_argument("--tern", action="append", default=[], metavar="NAME=PATH")
     add_common_args(ap)
     args = ap.parse_args()
     configs = args.configs.split()
     binaries = dict(t.split("=", 1) for t in args.tern)
+    stamps = read_stamps(args.stamps)
 
     commands, errors, l1 = {}, {c: [] for c in configs}, {}
     with open(args.log, errors="replace") as f:
@@ -183,7 +220,8 @@ def main():
     out, per_round = {}, {}
     for c in configs:
         vmm, vhost = split_cfg(c)
-        rounds = [read_round(os.path.join(args.results, c, str(i)), args.pings) for i in range(1, args.rounds + 1)]
+        rounds = [read_round(os.path.join(args.results, c, str(i)), args.pings, stamps, (c, str(i)))
+                  for i in range(1, args.rounds + 1)]
         statuses = [s for s, _, _, _ in rounds]
         status = statuses[0] if len(set(statuses)) == 1 else "; ".join(
             f"round {i}: {s}" for i, s in enumerate(statuses, 1))
@@ -216,7 +254,8 @@ def main():
             continue
         for t in TESTS:
             for key in ("mbit_s", "pps", "p50_us", "p99_us", "cpu_s_per_gb", "cpu_us_per_packet",
-                        "cpu_s_per_gb_outside_guest", "cpu_us_per_packet_outside_guest"):
+                        "cpu_s_per_gb_outside_guest", "cpu_us_per_packet_outside_guest", "mbit_s_per_core",
+                        "pps_per_core", "cpu_s_per_gb_host", "cpu_us_per_packet_host"):
                 ratios = [mine[t][key] / theirs[t][key] for mine, theirs in zip(per_round[c], per_round[q])
                           if t in mine and t in theirs and mine[t].get(key) is not None and theirs[t].get(key)]
                 if ratios:
@@ -244,6 +283,11 @@ def main():
                       "tx = to the guest; frames with their headers) over the same window, per 10^9 bytes",
             "per_packet": "host CPU µs over all packets the tap counted both ways in the window (with TSO/GSO "
                           "a TCP 'packet' is a segment of up to 64 KiB; ACKs count)",
+            "load_corrected": "NET-MARK lines around each test are stamped on the host with the CPU time of "
+                              "L1's QEMU: l1_host_share = that over the host wall time (the share of a host core "
+                              "L1 had). *_per_core = figure / share (as if L1 had had a whole core); *_host = "
+                              "CPU figure × share (L1 charges time it lost to the host's load to its current "
+                              "task). Assumes the loss is spread evenly; an estimate, not a measurement",
             "order": "each round boots every configuration once, in this order: " + ", ".join(configs),
         },
         "tests": TESTS,

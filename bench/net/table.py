@@ -76,6 +76,22 @@ def main():
             rows.append([label, unit] + [cell(cfgs[n], t, key, fmt, collapse) for n in names])
         print("\n".join(table(["test", "unit"] + names, "ll" + "r" * len(names), rows)) + "\n")
 
+    if any("l1_host_share" in (t.get("stats") or {}) for c in cfgs.values() for t in c["tests"].values()):
+        print("Load-corrected (estimates): the share of a host core the test host had during the test, the "
+              "throughput scaled to a whole core (÷ share) and the host CPU cost scaled by the share:\n")
+        rows = []
+        for t, label in r["tests"].items():
+            key, unit, fmt = main_figure(t)
+            ckey, cunit, cfmt = cpu_figure(t)
+            row = [label]
+            for n in names:
+                row += [cell(cfgs[n], t, "l1_host_share", "{:.2f}", collapse),
+                        "" if t == "ping" else cell(cfgs[n], t, key + "_per_core", fmt, collapse) + " " + unit,
+                        cell(cfgs[n], t, ckey + "_host", cfmt, collapse) + " " + cunit.replace("CPU ", "")]
+            rows.append(row)
+        hdr = ["test"] + [h for n in names for h in (f"{n} share", f"{n} per core", f"{n} host CPU")]
+        print("\n".join(table(hdr, "l" + "r" * (len(hdr) - 1), rows)) + "\n")
+
     vs = r.get("vs_qemu") or {}
     if vs:
         print("Against QEMU in the same vhost mode and round (ratio; > 1 is more throughput, or more CPU):\n")
