@@ -32,8 +32,12 @@ Result<void> check_net_config(const NetConfig& c, const std::string& where) {
     return fail(field(where, "host_dev_name"),
                 fmt::format("{} bytes: a Linux interface name is at most 15 (IFNAMSIZ - 1)",
                             tap.size()));
+  if (tap == "." || tap == "..")
+    return fail(field(where, "host_dev_name"), "'" + tap + "' is not an interface name");
   for (char ch : tap) {
-    if (ch == '/') return fail(field(where, "host_dev_name"), "must not contain '/'");
+    // The kernel's dev_valid_name() refuses these (TUNSETIFF: EINVAL, as for a wrong tap).
+    if (ch == '/' || ch == ':')
+      return fail(field(where, "host_dev_name"), std::string("must not contain '") + ch + "'");
     // TUNSETIFF of "tap%d" creates a new tap named by the kernel (tap0, tap1, ...): each queue
     // pair would get its own, none the one the user named.
     if (ch == '%')

@@ -20,7 +20,7 @@ inline constexpr size_t kMaxTapNameBytes = 15;
 /// Checks every field; errors name it under `where` as Firecracker's body does
 /// ("network-interfaces[0].host_dev_name"; `where` empty: "host_dev_name"):
 ///   iface_id       1..64 bytes, printable ASCII
-///   host_dev_name  1..15 bytes, no '/', no whitespace or control byte (a Linux interface name),
+///   host_dev_name  1..15 bytes, not "." or "..", no '/' or ':', no whitespace or control byte (a Linux interface name),
 ///                  no '%' (TUNSETIFF would create a tap of the kernel's naming)
 ///   guest_mac      unicast (bit 0 of the first byte clear; virtio 1.2 §5.1.4 `mac`), not zero
 ///   queue_pairs    1..kMaxNetQueuePairs ("queues")

@@ -44,6 +44,10 @@ TEST(NetSpec, NamesEachBadField) {
   EXPECT_EQ(error_of(c, ""), "host_dev_name: must not contain whitespace or control bytes");
   c.host_dev_name = "tap\n";
   EXPECT_EQ(error_of(c, ""), "host_dev_name: must not contain whitespace or control bytes");
+  c.host_dev_name = "eth0:1";
+  EXPECT_EQ(error_of(c, ""), "host_dev_name: must not contain ':'");
+  c.host_dev_name = "..";
+  EXPECT_EQ(error_of(c, ""), "host_dev_name: '..' is not an interface name");
   c.host_dev_name = "tap%d";
   EXPECT_EQ(error_of(c, ""),
             "host_dev_name: must not contain '%' (the kernel would pick a new tap's name)");
