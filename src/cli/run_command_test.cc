@@ -86,6 +86,13 @@ TEST(RunCommand, NetErrorsNameTheField) {
             "--net mac: 'nope' is not a MAC address (aa:bb:cc:dd:ee:ff)");
   o = parse({"--kernel", "k", "--net", "mac=02:00:00:00:00:01"});
   EXPECT_EQ(run_resources(o).error().message(), "--net tap: missing: give tap=NAME (the tap device)");
+  o = parse({"--kernel", "k", "--net", "tap=tap0", "--net", "tap=tap0"});
+  EXPECT_EQ(run_resources(o).error().message(),
+            "--net tap: net1: tap \"tap0\" is already used by interface \"net0\"");
+  o = parse({"--kernel", "k", "--net", "tap=tap0,mac=02:00:00:00:00:01", "--net",
+             "tap=tap1,mac=02:00:00:00:00:01"});
+  EXPECT_EQ(run_resources(o).error().message(),
+            "--net mac: net1: 02:00:00:00:00:01 is already the MAC of interface \"net0\"");
 }
 
 }  // namespace

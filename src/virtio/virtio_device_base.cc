@@ -34,20 +34,26 @@ Result<void> VirtioDeviceBase::activate(const GuestMemory& mem, uint64_t acked_f
 
   std::vector<std::unique_ptr<QueueWorker>> workers;
   std::vector<ExternalQueue> external;
+  // A failure after on_activate(): the queues started stop, then on_reset() undoes it.
+  auto failed = [&](std::string why) -> Result<void> {
+    workers.clear();
+    on_reset();
+    return fail(name_, std::move(why));
+  };
   for (uint16_t i = 0; i < queues.size(); ++i) {
     if (!queues[i].enabled) continue;
     // §2.7: a split virtqueue's size is a power of 2 (the ring index wraps at 2^16, and the
     // slot is index % size: any other size desynchronizes device and driver at the wrap).
     const uint16_t size = queues[i].size;
     if (size == 0 || size > max_queue_size_ || (size & (size - 1)) != 0)
-      return fail(name_, "queue " + std::to_string(i) + ": size " + std::to_string(size) +
-                             " not a power of two in 1.." + std::to_string(max_queue_size_));
+      return failed("queue " + std::to_string(i) + ": size " + std::to_string(size) +
+                    " not a power of two in 1.." + std::to_string(max_queue_size_));
     if (external_queue(i, acked)) {
       external.push_back(ExternalQueue{i, queues[i], std::move(kicks[i])});
       continue;
     }
     auto handler = make_queue_handler(i, queues[i], acked);
-    if (!handler) return fail(name_, "queue " + std::to_string(i) + ": " + handler.error().message());
+    if (!handler) return failed("queue " + std::to_string(i) + ": " + handler.error().message());
     QueueWorkerContext ctx;
     ctx.mem = &mem;
     ctx.interrupt = interrupt;
@@ -58,13 +64,10 @@ Result<void> VirtioDeviceBase::activate(const GuestMemory& mem, uint64_t acked_f
     ctx.log_limit = &log_limit_;
     ctx.counters = queues_[i].get();
     auto w = QueueWorker::start(std::move(ctx), std::move(kicks[i]), std::move(*handler));
-    if (!w) return fail(name_, "queue " + std::to_string(i) + ": " + w.error().message());
+    if (!w) return failed("queue " + std::to_string(i) + ": " + w.error().message());
     workers.push_back(std::move(*w));
   }
-  if (workers.empty() && external.empty()) {
-    on_reset();
-    return fail(name_, "activate: no queue enabled");
-  }
+  if (workers.empty() && external.empty()) return failed("activate: no queue enabled");
   workers_ = std::move(workers);
   if (!external.empty()) {
     auto ext = start_external(mem, acked, std::move(external), interrupt);

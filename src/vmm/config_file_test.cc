@@ -85,6 +85,19 @@ TEST(ConfigFile, NetworkInterfaces) {
             "network-interfaces[1].queues: eth1: 2 queue pairs, more than the VM's 1 vCPU");
 }
 
+// Two elements on one tap: refused when the VM config is built, naming the second's field.
+TEST(ConfigFile, NetworkInterfacesOnOneTapAreRefused) {
+  auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+      "network-interfaces": [
+        {"iface_id": "eth0", "host_dev_name": "tap0"},
+        {"iface_id": "eth1", "host_dev_name": "tap0"}]})");
+  ASSERT_TRUE(c) << c.error().message();
+  auto config = c->resources().vm_config();
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error().message(), "network-interfaces[1].host_dev_name: eth1: tap \"tap0\" "
+                                      "is already used by interface \"eth0\"");
+}
+
 TEST(ConfigFile, EntropySection) {
   auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
                                  "entropy": {"rate_limiter": {"ops": {"size": 5, "refill_time": 10}}}})");

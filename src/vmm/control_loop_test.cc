@@ -251,6 +251,31 @@ TEST(ControlLoopConfig, NetworkInterfacesAreKeyed) {
   EXPECT_EQ(h.call("PATCH", "/network-interfaces/eth9", R"({"iface_id": "eth9"})").status, 404);
 }
 
+// Two interfaces on one tap (or with one guest_mac) are refused at InstanceStart, naming the
+// second one's field; nothing is built.
+TEST(ControlLoopConfig, InterfacesSharingATapOrMacAreRefused) {
+  Harness h;
+  ASSERT_EQ(h.call("PUT", "/boot-source", R"({"kernel_image_path": "/proc/self/exe"})").status,
+            204);
+  auto put = [&](const char* id, const char* body) {
+    return h.call("PUT", std::string("/network-interfaces/") + id, body).status;
+  };
+  ASSERT_EQ(put("a", R"({"iface_id": "a", "host_dev_name": "tap0",
+                         "guest_mac": "02:00:00:00:00:01"})"), 204);
+  ASSERT_EQ(put("b", R"({"iface_id": "b", "host_dev_name": "tap0"})"), 204);
+  auto start = h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})");
+  EXPECT_EQ(fault_of(start), "InstanceStart: network-interfaces[1].host_dev_name: b: tap "
+                             "\"tap0\" is already used by interface \"a\"");
+  ASSERT_EQ(put("b", R"({"iface_id": "b", "host_dev_name": "tap1",
+                         "guest_mac": "02:00:00:00:00:01"})"), 204);
+  start = h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})");
+  EXPECT_EQ(fault_of(start), "InstanceStart: network-interfaces[1].guest_mac: b: "
+                             "02:00:00:00:00:01 is already the MAC of interface \"a\"");
+  EXPECT_EQ(h.starts, 0);
+  ASSERT_EQ(put("b", R"({"iface_id": "b", "host_dev_name": "tap1"})"), 204);
+  EXPECT_EQ(h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})").status, 204);
+}
+
 TEST(ControlLoopConfig, PutEntropyIsPreBootOnlyAndRendered) {
   Harness h;
   EXPECT_EQ(h.get("/vm/config")["entropy"], nullptr);

@@ -1,6 +1,7 @@
 #include "vmm/machine_state.h"
 
 #include "snapshot/sections.h"
+#include "vmm/devices/device_surfaces.h"
 
 namespace tern::snap {
 
@@ -51,6 +52,11 @@ Result<MachineState> decode_machine_state_version(ByteReader& r, uint32_t versio
       m.devices.push_back(std::move(*d));
     }
   }
+  // What the VM was built after (two interfaces on one tap would share its queues).
+  std::vector<DeviceSpec> specs;
+  for (const SavedDevice& d : m.devices) specs.push_back(d.spec);
+  if (auto ok = check_devices_for_vm(specs, m.vcpus, /*cli=*/false); !ok)
+    return fail(r.what(), ok.error().message());
   TRY(r.expect_end());
   return m;
 }

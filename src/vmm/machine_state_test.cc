@@ -152,6 +152,12 @@ TEST(MachineState, RefusesBadValues) {
   m = sample();
   std::get<NetSpec>(m.devices[3].spec).host_dev_name = "a/b";
   check(m, "network-interfaces.host_dev_name");
+  m = sample();
+  std::get<NetSpec>(m.devices[3].spec).host_dev_name = "tap0";
+  check(m, "network-interfaces[1].host_dev_name");
+  m = sample();
+  m.vcpus = 1;
+  check(m, "network-interfaces[0].queues");
   auto bytes = encoded(sample());
   bytes.push_back(0);
   ByteReader r(bytes, "machine");

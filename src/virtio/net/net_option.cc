@@ -27,6 +27,12 @@ Result<uint64_t> parse_number(std::string_view v, const std::string& field, uint
 
 }  // namespace
 
+std::string net_option_key(std::string_view field) {
+  if (field == "host_dev_name") return "tap";
+  if (field == "guest_mac") return "mac";
+  return std::string(field);
+}
+
 Result<NetConfig> parse_net_option(std::string_view text, std::string iface_id) {
   NetConfig c;
   c.iface_id = std::move(iface_id);
@@ -65,9 +71,7 @@ Result<NetConfig> parse_net_option(std::string_view text, std::string iface_id) 
   if (auto ok = check_net_config(c, ""); !ok) {
     // check_net_config names the JSON field; the option's keys are tap and mac.
     Error e = ok.error();
-    if (e.op == "host_dev_name") e.op = "tap";
-    if (e.op == "guest_mac") e.op = "mac";
-    e.op = "--net " + e.op;
+    e.op = "--net " + net_option_key(e.op);
     return tl::unexpected(std::move(e));
   }
   return c;

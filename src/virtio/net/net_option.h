@@ -19,5 +19,8 @@ namespace tern {
 ///   mtu=N           the MTU offered to the guest (68..65535; default: not offered)
 /// Errors name the field ("--net mac: ..."). The result passes check_net_config().
 [[nodiscard]] Result<NetConfig> parse_net_option(std::string_view text, std::string iface_id);
+/// The --net key of a NetConfig JSON field ("host_dev_name" → "tap", "guest_mac" → "mac"; the
+/// others are the same), for errors about a --net interface.
+[[nodiscard]] std::string net_option_key(std::string_view field);
 
 }  // namespace tern

@@ -32,12 +32,25 @@ Result<void> check_net_config(const NetConfig& c, const std::string& where) {
     return fail(field(where, "host_dev_name"),
                 fmt::format("{} bytes: a Linux interface name is at most 15 (IFNAMSIZ - 1)",
                             tap.size()));
+  if (tap == "." || tap == "..")
+    return fail(field(where, "host_dev_name"), "'" + tap + "' is not an interface name");
   for (char ch : tap) {
-    if (ch == '/') return fail(field(where, "host_dev_name"), "must not contain '/'");
+    // The kernel's dev_valid_name() refuses these (TUNSETIFF: EINVAL, as for a wrong tap).
+    if (ch == '/' || ch == ':')
+      return fail(field(where, "host_dev_name"), std::string("must not contain '") + ch + "'");
+    // TUNSETIFF of "tap%d" creates a new tap named by the kernel (tap0, tap1, ...): each queue
+    // pair would get its own, none the one the user named.
+    if (ch == '%')
+      return fail(field(where, "host_dev_name"),
+                  "must not contain '%' (the kernel would pick a new tap's name)");
     auto u = static_cast<unsigned char>(ch);
     if (u <= 0x20 || u == 0x7f)
       return fail(field(where, "host_dev_name"), "must not contain whitespace or control bytes");
   }
+  // The guest's driver replaces an invalid address by a random one (Linux: "device provided
+  // invalid MAC"): the user's value would be lost.
+  if (c.guest_mac && *c.guest_mac == MacAddress{})
+    return fail(field(where, "guest_mac"), "00:00:00:00:00:00 is not a valid address");
   if (c.guest_mac && ((*c.guest_mac)[0] & 1))
     return fail(field(where, "guest_mac"),
                 format_mac(*c.guest_mac) + ": a multicast address (the first byte is odd)");

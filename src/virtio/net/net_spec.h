@@ -20,8 +20,9 @@ inline constexpr size_t kMaxTapNameBytes = 15;
 /// Checks every field; errors name it under `where` as Firecracker's body does
 /// ("network-interfaces[0].host_dev_name"; `where` empty: "host_dev_name"):
 ///   iface_id       1..64 bytes, printable ASCII
-///   host_dev_name  1..15 bytes, no '/', no whitespace or control byte (a Linux interface name)
-///   guest_mac      unicast (bit 0 of the first byte clear; virtio 1.2 §5.1.4 `mac`)
+///   host_dev_name  1..15 bytes, not "." or "..", no '/' or ':', no whitespace or control byte (a Linux interface name),
+///                  no '%' (TUNSETIFF would create a tap of the kernel's naming)
+///   guest_mac      unicast (bit 0 of the first byte clear; virtio 1.2 §5.1.4 `mac`), not zero
 ///   queue_pairs    1..kMaxNetQueuePairs ("queues")
 ///   mtu            68..65535 (RFC 791's minimum IPv4 MTU)
 /// The vCPU bound on queue_pairs is checked with the VM (check_net_for_vm()).

@@ -44,6 +44,16 @@ TEST(NetSpec, NamesEachBadField) {
   EXPECT_EQ(error_of(c, ""), "host_dev_name: must not contain whitespace or control bytes");
   c.host_dev_name = "tap\n";
   EXPECT_EQ(error_of(c, ""), "host_dev_name: must not contain whitespace or control bytes");
+  c.host_dev_name = "eth0:1";
+  EXPECT_EQ(error_of(c, ""), "host_dev_name: must not contain ':'");
+  c.host_dev_name = "..";
+  EXPECT_EQ(error_of(c, ""), "host_dev_name: '..' is not an interface name");
+  c.host_dev_name = "tap%d";
+  EXPECT_EQ(error_of(c, ""),
+            "host_dev_name: must not contain '%' (the kernel would pick a new tap's name)");
+  c = good();
+  c.guest_mac = MacAddress{};
+  EXPECT_EQ(error_of(c, ""), "guest_mac: 00:00:00:00:00:00 is not a valid address");
   c = good();
   c.guest_mac = MacAddress{0x01, 0, 0x5e, 0, 0, 1};
   EXPECT_EQ(error_of(c, ""), "guest_mac: 01:00:5e:00:00:01: a multicast address (the first byte is odd)");

@@ -234,7 +234,13 @@ std::vector<std::pair<uint16_t, QueuePosition>> VhostNetQueues::pause() {
 Result<void> VhostNetQueues::resume() {
   if (!paused_) return {};
   TRY(start_relay());
-  TRY(attach_backends());
+  if (auto r = attach_backends(); !r) {
+    // Still paused: the vrings attached before the failure stop again (else they would run
+    // while a later pause() returned the old positions at once).
+    remove_backends();
+    relay_.reset();
+    return r;
+  }
   paused_ = false;
   return {};
 }

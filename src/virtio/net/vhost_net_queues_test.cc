@@ -284,6 +284,46 @@ TEST(VhostNetReal, TransmitReceivePauseResumeRestart) {
   ASSERT_TRUE(g.wait_tx_used(3));
 }
 
+// A resume that fails after a vring's backend attached (here: the RX kick eventfd is full, so
+// the kick written after attaching fails with EAGAIN) leaves every vring detached: a frame sent
+// out of the tap stays in the tap's queue (vhost would take it into the posted buffers), and a
+// later resume works.
+TEST(VhostNetReal, FailedResumeLeavesTheVringsDetached) {
+  VHOST_NET_AND_TAP(tap);
+  Guest g;
+  auto q = start_vhost_net(g.ram.mem(), kVersion1, g.queues(), {tap.fd.borrow()}, g.irq,
+                           "virtio-net0");
+  ASSERT_TRUE(q) << q.error().message();
+  g.post_rx(8);
+  (*q)->pause();
+  uint64_t full = 0xfffffffffffffffe;  // an eventfd's largest count: the next write is EAGAIN
+  uint64_t pending = 0;
+  (void)::read(g.rx_kick.get(), &pending, sizeof pending);  // EFD_NONBLOCK: 0 or the count
+  ASSERT_EQ(::write(g.rx_kick.get(), &full, sizeof full), 8);
+  auto r = (*q)->resume();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("kick queue 0"), std::string::npos) << r.error().message();
+  ASSERT_EQ(::read(g.rx_kick.get(), &pending, sizeof pending), 8);
+
+  auto f = test_frame(20);
+  tap.send(f);
+  for (bool found = false; !found;) {  // the kernel may queue a frame of its own first
+    pollfd p{tap.fd.get(), POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 20000), 1) << "vhost took the frame: the RX vring still runs";
+    std::vector<uint8_t> buf(2048);
+    ssize_t n = ::read(tap.fd.get(), buf.data(), buf.size());
+    ASSERT_GT(n, 0) << std::strerror(errno);
+    found = n == static_cast<ssize_t>(kHdr + f.size()) &&
+            std::equal(f.begin(), f.end(), buf.begin() + kHdr);
+  }
+
+  ASSERT_TRUE((*q)->resume());
+  auto f2 = test_frame(21);
+  g.transmit(f2);
+  EXPECT_EQ(tap.receive(), std::vector<uint8_t>(f2.begin(), f2.end()));
+  ASSERT_TRUE(g.wait_tx_used(1));
+}
+
 TEST(VhostNetReal, NetFeaturesOfTheDriverAreNotPassedToVhost) {
   // VHOST_SET_FEATURES refuses bits outside VHOST_NET_FEATURES (EOPNOTSUPP): only ring bits go.
   VHOST_NET_AND_TAP(tap);

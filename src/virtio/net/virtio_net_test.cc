@@ -449,6 +449,26 @@ TEST_F(NetDeviceTest, OffloadsFollowTheAckedFeatures) {
   EXPECT_EQ(dev_->tap().offloads(), 0u);
 }
 
+// An activation that fails after the offloads were set (a bad ring, a queue MQ does not use)
+// leaves the tap as a reset does: no offload the driver never got to use.
+TEST_F(NetDeviceTest, FailedActivationClearsTheOffloads) {
+  build(2);
+  const uint64_t acked = kBase | feature(VIRTIO_NET_F_GUEST_CSUM) | feature(VIRTIO_NET_F_CSUM);
+  for (int bad_queue : {0, 1}) {
+    std::vector<VirtqueueConfig> qs(dev_->num_queues());
+    std::vector<UniqueFd> kicks;
+    for (uint16_t i = 0; i < dev_->num_queues(); ++i) {
+      kicks.push_back(std::move(*make_eventfd(0, 0)));
+      qs[i] = FakeVirtqueueDriver(ram_.mem(), kRingGpa + i * 0x4000ull, kSize).config();
+      qs[i].enabled = i < 3;
+    }
+    if (bad_queue == 0) qs[1].size = 3;  // not a power of two
+    else qs[3].enabled = true;           // pair 1's RX queue without MQ
+    EXPECT_FALSE(dev_->activate(ram_.mem(), acked, qs, std::move(kicks), irq_));
+    EXPECT_EQ(dev_->tap().offloads(), 0u) << bad_queue;
+  }
+}
+
 TEST_F(NetDeviceTest, DeviceStateRoundTripAndValidation) {
   build(2);
   activate(kBase | feature(VIRTIO_NET_F_MQ), {0, 1, 2, 3, 4});

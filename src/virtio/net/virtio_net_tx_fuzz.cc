@@ -64,7 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static std::vector<uint8_t> low(kLow), high(4096);
   std::memset(low.data(), 0, kLow);
   auto rest = in.rest();
-  std::memcpy(low.data(), rest.data(), rest.size() < kLow ? rest.size() : kLow);
+  if (!rest.empty())  // an empty span may have a null data()
+    std::memcpy(low.data(), rest.data(), rest.size() < kLow ? rest.size() : kLow);
   std::memset(high.data(), 0, high.size());
   auto mem = GuestMemory::wrap(
       {MemoryRegion{0, kLow, low.data(), 0}, MemoryRegion{1 << 20, high.size(), high.data(), 0}});

@@ -60,6 +60,9 @@ using NetSpec = NetConfig;
 //   from_patch_json(j, where) checks a PATCH body (the fields tern can update: none yet)
 //   check_for_vm(spec, vcpus) checks against the VM (queues ≤ vCPUs); errors name the field
 //                             relative to the device ("queues"), the caller prefixes it
+//   check_against(spec, other) checks against another device of its kind configured before it
+//                             (not the same tap); errors as check_for_vm's
+//   cli_key(field)            the option's key for a JSON field check_* names ("tap")
 // Disks are configured as drives (drive_id, root device) and have no such members.
 
 /// virtio-blk (src/virtio/block): one per disk, in --disk / drive order.
@@ -141,6 +144,11 @@ struct NetKind {
   static Result<void> from_patch_json(const nlohmann::json& j, const std::string& where);
   /// check_net_for_vm(): queue pairs ≤ vCPUs.
   static Result<void> check_for_vm(const Spec& s, uint32_t vcpus);
+  /// Refuses a second interface on the tap of `other` (an earlier one: the tap's queues would
+  /// be shared) or with its guest_mac; errors name the field ("host_dev_name").
+  static Result<void> check_against(const Spec& s, const Spec& other);
+  /// net_option_key() (virtio/net/net_option.h).
+  static std::string cli_key(std::string_view field);
   static void save_facts(snap::ByteWriter&, const Spec&, const VirtioDevice&) {}
   static Result<void> check_facts(snap::ByteReader&, const Spec&, const VirtioDevice&) {
     return {};

@@ -154,9 +154,12 @@ Result<void> check_devices_for_vm(const std::vector<DeviceSpec>& devices, uint32
       using K = std::tuple_element_t<N, Kinds>;
       if constexpr (IsKeyed<K>) {
         auto r = K::check_for_vm(std::get<N>(d), vcpus);
+        // The devices of this kind before it (devices is in kind order).
+        for (const DeviceSpec* e = devices.data(); r && e != &d; ++e)
+          if (e->index() == N) r = K::check_against(std::get<N>(d), std::get<N>(*e));
         if (r) return {};
         Error e = r.error();
-        e.op = cli ? std::string(K::kCliOption) + " " + e.op
+        e.op = cli ? std::string(K::kCliOption) + " " + K::cli_key(e.op)
                    : std::string(K::kConfigKey) + "[" + std::to_string(i) + "]." + e.op;
         return tl::unexpected(std::move(e));
       } else {

@@ -50,7 +50,8 @@ void put_device(std::vector<DeviceSpec>& devices, DeviceSpec spec);
 /// Whether `devices` holds a device of keyed kind `kind` with id `id`.
 [[nodiscard]] bool has_device(const std::vector<DeviceSpec>& devices, size_t kind,
                               std::string_view id);
-/// Each keyed device's check against the VM (a network interface: queues ≤ vcpus). Errors name
+/// Each keyed device's check against the VM (a network interface: queues ≤ vcpus) and against
+/// the devices of its kind before it (a network interface: not the same tap or MAC). Errors name
 /// the field as the command line does ("--net queues") when `cli`, else as the config file and
 /// GET /vm/config do ("network-interfaces[1].queues", the index within its kind).
 [[nodiscard]] Result<void> check_devices_for_vm(const std::vector<DeviceSpec>& devices,

@@ -75,6 +75,18 @@ Result<void> NetKind::check_for_vm(const Spec& s, uint32_t vcpus) {
   return check_net_for_vm(s, vcpus);
 }
 
+Result<void> NetKind::check_against(const Spec& s, const Spec& other) {
+  if (s.host_dev_name == other.host_dev_name)
+    return fail("host_dev_name", s.iface_id + ": tap \"" + s.host_dev_name +
+                                     "\" is already used by interface \"" + other.iface_id + "\"");
+  if (s.guest_mac && s.guest_mac == other.guest_mac)
+    return fail("guest_mac", s.iface_id + ": " + format_mac(*s.guest_mac) +
+                                 " is already the MAC of interface \"" + other.iface_id + "\"");
+  return {};
+}
+
+std::string NetKind::cli_key(std::string_view field) { return net_option_key(field); }
+
 void NetKind::encode(snap::ByteWriter& w, const Spec& c) {
   w.string(c.iface_id);
   w.string(c.host_dev_name);

@@ -51,3 +51,42 @@ TEST(NetKind, PutDeviceIsKeyed) {
 
 }  // namespace
 }  // namespace tern
+
+namespace tern {
+namespace {
+
+DeviceSpec net_on(const char* id, const char* tap, std::optional<MacAddress> mac = {}) {
+  NetSpec c;
+  c.iface_id = id;
+  c.host_dev_name = tap;
+  c.guest_mac = mac;
+  return DeviceSpec(std::in_place_type<NetSpec>, c);
+}
+
+// Two interfaces on one tap would share (and steal) its queues; two with one MAC confuse the
+// guest's bridge: both refused before the VM is built, naming the second one's field.
+TEST(NetKind, RefusesSharedTapOrMac) {
+  const MacAddress mac{0x02, 0, 0, 0, 0, 1};
+  std::vector<DeviceSpec> devices;
+  put_device(devices, net_on("a", "tap0", mac));
+  put_device(devices, DeviceSpec(std::in_place_type<RngSpec>, RngSpec{}));
+  put_device(devices, net_on("b", "tap1"));
+  EXPECT_TRUE(check_devices_for_vm(devices, 1, false));
+  put_device(devices, net_on("c", "tap0"));
+  auto r = check_devices_for_vm(devices, 1, false);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().op, "network-interfaces[2].host_dev_name");
+  EXPECT_NE(r.error().message().find("\"a\""), std::string::npos) << r.error().message();
+  r = check_devices_for_vm(devices, 1, true);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().op, "--net tap");
+  put_device(devices, net_on("c", "tap2", mac));
+  r = check_devices_for_vm(devices, 1, false);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().op, "network-interfaces[2].guest_mac");
+  put_device(devices, net_on("c", "tap2", MacAddress{0x02, 0, 0, 0, 0, 2}));
+  EXPECT_TRUE(check_devices_for_vm(devices, 1, false));
+}
+
+}  // namespace
+}  // namespace tern
