@@ -27,7 +27,7 @@
 //   TERN-HOSTILE-NET phase=<p> result=answered|needs_reset|pending id_ok=0|1 used_len=<n> [ack=<a>] status=0x<s> ms=<t>
 //   TERN-HOSTILE-NET phase=rx-small result=... delivered=<n> truncated=<n> ours=<n> bad_ids=<n> status=0x<s>
 //   TERN-HOSTILE-NET phase=flood-rx result=... tag1=<n> tag2=<n> want2=<n> dup=<n> bad_ids=<n> bad_frames=<n> status=0x<s>
-// then TERN-HOSTILE-NET-DONE phases=<n>. A device that set DEVICE_NEEDS_RESET is reset and set up
+// then (after step end) TERN-HOSTILE-NET-DONE phases=<n>. A device that set DEVICE_NEEDS_RESET is reset and set up
 // again before the next phase.
 // Usage: tern-hostile-net BDF MAILBOX [TIMEOUT_S]   (static: gcc -static -O2)
 #include "virtio_user.h"
@@ -346,6 +346,7 @@ int main(int argc, char** argv) {
   ctrl_phases();
   rx_small();
   flood();
+  wait_step("end");  // L1 reads tern's stats with the device still in use
   vu_reset();
   printf("TERN-HOSTILE-NET-DONE phases=%u\n", phases);
   return 0;
