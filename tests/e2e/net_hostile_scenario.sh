@@ -17,8 +17,9 @@
 #   rx-small                      64-byte buffers, 50 frames of 1000 bytes: nothing truncated comes
 #                                 back; tern counts the drops (a device counter) or sets NEEDS_RESET
 #   flood-no-spin                 20000 frames with no RX buffer posted, then 3 s more: tern's
-#                                 non-vCPU threads use < 20% of one CPU over that window (a spin
-#                                 takes what L1's one CPU has); the numbers are in the detail
+#                                 non-vCPU threads use less than 20% of one CPU more over that
+#                                 window than over 3 s before it (a spin takes what L1's one CPU
+#                                 has); the numbers are in the detail
 #   flood-rx                      buffers posted: frames arrive, no buffer id twice, no frame twice,
 #                                 a paced burst of 100 afterwards arrives whole
 #   stats-served                  GET /tern/stats still answers (and shows virtio-net0)
@@ -193,10 +194,16 @@ if step tx-good; then
     ok=1; [ "$(($1 - p2))" = 2 ] && [ "$(($2 - b2))" = 120 ] && ok=0
     check tx-good-on-tap "$ok" "tap rx packets +$(($1 - p2)) bytes +$(($2 - b2)) (want +2, +120) before $s2 after $s3"
 fi
+# answered: the chain is back in the used ring (its id); QEMU sets NEEDS_RESET for some malformed
+# chains instead (spec-conforming, §2.1.2: accepted from the reference device, not from tern).
+back() {  # back LINE: 0 if LINE says the chain came back (or, for QEMU, the device needs a reset)
+    [ "$(field "$1" result)" = answered ] && [ "$(field "$1" id_ok)" = 1 ] && return 0
+    ! tern_only && [ "$(field "$1" result)" = needs_reset ]
+}
 for p in tx-5 tx-hdr tx-70k tx-writable tx-badgso tx-good tx-good1; do
     l=$(phase "$p")
-    ok=1; [ "$(field "$l" result)" = answered ] && [ "$(field "$l" id_ok)" = 1 ] && ok=0
-    case "$p" in tx-writable | tx-badgso) tern_only || ok=0 ;; esac
+    ok=1; back "$l" && ok=0
+    case "$p" in tx-good | tx-good1) [ "$(field "$l" result)" = answered ] || ok=1 ;; esac
     check "$p" "$ok" "${l:-no line for phase $p}"
 done
 
@@ -207,8 +214,7 @@ for p in ctrl-short ctrl-noack ctrl-unknown ctrl-mq-zero; do
     [ -z "$l" ] && phase ctrl | grep -q skipped && { check "$p" 1 "$(phase ctrl)"; continue; }
     len=$(field "$l" used_len) ack=$(field "$l" ack)
     ok=1
-    [ "$(field "$l" result)" = answered ] && [ "$(field "$l" id_ok)" = 1 ] &&
-        { [ "$len" = 0 ] || [ "$ack" = 1 ]; } && ok=0
+    back "$l" && { [ "$len" = 0 ] || [ "$ack" = 1 ] || [ "$(field "$l" result)" = needs_reset ]; } && ok=0
     check "$p" "$ok" "${l:-no line for phase $p}"
 done
 
@@ -237,19 +243,29 @@ fi
 
 # ---- UDP flood with no RX buffer posted ----
 if step flood; then
-    tern_only && info "tern threads before the flood: $(threads "$vm_pid")"
+    info "VMM threads before the flood: $(threads "$vm_pid")"
+    # Baseline: 3 s with the guest waiting at this step and no traffic (the driver's mailbox polls
+    # cost the VMM something); then the flood and 3 s after it, the tap's queue full and no RX
+    # buffer posted. Both are measurement windows, not synchronisation.
+    set -- $(cpu_ticks "$vm_pid")
+    b0=$1 ub0=$(uptime_cs)
+    sleep 3
     set -- $(cpu_ticks "$vm_pid")
     c0=$1 a0=$2 u0=$(uptime_cs) t0=$(tapstat tx_packets) d0=$(tapstat tx_dropped)
     info "$($PEER "$TAP" "$MAC" 1 20000 128 0)"
     set -- $(cpu_ticks "$vm_pid")
     c1=$1 u1=$(uptime_cs)
-    sleep 3  # a measurement window after the flood (the tap's queue stays full), not a synchronisation
+    sleep 3
     set -- $(cpu_ticks "$vm_pid")
     c2=$1 a2=$2 u2=$(uptime_cs)
-    w=$((u2 - u0)) nv=$((c2 - c0))
-    ok=1; [ "$w" -gt 0 ] && [ $((nv * 100)) -lt $((w * 20)) ] && ok=0
-    check flood-no-spin "$ok" "window $((w * 10)) ms (flood $(((u1 - u0) * 10)) ms): non-vCPU threads $((nv * 10)) ms ($((nv * 100 / (w > 0 ? w : 1)))% of one CPU; flood part $(((c1 - c0) * 10)) ms, after it $(((c2 - c1) * 10)) ms), all threads $(((a2 - a0) * 10)) ms; tap tx packets +$(($(tapstat tx_packets) - t0)) dropped +$(($(tapstat tx_dropped) - d0))"
-    tern_only && info "tern threads after the flood: $(threads "$vm_pid")"
+    bw=$((u0 - ub0)) bn=$((c0 - b0)) w=$((u2 - u0)) nv=$((c2 - c0))
+    [ "$bw" -gt 0 ] || bw=1
+    [ "$w" -gt 0 ] || w=1
+    bp=$((bn * 100 / bw)) fp=$((nv * 100 / w))
+    # A VMM that spins on a readable tap with no buffer takes what L1's one CPU has left (> 50%).
+    ok=1; [ $((fp - bp)) -lt 20 ] && ok=0
+    check flood-no-spin "$ok" "non-vCPU threads: ${fp}% of one CPU over the flood window ($((nv * 10)) ms in $((w * 10)) ms: flood $(((u1 - u0) * 10)) ms using $(((c1 - c0) * 10)) ms, the $(((u2 - u1) * 10)) ms after it $(((c2 - c1) * 10)) ms), baseline ${bp}% ($((bn * 10)) ms in $((bw * 10)) ms), want < baseline + 20%; all threads $(((a2 - a0) * 10)) ms over the flood window; tap tx packets +$(($(tapstat tx_packets) - t0)) dropped +$(($(tapstat tx_dropped) - d0))"
+    info "VMM threads after the flood: $(threads "$vm_pid")"
     go flood
     if wait_vm 120 has "$OUT" '^TERN-HOSTILE-NET-READY step=flood-more'; then
         info "$($PEER "$TAP" "$MAC" 2 100 256 5000)"

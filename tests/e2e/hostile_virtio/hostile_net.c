@@ -101,7 +101,7 @@ static void wait_step(const char* step) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
   while (!mailbox_says(step)) {
     if (ms_since(&t0) > 600000) die("no GO %s from the test host in 600 s", step);
-    usleep(50000);
+    usleep(200000);  // each look is a disk read through the VMM: few, not to load it
   }
 }
 
