@@ -10,12 +10,15 @@
 #   NET-HOSTILE-CHECK name=<check> PASS|FAIL <detail>
 # Checks (virtio 1.2 §5.1.6):
 #   tx-5, tx-hdr, tx-70k          each chain comes back in the used ring (its id), and the tap's
-#                                 rx counters do not move (tx-bad-not-on-tap)
-#   tx-writable, tx-badgso        the same (tern; QEMU sends them: shown only)
+#                                 rx counters do not move (tx-bad-not-on-tap); tern counts 3
+#                                 tx_dropped_malformed (tx-bad-counted)
+#   tx-writable, tx-badgso        the same (tern; QEMU sends them: shown only; tx-extra-*)
 #   tx-good, tx-good1             come back, and exactly these two 60-byte frames reach the tap
-#   ctrl-*                        VIRTIO_NET_ERR (ack=1) or used length 0
+#                                 (tx-good-on-tap; tern's tx_packets +2: tx-good-counted)
+#   ctrl-*                        VIRTIO_NET_ERR (ack=1) or used length 0; tern counts the four in
+#                                 ctrl_malformed + ctrl_errors (ctrl-counted)
 #   rx-small                      64-byte buffers, 50 frames of 1000 bytes: nothing truncated comes
-#                                 back; tern counts the drops (a device counter) or sets NEEDS_RESET
+#                                 back; tern counts rx_dropped_too_big or sets NEEDS_RESET
 #   flood-no-spin                 20000 frames with no RX buffer posted, then 3 s more: tern's
 #                                 non-vCPU threads use less than 20% of one CPU more over that
 #                                 window than over 3 s before it (a spin takes what L1's one CPU
@@ -109,11 +112,11 @@ qfield() {  # qfield OBJ INDEX FIELD
     v=$(echo "$1" | sed 's/.*"queues":\[//' | tr '}' '\n' | grep "\"index\":$2," | sed -n "s/.*\"$3\":\([0-9]*\).*/\1/p")
     echo "${v:-0}"
 }
-# rx_drops OBJ: the sum of the device-wide counters named rx..drop/big/long/size/trunc.
-rx_drops() {
-    counters "$1" | tr ',' '\n' | grep -i '"rx[a-z0-9_]*\(drop\|big\|long\|size\|trunc\)[a-z0-9_]*":' |
-        sed 's/.*://' | awk '{ s += $1 } END { print s + 0 }'
+cnt() {  # cnt OBJ NAME: the device-wide counter NAME (0 when absent)
+    v=$(counters "$1" | tr ',' '\n' | sed -n "s/^\"$2\":\([0-9]*\)\$/\1/p")
+    echo "${v:-0}"
 }
+delta() { echo $(($(cnt "$2" "$1") - $(cnt "$3" "$1"))); }  # delta NAME NEW OLD
 # cpu_ticks PID: "<non-vCPU threads> <all threads>" user+system clock ticks (vCPU threads: tern's
 # vcpuN, QEMU's "CPU n/KVM")
 cpu_ticks() {
@@ -170,29 +173,39 @@ if step tx-bad; then
     ok=1; [ "$s1" = "$s0" ] && ok=0
     check tx-bad-not-on-tap "$ok" "tap rx packets/bytes/dropped/errors/frame_errors before $s0, after the 5-byte, header-only and 70 KiB chains $s1"
     if tern_only; then
-        e=$(($(qfield "$o1" 1 errors) - $(qfield "$o0" 1 errors)))
-        ok=1; [ "$e" -ge 3 ] && ok=0
-        check tx-bad-counted "$ok" "transmitq0 errors +$e; virtio-net0 counters: $(counters "$o1")"
+        e=$(delta tx_dropped_malformed "$o1" "$o0")
+        ok=1; [ "$e" = 3 ] && ok=0
+        check tx-bad-counted "$ok" "tx_dropped_malformed +$e (want +3), transmitq0 errors +$(($(qfield "$o1" 1 errors) - $(qfield "$o0" 1 errors))); virtio-net0 counters: $(counters "$o1")"
     fi
 fi
 if step tx-extra; then
     s2=$(rxstats)
+    o2=$(net_obj)
     go tx-extra
     ok=1; [ "$s2" = "$s1" ] && ok=0
     if tern_only; then
         check tx-extra-not-on-tap "$ok" "tap rx before $s1, after the writable and bad-GSO chains $s2"
+        e=$(delta tx_dropped_malformed "$o2" "$o1")
+        ok=1; [ "$e" = 2 ] && ok=0
+        check tx-extra-counted "$ok" "tx_dropped_malformed +$e (want +2)"
     else
         info "tx-extra tap rx before $s1 after $s2 (QEMU sends them)"
     fi
 fi
 if step tx-good; then
     s3=$(rxstats)
+    o3=$(net_obj)
     go tx-good
     set -- $s2
     p2=$1 b2=$2
     set -- $s3
     ok=1; [ "$(($1 - p2))" = 2 ] && [ "$(($2 - b2))" = 120 ] && ok=0
     check tx-good-on-tap "$ok" "tap rx packets +$(($1 - p2)) bytes +$(($2 - b2)) (want +2, +120) before $s2 after $s3"
+    if tern_only; then
+        e=$(delta tx_packets "$o3" "$o2")
+        ok=1; [ "$e" = 2 ] && ok=0
+        check tx-good-counted "$ok" "tx_packets +$e (want +2), tx_bytes +$(delta tx_bytes "$o3" "$o2")"
+    fi
 fi
 # answered: the chain is back in the used ring (its id); QEMU sets NEEDS_RESET for some malformed
 # chains instead (spec-conforming, §2.1.2: accepted from the reference device, not from tern).
@@ -217,11 +230,18 @@ for p in ctrl-short ctrl-noack ctrl-unknown ctrl-mq-zero; do
     back "$l" && { [ "$len" = 0 ] || [ "$ack" = 1 ] || [ "$(field "$l" result)" = needs_reset ]; } && ok=0
     check "$p" "$ok" "${l:-no line for phase $p}"
 done
+ctrl_counted() {  # ctrl_counted NEW-OBJ (after the control phases; $o3 before them)
+    tern_only && [ -n "${o3:-}" ] || return 0
+    e=$(($(delta ctrl_malformed "$1" "$o3") + $(delta ctrl_errors "$1" "$o3")))
+    ok=1; [ "$e" = 4 ] && ok=0
+    check ctrl-counted "$ok" "ctrl_malformed +$(delta ctrl_malformed "$1" "$o3") ctrl_errors +$(delta ctrl_errors "$1" "$o3") (want 4 in all), ctrl_commands +$(delta ctrl_commands "$1" "$o3")"
+}
 
 # ---- RX buffers too small (64 bytes, no MRG_RXBUF) ----
 if step rx-small; then
     t0=$(tapstat tx_packets) d0=$(tapstat tx_dropped)
     o0=$(net_obj)
+    ctrl_counted "$o0"
     info "$($PEER "$TAP" "$MAC" 3 50 1000 1000)"
     # tern takes them off the tap (reads and drops them); QEMU leaves them there
     if tern_only; then wait_for 30 sh -c "[ \$(cat /sys/class/net/$TAP/statistics/tx_packets) -ge $((t0 + 50)) ]"; fi
@@ -234,10 +254,10 @@ if step rx-small; then
     [ -n "$l" ] && [ "$(field "$l" truncated)" = 0 ] && [ "$(field "$l" ours)" = 0 ] && [ "$(field "$l" bad_ids)" = 0 ] && ok=0
     check rx-small-not-truncated "$ok" "${l:-no rx-small line}"
     if tern_only; then
-        d=$(($(rx_drops "$o1") - $(rx_drops "$o0")))
+        d=$(delta rx_dropped_too_big "$o1" "$o0")
         ok=1
         { [ "$d" -ge 50 ] || [ "$(field "$l" result)" = needs_reset ]; } && ok=0
-        check rx-small-counted "$ok" "rx drop counters +$d (want >= 50) or NEEDS_RESET ($(field "$l" result)); virtio-net0 counters: $(counters "$o1")"
+        check rx-small-counted "$ok" "rx_dropped_too_big +$d (want >= 50) or NEEDS_RESET ($(field "$l" result)); rx_packets +$(delta rx_packets "$o1" "$o0"), rx_dropped_runt +$(delta rx_dropped_runt "$o1" "$o0"); virtio-net0 counters: $(counters "$o1")"
     fi
 fi
 
@@ -252,19 +272,23 @@ if step flood; then
     sleep 3
     set -- $(cpu_ticks "$vm_pid")
     c0=$1 a0=$2 u0=$(uptime_cs) t0=$(tapstat tx_packets) d0=$(tapstat tx_dropped)
+    of0=$(net_obj)
     info "$($PEER "$TAP" "$MAC" 1 20000 128 0)"
     set -- $(cpu_ticks "$vm_pid")
     c1=$1 u1=$(uptime_cs)
     sleep 3
     set -- $(cpu_ticks "$vm_pid")
     c2=$1 a2=$2 u2=$(uptime_cs)
+    of1=$(net_obj)
+    tern_counts=""
+    tern_only && tern_counts="; tern: rx_tap_wakeups +$(delta rx_tap_wakeups "$of1" "$of0") rx_no_buffer_waits +$(delta rx_no_buffer_waits "$of1" "$of0") rx_dropped_no_buffer +$(delta rx_dropped_no_buffer "$of1" "$of0") rx_packets +$(delta rx_packets "$of1" "$of0")"
     bw=$((u0 - ub0)) bn=$((c0 - b0)) w=$((u2 - u0)) nv=$((c2 - c0))
     [ "$bw" -gt 0 ] || bw=1
     [ "$w" -gt 0 ] || w=1
     bp=$((bn * 100 / bw)) fp=$((nv * 100 / w))
     # A VMM that spins on a readable tap with no buffer takes what L1's one CPU has left (> 50%).
     ok=1; [ $((fp - bp)) -lt 20 ] && ok=0
-    check flood-no-spin "$ok" "non-vCPU threads: ${fp}% of one CPU over the flood window ($((nv * 10)) ms in $((w * 10)) ms: flood $(((u1 - u0) * 10)) ms using $(((c1 - c0) * 10)) ms, the $(((u2 - u1) * 10)) ms after it $(((c2 - c1) * 10)) ms), baseline ${bp}% ($((bn * 10)) ms in $((bw * 10)) ms), want < baseline + 20%; all threads $(((a2 - a0) * 10)) ms over the flood window; tap tx packets +$(($(tapstat tx_packets) - t0)) dropped +$(($(tapstat tx_dropped) - d0))"
+    check flood-no-spin "$ok" "non-vCPU threads: ${fp}% of one CPU over the flood window ($((nv * 10)) ms in $((w * 10)) ms: flood $(((u1 - u0) * 10)) ms using $(((c1 - c0) * 10)) ms, the $(((u2 - u1) * 10)) ms after it $(((c2 - c1) * 10)) ms), baseline ${bp}% ($((bn * 10)) ms in $((bw * 10)) ms), want < baseline + 20%; all threads $(((a2 - a0) * 10)) ms over the flood window; tap tx packets +$(($(tapstat tx_packets) - t0)) dropped +$(($(tapstat tx_dropped) - d0))$tern_counts"
     info "VMM threads after the flood: $(threads "$vm_pid")"
     go flood
     if wait_vm 120 has "$OUT" '^TERN-HOSTILE-NET-READY step=flood-more'; then
