@@ -105,7 +105,9 @@ phase() { lines "$OUT" "^TERN-HOSTILE-NET phase=$1 " | head -n 1; }
 # net_obj: tern's virtio-net0 entry of device_counters, spaces removed ("" for QEMU or no answer)
 net_obj() {
     tern_only || return 0
-    api GET /tern/stats | tr -d ' \n\r' | sed -n 's/.*\({"name":"virtio-net0"[^]]*]}\).*/\1/p'
+    # nlohmann::json writes keys sorted: counters, kind, name, queues
+    api GET /tern/stats | tr -d ' \n\r' |
+        sed -n 's/.*\({"counters":{[^}]*},"kind":"[^"]*","name":"virtio-net0","queues":\[[^]]*\]}\).*/\1/p'
 }
 counters() { echo "$1" | sed -n 's/.*"counters":{\([^}]*\)}.*/\1/p'; }  # counters OBJ: "a":1,"b":2
 qfield() {  # qfield OBJ INDEX FIELD
