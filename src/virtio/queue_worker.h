@@ -86,6 +86,9 @@ class QueueWorker {
   /// Returns chain `head` through the used ring with `used_len` bytes written; `bytes` payload
   /// bytes moved and `error` (an error status or a refused request) go to the queue counters.
   void complete(uint16_t head, uint32_t used_len, uint64_t bytes = 0, bool error = false);
+  /// Counts an error of this queue that completes no chain (virtio-net RX: a frame read from the
+  /// tap and dropped, its buffers kept for the next one).
+  void count_error() { QueueCounters::add(ctx_.counters->errors); }
   /// The ring is unusable (§2.1.2): DEVICE_NEEDS_RESET, count, log; the queue is ignored after.
   void mark_broken(const std::string& why);
   [[nodiscard]] bool broken() const { return broken_; }

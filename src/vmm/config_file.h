@@ -17,7 +17,8 @@ struct ConfigFile {
   BootSource boot;
   MachineConfig machine;  ///< Firecracker's defaults when "machine-config" is absent.
   std::vector<DriveSpec> drives;
-  /// The single-instance devices, by their kinds' keys ("entropy"); null: none. In kind order.
+  /// The devices, by their kinds' keys: a single-instance kind's object ("entropy"; null: none),
+  /// a keyed kind's array ("network-interfaces", each id once). In kind order.
   std::vector<DeviceSpec> devices;
   /// The device of kind `Spec`, if the file configures one.
   template <class Spec>

@@ -11,8 +11,12 @@
 #include <string>
 #include <thread>
 
+#include "base/testing/eventually.h"
+
 namespace tern {
 namespace {
+
+using testing::eventually;
 
 using namespace std::chrono_literals;
 
@@ -59,16 +63,6 @@ struct Pipe {
     TERN_CHECK(::write(w.get(), s.data(), s.size()) == static_cast<ssize_t>(s.size()));
   }
 };
-
-template <class Pred>
-bool eventually(Pred pred) {
-  auto deadline = std::chrono::steady_clock::now() + 2s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return pred();
-}
 
 TEST(ConsoleInput, FeedsPipeInputAndStopsAtEof) {
   Pipe p;

@@ -129,12 +129,14 @@ class RxHandler final : public virtio::QueueHandler {
         }
         case RxResult::Kind::kTooBig:
           NetCounters::add(c.rx_dropped_too_big);
+          w.count_error();
           TERN_LOG_RATELIMITED(w.log_limit(), warn,
                                "{}: receiveq {}: frame larger than the driver's buffers dropped",
                                w.name(), pair_);
           break;
         case RxResult::Kind::kRunt:
           NetCounters::add(c.rx_dropped_runt);
+          w.count_error();
           break;
       }
     }

@@ -18,9 +18,14 @@
 #include "virtio/net/net_header.h"
 #include "virtio/testing/fake_virtqueue_driver.h"
 #include "virtio/virtio_spec.h"
+#include "base/testing/eventually.h"
+#include "stats/testing/named_counter.h"
 
 namespace tern {
 namespace {
+
+using testing::eventually;
+constexpr auto named = testing::named_counter;
 
 using namespace net;
 using testing::FakeGuestRam;
@@ -35,22 +40,6 @@ constexpr uint64_t kBufGpa = 0x80000;
 constexpr unsigned kAllTun = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN | TUN_F_UFO;
 constexpr uint64_t kBase = feature(virtio::VIRTIO_F_VERSION_1) | feature(VIRTIO_NET_F_MRG_RXBUF) |
                            feature(VIRTIO_NET_F_CTRL_VQ);
-
-bool eventually(const std::function<bool()>& pred) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
-
-uint64_t named(const DeviceCounters& c, const std::string& name) {
-  for (const auto& [n, v] : c.counters)
-    if (n == name) return v;
-  ADD_FAILURE() << "no counter " << name;
-  return 0;
-}
 
 // A frame with its 12-byte virtio header (zeros: no offload) and `len` Ethernet bytes.
 std::vector<uint8_t> frame(size_t len, uint8_t seed) {

@@ -15,9 +15,14 @@
 #include "virtio/rng/virtio_rng.h"
 #include "virtio/testing/fake_virtqueue_driver.h"
 #include "virtio/virtio_spec.h"
+#include "base/testing/eventually.h"
+#include "stats/testing/named_counter.h"
 
 namespace tern {
 namespace {
+
+using testing::eventually;
+constexpr auto named = testing::named_counter;
 
 using testing::FakeGuestRam;
 using testing::FakeVirtioInterrupt;
@@ -27,24 +32,6 @@ using Buf = FakeVirtqueueDriver::Buf;
 constexpr uint16_t kSize = 16;
 constexpr uint64_t kRingGpa = 0x1000;
 constexpr uint64_t kBufGpa = 0x40000;
-
-// Polls `pred` (yielding, no sleep) until it holds or 20 s pass: for counters that no interrupt
-// announces.
-bool eventually(const std::function<bool()>& pred) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
-
-uint64_t named(const DeviceCounters& c, const std::string& name) {
-  for (const auto& [n, v] : c.counters)
-    if (n == name) return v;
-  ADD_FAILURE() << "no counter " << name;
-  return 0;
-}
 
 class RngTest : public ::testing::Test {
  protected:

@@ -4,8 +4,8 @@
 // Adding a device kind (docs/devices.md): declare its Kind struct here and list it in
 // DeviceKinds, implement it in src/vmm/devices/<kind>_kind.cc. Boot (boot_inputs.cc), restore
 // (restore_inputs.cc), the machine section and the snapshot's host checks then know it through
-// device_registry.h; a single-instance kind's user surface (CLI option, API route, config-file
-// key, GET /vm/config) through its surface members and device_surfaces.h.
+// device_registry.h; a single-instance or keyed list kind's user surface (CLI option, API route,
+// config-file key, GET /vm/config) through its surface members and device_surfaces.h.
 #pragma once
 
 #include <cstdint>
