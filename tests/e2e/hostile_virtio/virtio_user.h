@@ -1,11 +1,13 @@
 // virtio_user.h: a polled virtio 1.x PCI driver in guest user space, shared by the hostile drivers
-// (hostile_blk.c for tests/e2e/disk_test.sh, hostile_rng.c for tests/e2e/rng_test.sh). It drives a
-// modern virtio-pci function that no kernel driver owns (unbind it from virtio-pci first): maps its
-// BARs through /sys/bus/pci/devices/BDF/resourceN (virtio 1.2 §4.1.4: common, notify and device
-// capabilities), finds guest-physical addresses of mlocked buffers through /proc/self/pagemap, and
-// sets up queue 0 of the split virtqueue (§2.7) itself, without interrupts (the driver polls the
-// used ring and the device status). Header only (static functions): each driver is one `gcc -static`
-// of its .c file. Errors print "TERN-HOSTILE-ERROR <what>" and exit 1.
+// (hostile_blk.c for tests/e2e/disk_test.sh, hostile_rng.c for tests/e2e/rng_test.sh, hostile_net.c
+// for tests/e2e/net_hostile_test.sh). It drives a modern virtio-pci function that no kernel driver
+// owns (unbind it from virtio-pci first): maps its BARs through /sys/bus/pci/devices/BDF/resourceN
+// (virtio 1.2 §4.1.4: common, notify and device capabilities), finds guest-physical addresses of
+// mlocked buffers through /proc/self/pagemap, and sets up split virtqueues (§2.7) itself, without
+// interrupts (the driver polls the used rings and the device status): any number of queues with
+// vu_negotiate() + vu_queue_setup() + vu_driver_ok() and the vu_q_* calls, or just queue 0 with
+// vu_init_queue() and the calls on its globals. Header only (static functions): each driver is one
+// `gcc -static` of its .c file. Errors print "TERN-HOSTILE-ERROR <what>" and exit 1.
 #pragma once
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -162,96 +164,179 @@ static inline void vu_reset(void) {
   }
 }
 
-// --- queue 0 ---
+// --- virtqueues (split, §2.7) ---
 struct desc {
   uint64_t addr;
   uint32_t len;
   uint16_t flags, next;
 };
-static struct desc* ring_desc;
-static volatile uint16_t* avail;  // flags, idx, ring[]
-static volatile uint8_t* used;    // flags, idx, ring[] of {u32 id, u32 len}
-static uint16_t qsz, avail_idx, used_seen;
 
-// Resets the device and brings it to DRIVER_OK with queue 0 of at most max_qsz entries (no
-// MSI-X vector: polled). Driver features: VIRTIO_F_VERSION_1 plus features_lo (bits 0..31). The
-// rings are zeroed; avail_idx / used_seen start at 0.
-static inline void vu_init_queue(uint32_t features_lo, unsigned max_qsz) {
+// One split virtqueue of the device, polled. Each ring lives in one page (so size <= 256).
+struct vu_queue {
+  struct desc* desc;
+  volatile uint16_t* avail;  // flags, idx, ring[], used_event
+  volatile uint8_t* used;    // flags, idx, ring[] of {u32 id, u32 len}, avail_event
+  volatile uint8_t* notify;  // this queue's doorbell
+  uint16_t index, size, avail_idx, used_seen;
+};
+
+// The device's feature bits (all 64).
+static inline uint64_t vu_device_features(void) {
+  C32(VU_DFSELECT) = 0;
+  uint64_t lo = C32(VU_DF);
+  C32(VU_DFSELECT) = 1;
+  return lo | (uint64_t)C32(VU_DF) << 32;
+}
+
+// Resets the device, acknowledges it and writes driver features `want` & the device's features
+// (VIRTIO_F_VERSION_1, bit 32, always: the device must offer it), then sets FEATURES_OK and checks
+// that the device kept it (§3.1.1). Returns the features written.
+static inline uint64_t vu_negotiate(uint64_t want) {
   vu_reset();
   C8(VU_STATUS) = VU_S_ACKNOWLEDGE | VU_S_DRIVER;
-  C32(VU_DFSELECT) = 1;
-  uint32_t hi = C32(VU_DF);
-  if (!(hi & 1)) die("no VIRTIO_F_VERSION_1");
-  C32(VU_DFSELECT) = 0;
-  uint32_t lo = C32(VU_DF);
+  uint64_t dev = vu_device_features();
+  if (!(dev >> 32 & 1)) die("no VIRTIO_F_VERSION_1");
+  uint64_t f = (want & dev) | 1ull << 32;
   C32(VU_GFSELECT) = 0;
-  C32(VU_GF) = features_lo & lo;
+  C32(VU_GF) = (uint32_t)f;
   C32(VU_GFSELECT) = 1;
-  C32(VU_GF) = 1;  // VIRTIO_F_VERSION_1
+  C32(VU_GF) = (uint32_t)(f >> 32);
   C8(VU_STATUS) = VU_S_ACKNOWLEDGE | VU_S_DRIVER | VU_S_FEATURES_OK;
-  if (!(C8(VU_STATUS) & VU_S_FEATURES_OK)) die("FEATURES_OK refused");
-  C16(VU_Q_SELECT) = 0;
-  qsz = C16(VU_Q_SIZE);
-  if (qsz == 0 || qsz > max_qsz) die("queue size %u (want 1..%u)", qsz, max_qsz);
+  if (!(C8(VU_STATUS) & VU_S_FEATURES_OK)) die("FEATURES_OK refused (features 0x%llx)", (unsigned long long)f);
+  return f;
+}
+
+// Sets up queue `index` between vu_negotiate() and vu_driver_ok(): at most max_size entries (a
+// power of two <= 256; a larger device maximum is lowered by writing queue_size, §4.1.4.3), no
+// MSI-X vector (polled), zeroed rings (allocated on the first call for q), avail and used indexes
+// at 0, VIRTQ_AVAIL_F_NO_INTERRUPT set, queue_enable written. Dies if the queue does not exist.
+static inline void vu_queue_setup(struct vu_queue* q, uint16_t index, uint16_t max_size) {
+  C16(VU_Q_SELECT) = index;
+  uint16_t size = C16(VU_Q_SIZE);
+  if (size == 0) die("queue %u does not exist", index);
+  if (size > max_size) C16(VU_Q_SIZE) = size = max_size;
+  if (size > 256 || (size & (size - 1))) die("queue %u: size %u (want a power of two <= 256)", index, size);
   C16(VU_Q_MSIX) = 0xffff;  // no MSI-X vector: we poll
-  if (!ring_desc) {
-    ring_desc = pages(1);
-    avail = pages(1);
-    used = pages(1);
+  if (!q->desc) {
+    q->desc = pages(1);
+    q->avail = pages(1);
+    q->used = pages(1);
   }
-  memset(ring_desc, 0, PAGE);
-  memset((void*)avail, 0, PAGE);
-  memset((void*)used, 0, PAGE);
-  avail_idx = used_seen = 0;
-  avail[0] = 1;  // VIRTQ_AVAIL_F_NO_INTERRUPT
-  c64(VU_Q_DESC, phys(ring_desc));
-  c64(VU_Q_AVAIL, phys((void*)avail));
-  c64(VU_Q_USED, phys((void*)used));
-  notify = notify_base + C16(VU_Q_NOTIFY_OFF) * g_mult;
+  memset(q->desc, 0, PAGE);
+  memset((void*)q->avail, 0, PAGE);
+  memset((void*)q->used, 0, PAGE);
+  q->index = index;
+  q->size = size;
+  q->avail_idx = q->used_seen = 0;
+  q->avail[0] = 1;  // VIRTQ_AVAIL_F_NO_INTERRUPT
+  c64(VU_Q_DESC, phys(q->desc));
+  c64(VU_Q_AVAIL, phys((void*)q->avail));
+  c64(VU_Q_USED, phys((void*)q->used));
+  q->notify = notify_base + C16(VU_Q_NOTIFY_OFF) * g_mult;
   C16(VU_Q_ENABLE) = 1;
+}
+
+// DRIVER_OK after vu_negotiate() and the vu_queue_setup() calls.
+static inline void vu_driver_ok(void) {
   C8(VU_STATUS) = VU_S_ACKNOWLEDGE | VU_S_DRIVER | VU_S_FEATURES_OK | VU_S_DRIVER_OK;
 }
 
-// Puts descriptor head d into the next avail ring slot (not yet published).
-static inline void vu_add(uint16_t d) {
-  avail[2 + avail_idx % qsz] = d;
-  ++avail_idx;
+// Puts descriptor head d into q's next avail ring slot (not yet published).
+static inline void vu_q_add(struct vu_queue* q, uint16_t d) {
+  q->avail[2 + q->avail_idx % q->size] = d;
+  ++q->avail_idx;
 }
 
-// Publishes avail idx `idx` (normally avail_idx) and rings queue 0's doorbell.
-static inline void vu_publish(uint16_t idx) {
+// Publishes avail idx `idx` (normally q->avail_idx) and rings q's doorbell (the queue index, as
+// without VIRTIO_F_NOTIFICATION_DATA, §4.1.5.2).
+static inline void vu_q_publish(struct vu_queue* q, uint16_t idx) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  avail[1] = idx;
+  q->avail[1] = idx;
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  *(volatile uint16_t*)notify = 0;
+  *(volatile uint16_t*)q->notify = q->index;
 }
 
-static inline uint16_t vu_used_idx(void) { return *(volatile uint16_t*)(used + 2); }
+static inline uint16_t vu_q_used_idx(const struct vu_queue* q) { return *(volatile uint16_t*)(q->used + 2); }
 
 // Used ring element i (mod queue size): descriptor id and written length.
-static inline void vu_used_elem(uint16_t i, uint32_t* id, uint32_t* len) {
-  volatile uint32_t* e = (volatile uint32_t*)(used + 4 + 8u * (i % qsz));
+static inline void vu_q_used_elem(const struct vu_queue* q, uint16_t i, uint32_t* id, uint32_t* len) {
+  volatile uint32_t* e = (volatile uint32_t*)(q->used + 4 + 8u * (i % q->size));
   *id = e[0];
   *len = e[1];
 }
 
 enum vu_outcome { VU_USED = 0, VU_NEEDS_RESET = 1, VU_TIMEOUT = 2 };
 
-// Polls until the used idx is at least n past used_seen (VU_USED; used_seen moves to it), the
-// device sets DEVICE_NEEDS_RESET (or FAILED) (VU_NEEDS_RESET), or timeout_s seconds pass (VU_TIMEOUT).
-static inline enum vu_outcome vu_wait(unsigned n, unsigned timeout_s) {
+// Polls until q's used idx is at least n past used_seen (VU_USED; used_seen moves to it), the
+// device sets DEVICE_NEEDS_RESET (or FAILED) (VU_NEEDS_RESET), or timeout_ms milliseconds pass
+// (VU_TIMEOUT). Sleeps poll_us between looks.
+static inline enum vu_outcome vu_q_wait_ms(struct vu_queue* q, unsigned n, unsigned timeout_ms, unsigned poll_us) {
   struct timespec start, now;
   clock_gettime(CLOCK_MONOTONIC, &start);
   for (;;) {
-    uint16_t got = (uint16_t)(vu_used_idx() - used_seen);
+    uint16_t got = (uint16_t)(vu_q_used_idx(q) - q->used_seen);
     if (got >= n && got < 0x8000) {
-      used_seen = (uint16_t)(used_seen + got);
+      q->used_seen = (uint16_t)(q->used_seen + got);
       __atomic_thread_fence(__ATOMIC_SEQ_CST);
       return VU_USED;
     }
     if (vu_status() & (VU_S_NEEDS_RESET | VU_S_FAILED)) return VU_NEEDS_RESET;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    if ((unsigned)(now.tv_sec - start.tv_sec) >= timeout_s) return VU_TIMEOUT;
-    usleep(1000);  // polling a device ring; no interrupts are set up
+    long ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+    if (ms >= (long)timeout_ms) return VU_TIMEOUT;
+    usleep(poll_us);  // polling a device ring; no interrupts are set up
   }
+}
+
+// --- queue 0 only (hostile_blk.c, hostile_rng.c): the same operations on these globals ---
+static struct vu_queue vu_q0;
+static struct desc* ring_desc;
+static volatile uint16_t* avail;  // flags, idx, ring[]
+static volatile uint8_t* used;    // flags, idx, ring[] of {u32 id, u32 len}
+static uint16_t qsz, avail_idx, used_seen;
+
+static inline struct vu_queue* vu_q0_sync(void) {  // vu_q0 with the globals' indexes
+  vu_q0.avail_idx = avail_idx;
+  vu_q0.used_seen = used_seen;
+  return &vu_q0;
+}
+
+// Resets the device and brings it to DRIVER_OK with queue 0 of at most max_qsz entries (no
+// MSI-X vector: polled). Driver features: VIRTIO_F_VERSION_1 plus features_lo (bits 0..31). The
+// rings are zeroed; avail_idx / used_seen start at 0.
+static inline void vu_init_queue(uint32_t features_lo, unsigned max_qsz) {
+  vu_negotiate(features_lo);
+  C16(VU_Q_SELECT) = 0;
+  uint16_t size = C16(VU_Q_SIZE);
+  if (size == 0 || size > max_qsz) die("queue size %u (want 1..%u)", size, max_qsz);
+  vu_queue_setup(&vu_q0, 0, size);
+  ring_desc = vu_q0.desc;
+  avail = vu_q0.avail;
+  used = vu_q0.used;
+  qsz = vu_q0.size;
+  avail_idx = used_seen = 0;
+  notify = vu_q0.notify;
+  vu_driver_ok();
+}
+
+// Puts descriptor head d into the next avail ring slot (not yet published).
+static inline void vu_add(uint16_t d) {
+  vu_q_add(vu_q0_sync(), d);
+  avail_idx = vu_q0.avail_idx;
+}
+
+// Publishes avail idx `idx` (normally avail_idx) and rings queue 0's doorbell.
+static inline void vu_publish(uint16_t idx) { vu_q_publish(vu_q0_sync(), idx); }
+
+static inline uint16_t vu_used_idx(void) { return vu_q_used_idx(&vu_q0); }
+
+// Used ring element i (mod queue size): descriptor id and written length.
+static inline void vu_used_elem(uint16_t i, uint32_t* id, uint32_t* len) { vu_q_used_elem(&vu_q0, i, id, len); }
+
+// Polls until the used idx is at least n past used_seen (VU_USED; used_seen moves to it), the
+// device sets DEVICE_NEEDS_RESET (or FAILED) (VU_NEEDS_RESET), or timeout_s seconds pass (VU_TIMEOUT).
+static inline enum vu_outcome vu_wait(unsigned n, unsigned timeout_s) {
+  enum vu_outcome o = vu_q_wait_ms(vu_q0_sync(), n, timeout_s * 1000u, 1000);
+  used_seen = vu_q0.used_seen;
+  return o;
 }
