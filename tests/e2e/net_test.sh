@@ -8,7 +8,8 @@
 # middle of a TCP transfer in each direction; a DHCP lease from busybox udhcpd on L1's side.
 #
 # Usage: tests/e2e/net_test.sh     Environment: TERN_BIN (default build/tern), E2E_LOG,
-#   E2E_NET_VMM=qemu: the same checks against QEMU's virtio-net-pci (tern's counters skipped).
+#   E2E_NET_VMM=qemu: the same checks against QEMU's virtio-net-pci (tern's counters skipped);
+#   E2E_NET_CASES="1 4": only these cases (debugging; default all five).
 # Prints the PASS/FAIL line of each check and "N passed, M failed"; exits 1 on any failure.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -24,4 +25,5 @@ else
     th_need_cmd jq jq
     CHECK_RUN_ARGS+=(--bin "$(command -v jq)")
 fi
+if [[ -n "${E2E_NET_CASES:-}" ]]; then CHECK_RUN_ARGS+=(--env "NET_CASES=$E2E_NET_CASES"); fi
 run_check_scenario net NET-CHECK
