@@ -301,8 +301,9 @@ mq_case() {  # mq_case NAME VHOST PORT_BASE
         # With vhost the data path never enters tern: its own rx/tx counters stay 0 while the tap
         # (tx = towards the guest) moved both flows.
         if [ "$2" = on ]; then
-            ok=1; [ "$(devf rx_packets)" = 0 ] && [ "$(devf tx_packets)" = 0 ] && [ "$(($(devf tap_tx_bytes) - tap_tx0))" -ge 8388608 ] 2>/dev/null &&
-                [ "$(($(devf tap_rx_bytes) - tap_rx0))" -ge 8388608 ] 2>/dev/null && ! grep -q 'vhost-net unavailable' "/tmp/$1.err" && ok=0
+            tx=$(devf tap_tx_bytes) rx=$(devf tap_rx_bytes)
+            ok=1; [ "$(devf rx_packets)" = 0 ] && [ "$(devf tx_packets)" = 0 ] && [ $((${tx:-0} - tap_tx0)) -ge 8388608 ] &&
+                [ $((${rx:-0} - tap_rx0)) -ge 8388608 ] && ! grep -q 'vhost-net unavailable' "/tmp/$1.err" && ok=0
             check "$1-tern-vhost-in-use" "$ok" "tern rx_packets=$(devf rx_packets) tx_packets=$(devf tx_packets), tap rx_bytes=$(devf tap_rx_bytes) tx_bytes=$(devf tap_tx_bytes) (before the VM: $tap_rx0 $tap_tx0; want 0, 0, >= 8 MiB more each); $(grep -i vhost "/tmp/$1.err" | head -n 2 | tr '\n' ' ')"
         fi
     fi
