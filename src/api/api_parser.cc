@@ -202,8 +202,8 @@ bool unsupported_firecracker_path(std::string_view p) {
   static const std::array<std::string_view, 8> exact = {
       "/balloon", "/cpu-config", "/logger", "/metrics", "/mmds",
       "/serial",  "/vsock",      "/hotplug/memory"};
-  static const std::array<std::string_view, 5> prefixes = {"/balloon/", "/mmds/", "/pmem/",
-                                                           "/network-interfaces/", "/hotplug/"};
+  static const std::array<std::string_view, 4> prefixes = {"/balloon/", "/mmds/", "/pmem/",
+                                                           "/hotplug/"};
   for (auto e : exact)
     if (p == e) return true;
   for (auto pre : prefixes)
@@ -319,7 +319,8 @@ Parsed parse_snapshot_load(std::string_view body) {
       if (v && *v) return fail(f, "true is not supported by tern");
     }
     if (const auto* n = r.raw("network_overrides"); n && !(n->is_array() && n->empty()))
-      return fail("network_overrides", "tern VMs have no network interfaces");
+      return fail("network_overrides",
+                  "not supported by tern (a restore reopens the taps by the names saved)");
     if (r.raw("vsock_override")) return fail("vsock_override", "tern VMs have no vsock device");
     TRY(r.finish());
     TRY(check_readable_file(s.snapshot_path, "snapshot_path"));
@@ -329,6 +330,33 @@ Parsed parse_snapshot_load(std::string_view body) {
   auto r = run();
   if (!r) return tl::unexpected(bad_request(r.error()));
   return *r;
+}
+
+// PUT or PATCH <api_path>/{id}: the body's id field must be the path's.
+Parsed parse_keyed_device(const KeyedSurface& s, const std::string& id, bool put,
+                          std::string_view body) {
+  auto j = body_json(body);
+  if (!j) return tl::unexpected(bad_request(j.error()));
+  std::string body_id;
+  ApiRequest request;
+  if (put) {
+    auto spec = s.from_json(*j, "");
+    if (!spec) return tl::unexpected(bad_request(spec.error()));
+    body_id = s.id_of(*spec);
+    request = api::PutKeyedDevice{std::string(s.api_path), s.kind, id, std::move(*spec)};
+  } else {
+    if (auto ok = s.check_patch(*j, ""); !ok) return tl::unexpected(bad_request(ok.error()));
+    auto f = j->find(std::string(s.id_field));  // check_patch read it as a required string
+    if (f == j->end() || !f->is_string())
+      return tl::unexpected(ApiResponse::error(400, std::string(s.id_field) + ": missing required field"));
+    body_id = f->get<std::string>();
+    request = api::PatchKeyedDevice{std::string(s.api_path), s.kind, id};
+  }
+  if (body_id != id)
+    return tl::unexpected(ApiResponse::error(
+        400, std::string(s.id_field) + ": \"" + body_id +
+                 "\" does not match the id in the path (\"" + id + "\")"));
+  return request;
 }
 
 Parsed parse_vm_state(std::string_view body) {
@@ -387,6 +415,10 @@ tl::expected<ApiRequest, ApiResponse> parse_api_request(std::string_view method,
       if (!spec) return tl::unexpected(bad_request(spec.error()));
       return api::PutDevice{std::string(device->api_path), device->kind, std::move(*spec)};
     }
+  }
+  std::string id;
+  if (const KeyedSurface* keyed = keyed_surface_for_path(path, id); keyed && (put || patch)) {
+    return parse_keyed_device(*keyed, id, put, body);
   }
   if (path == "/actions" && put) return parse_action(body);
   if (path == "/vm" && patch) return parse_vm_state(body);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/json_reader.h"
+#include "virtio/net/net_config.h"
 
 namespace tern {
 namespace {
@@ -197,6 +198,88 @@ TEST(ApiParser, DuplicateKeysAreRefused) {
   EXPECT_TRUE(parse_api_request("PATCH", "/vm", R"({"state": "Paused"})").has_value());
 }
 
+// PUT /network-interfaces/{iface_id}: Firecracker's NetworkInterface body plus tern's queues,
+// vhost, mtu (the keyed surface of NetKind).
+TEST(ApiParser, NetworkInterface) {
+  auto r = parse_api_request("PUT", "/network-interfaces/eth0",
+                             R"({"iface_id": "eth0", "host_dev_name": "tap0",
+                                 "guest_mac": "02:FC:00:00:00:05", "queues": 2, "vhost": true,
+                                 "mtu": 9000})");
+  ASSERT_TRUE(r) << r.error().body;
+  const auto& put = std::get<api::PutKeyedDevice>(*r);
+  EXPECT_EQ(put.path, "/network-interfaces");
+  EXPECT_EQ(put.id, "eth0");
+  const NetConfig& c = std::any_cast<const NetConfig&>(put.spec);
+  EXPECT_EQ(c.iface_id, "eth0");
+  EXPECT_EQ(c.host_dev_name, "tap0");
+  EXPECT_EQ(c.guest_mac, (MacAddress{0x02, 0xfc, 0, 0, 0, 5}));
+  EXPECT_EQ(c.queue_pairs, 2);
+  EXPECT_TRUE(c.vhost);
+  EXPECT_EQ(c.mtu, 9000);
+  // Firecracker's minimal body; null rate limiters are absent.
+  auto min = parse_api_request("PUT", "/network-interfaces/eth1",
+                               R"({"iface_id": "eth1", "host_dev_name": "tap1",
+                                   "rx_rate_limiter": null, "tx_rate_limiter": null})");
+  ASSERT_TRUE(min) << min.error().body;
+  const NetConfig& m = std::any_cast<const NetConfig&>(std::get<api::PutKeyedDevice>(*min).spec);
+  EXPECT_FALSE(m.guest_mac);
+  EXPECT_EQ(m.queue_pairs, 1);
+  EXPECT_FALSE(m.vhost);
+  EXPECT_FALSE(m.mtu);
+}
+
+TEST(ApiParser, NetworkInterfaceBadFields) {
+  auto put = [](const char* body) {
+    return fault(parse_api_request("PUT", "/network-interfaces/eth0", body));
+  };
+  EXPECT_EQ(put(R"({"iface_id": "eth1", "host_dev_name": "tap0"})"),
+            "iface_id: \"eth1\" does not match the id in the path (\"eth0\")");
+  EXPECT_EQ(put(R"({"host_dev_name": "tap0"})"), "iface_id: missing required field");
+  EXPECT_EQ(put(R"({"iface_id": "eth0"})"), "host_dev_name: missing required field");
+  EXPECT_EQ(put(R"({"iface_id": "eth0", "host_dev_name": "a-very-long-tap-name"})"),
+            "host_dev_name: 20 bytes: a Linux interface name is at most 15 (IFNAMSIZ - 1)");
+  EXPECT_EQ(put(R"({"iface_id": "eth0", "host_dev_name": "tap/0"})"),
+            "host_dev_name: must not contain '/'");
+  EXPECT_EQ(put(R"({"iface_id": "eth0", "host_dev_name": "tap0", "guest_mac": "02:00:00:00:00"})"),
+            "guest_mac: \"02:00:00:00:00\" is not a MAC address (aa:bb:cc:dd:ee:ff)");
+  EXPECT_EQ(put(R"({"iface_id": "eth0", "host_dev_name": "tap0", "guest_mac": "ff:ff:ff:ff:ff:ff"})"),
+            "guest_mac: ff:ff:ff:ff:ff:ff: a multicast address (the first byte is odd)");
+  EXPECT_EQ(put(R"({"iface_id": "eth0", "host_dev_name": "tap0", "queues": 0})"),
+            "queues: 0 is out of range (1..254)");
+  EXPECT_EQ(put(R"({"iface_id": "eth0", "host_dev_name": "tap0", "mtu": 67})"),
+            "mtu: 67 is out of range (68..65535)");
+  EXPECT_EQ(put(R"({"iface_id": "eth0", "host_dev_name": "tap0", "vhost": "on"})"),
+            "vhost: expected true or false, got string");
+  EXPECT_EQ(put(R"({"iface_id": "eth0", "host_dev_name": "tap0",
+                    "rx_rate_limiter": {"bandwidth": {"size": 1, "refill_time": 1}}})"),
+            "rx_rate_limiter: not supported by tern");
+  EXPECT_EQ(put(R"({"iface_id": "eth0", "host_dev_name": "tap0", "tx_rate_limiter": {}})"),
+            "tx_rate_limiter: not supported by tern");
+  EXPECT_EQ(put(R"({"iface_id": "eth0", "host_dev_name": "tap0", "speed": 1})"),
+            "speed: unknown field");
+  EXPECT_EQ(put(""), "body: missing: this request needs a JSON body");
+}
+
+// PATCH /network-interfaces/{iface_id}: Firecracker patches the rate limiters; tern takes a body
+// with only the id (a no-op) and refuses them by name.
+TEST(ApiParser, NetworkInterfacePatch) {
+  auto r = parse_api_request("PATCH", "/network-interfaces/eth0", R"({"iface_id": "eth0"})");
+  ASSERT_TRUE(r) << r.error().body;
+  EXPECT_EQ(std::get<api::PatchKeyedDevice>(*r).id, "eth0");
+  auto patch = [](const char* body) {
+    return fault(parse_api_request("PATCH", "/network-interfaces/eth0", body));
+  };
+  EXPECT_EQ(patch(R"({"iface_id": "eth0", "rx_rate_limiter": {}})"),
+            "rx_rate_limiter: not supported by tern");
+  EXPECT_EQ(patch(R"({"iface_id": "eth0", "tx_rate_limiter": {}})"),
+            "tx_rate_limiter: not supported by tern");
+  EXPECT_EQ(patch(R"({"iface_id": "eth0", "host_dev_name": "tap1"})"),
+            "host_dev_name: unknown field");
+  EXPECT_EQ(patch(R"({})"), "iface_id: missing required field");
+  EXPECT_EQ(patch(R"({"iface_id": "eth1"})"),
+            "iface_id: \"eth1\" does not match the id in the path (\"eth0\")");
+}
+
 TEST(ApiParser, PathsAndMethods) {
   EXPECT_EQ(fault(parse_api_request("GET", "/nope", "")),
             "Invalid request method and/or path: GET /nope");
@@ -204,8 +287,12 @@ TEST(ApiParser, PathsAndMethods) {
             "Invalid request method and/or path: DELETE /machine-config");
   EXPECT_EQ(fault(parse_api_request("PUT", "/balloon", "{}")),
             "PUT /balloon: this Firecracker endpoint is not supported by tern");
-  EXPECT_EQ(fault(parse_api_request("PUT", "/network-interfaces/eth0", "{}")),
-            "PUT /network-interfaces/eth0: this Firecracker endpoint is not supported by tern");
+  EXPECT_EQ(fault(parse_api_request("PUT", "/pmem/p0", "{}")),
+            "PUT /pmem/p0: this Firecracker endpoint is not supported by tern");
+  EXPECT_EQ(fault(parse_api_request("GET", "/network-interfaces/eth0", "")),
+            "Invalid request method and/or path: GET /network-interfaces/eth0");
+  EXPECT_EQ(fault(parse_api_request("PUT", "/network-interfaces", "{}")),
+            "Invalid request method and/or path: PUT /network-interfaces");
   EXPECT_EQ(fault(parse_api_request("GET", "foo", "")), "request target \"foo\" must start with '/'");
   EXPECT_TRUE(parse_api_request("GET", "/machine-config?x=1", ""));
   EXPECT_TRUE(std::holds_alternative<api::PowerOff>(*parse_api_request("PUT", "/tern/power-off", "")));

@@ -32,6 +32,21 @@ struct PutDevice {
   size_t kind;       ///< DeviceSurface::kind
   std::any spec;     ///< The kind's Spec, as DeviceSurface::from_json returned it.
 };
+/// PUT /network-interfaces/{iface_id} (and every keyed list kind's path, config/device_surface.h):
+/// the kind's validated Spec, whose id matches the path's.
+struct PutKeyedDevice {
+  std::string path;  ///< "/network-interfaces"
+  size_t kind;       ///< KeyedSurface::kind
+  std::string id;    ///< "{iface_id}" of the path
+  std::any spec;     ///< The kind's Spec, as KeyedSurface::from_json returned it.
+};
+/// PATCH /network-interfaces/{iface_id}: a checked body that changes nothing tern can change yet
+/// (Firecracker patches the rate limiters, which tern refuses); the device must exist.
+struct PatchKeyedDevice {
+  std::string path;  ///< "/network-interfaces"
+  size_t kind;       ///< KeyedSurface::kind
+  std::string id;    ///< "{iface_id}" of the path
+};
 struct InstanceStart {};                                    ///< PUT /actions InstanceStart
 struct SendCtrlAltDel {};                                   ///< PUT /actions SendCtrlAltDel
 struct FlushMetrics {};                                     ///< PUT /actions FlushMetrics
@@ -50,7 +65,7 @@ struct LoadSnapshot { SnapshotLoadSpec value; };            ///< PUT /snapshot/l
 using ApiRequest =
     std::variant<api::GetInstanceInfo, api::GetVersion, api::PutBootSource, api::GetMachineConfig,
                  api::PutMachineConfig, api::PatchMachineConfig, api::PutDrive, api::PutDevice,
-                 api::InstanceStart, api::SendCtrlAltDel, api::FlushMetrics, api::PauseVm,
+                 api::PutKeyedDevice, api::PatchKeyedDevice, api::InstanceStart, api::SendCtrlAltDel, api::FlushMetrics, api::PauseVm,
                  api::ResumeVm, api::GetVmConfig, api::GetStats, api::GetMetrics, api::GetEvents,
                  api::PowerOff, api::CreateSnapshot, api::LoadSnapshot>;
 

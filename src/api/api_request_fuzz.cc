@@ -35,6 +35,9 @@ void parse_and_check(std::string_view method, std::string_view target, std::stri
   if (auto* m = std::get_if<api::PutMachineConfig>(&*parsed)) (void)json_text(to_json(m->value));
   if (auto* d = std::get_if<api::PutDrive>(&*parsed)) (void)json_text(to_json(d->value));
   if (auto* e = std::get_if<api::PutDevice>(&*parsed)) FUZZ_CHECK(e->spec.has_value());
+  if (auto* k = std::get_if<api::PutKeyedDevice>(&*parsed))
+    FUZZ_CHECK(k->spec.has_value() && !k->id.empty());
+  if (auto* k = std::get_if<api::PatchKeyedDevice>(&*parsed)) FUZZ_CHECK(!k->id.empty());
 }
 
 void http_stream(std::string_view bytes) {
@@ -73,7 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     http_stream(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
     return 0;
   }
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kEndpoints = {{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kEndpoints = {{
       {"PUT", "/boot-source"},
       {"PUT", "/machine-config"},
       {"PATCH", "/machine-config"},
@@ -85,6 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       {"GET", "/"},
       {"PUT", "/network-interfaces/eth0"},
       {"PUT", "/entropy"},  // appended: the seeds' endpoint bytes 0..9 keep their meaning
+      {"PATCH", "/network-interfaces/eth0"},
   }};
   auto [method, target] = kEndpoints[data[1] % kEndpoints.size()];
   parse_and_check(method, target, rest);

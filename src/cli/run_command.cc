@@ -50,6 +50,19 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)  // given twice: the last wins
         ->type_name("[=SPEC]");
   }
+  for (const KeyedSurface& s : keyed_surfaces()) {
+    std::string name(s.cli_option);
+    run->add_option_function<std::vector<std::string>>(
+           name,
+           [&o, name](const std::vector<std::string>& v) {
+             auto& list = o.keyed_devices[name];
+             list.insert(list.end(), v.begin(), v.end());
+           },
+           std::string(s.cli_help))
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)  // repeatable, in order
+        ->allow_extra_args(false)
+        ->type_name("SPEC");
+  }
   run->add_option("--api-sock", o.api_sock, "Also serve the control API on this Unix socket");
   run->add_flag("--stats-on-exit", o.stats_on_exit,
                 "Print exit, device, KVM and CPU statistics on stderr when the VM stops");
@@ -76,6 +89,16 @@ Result<VmResources> run_resources(const RunOptions& o) {
     ASSIGN_OR_RETURN(DeviceSpec d, device_from_cli(s, given->second));
     r.put_device(std::move(d));
   }
+  for (const KeyedSurface& s : keyed_surfaces()) {
+    auto given = o.keyed_devices.find(s.cli_option);
+    if (given == o.keyed_devices.end()) continue;
+    for (size_t i = 0; i < given->second.size(); ++i) {
+      ASSIGN_OR_RETURN(DeviceSpec d, device_from_cli(s, given->second[i], i));
+      r.put_device(std::move(d));
+    }
+  }
+  // Refused here, naming the option, rather than when the VM is built.
+  TRY(check_devices_for_vm(r.devices, r.vcpus, /*cli=*/true));
   return r;
 }
 

@@ -28,6 +28,9 @@ struct RunOptions {
   /// Each device kind's option given (--rng[=SPEC], device_surfaces.h): option → SPEC as
   /// typed ("" when given alone).
   std::map<std::string, std::string, std::less<>> devices;
+  /// Each keyed list kind's repeatable option (--net SPEC, device_surfaces.h): option → the
+  /// SPECs in order (the i-th is device kCliIdPrefix + i: "net0", "net1", ...).
+  std::map<std::string, std::vector<std::string>, std::less<>> keyed_devices;
 };
 
 /// Adds the `run` subcommand and its options to `app`, storing them in `opts`.
@@ -35,7 +38,8 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& opts);
 
 /// The configuration `opts` describe (the one VmResources: GET /machine-config and /vm/config
 /// over --api-sock report it; each --disk is drive "vda", "vdb", ...). Errors name the option
-/// (--memory, --disk field, a device option's field); the rest is checked when the VM is built.
+/// (--memory, --disk field, a device option's field, "--net queues" over --cpus); the rest is
+/// checked when the VM is built.
 [[nodiscard]] Result<VmResources> run_resources(const RunOptions& opts);
 
 /// Validates `opts`, builds and runs the VM. Returns the documented exit status

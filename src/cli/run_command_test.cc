@@ -54,5 +54,39 @@ TEST(RunCommand, ResourcesFromOptions) {
   EXPECT_EQ(run_resources(o).error().message(), "--rng ops: must be greater than 0");
 }
 
+// --net is repeatable; the i-th is iface_id "net<i>", in order; the devices follow the rng.
+TEST(RunCommand, NetIsRepeatable) {
+  EXPECT_FALSE(parse({"--kernel", "k"}).keyed_devices.contains("--net"));
+  auto o = parse({"--kernel", "k", "--cpus", "2", "--net", "tap=tap0,mac=02:00:00:00:00:01",
+                  "--rng", "--net=tap=tap1,queues=2,vhost=on"});
+  ASSERT_EQ(o.keyed_devices["--net"].size(), 2u);
+  auto r = run_resources(o);
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_EQ(r->devices.size(), 3u);
+  EXPECT_TRUE(std::holds_alternative<RngSpec>(r->devices[0]));
+  const auto& net0 = std::get<NetSpec>(r->devices[1]);
+  const auto& net1 = std::get<NetSpec>(r->devices[2]);
+  EXPECT_EQ(net0.iface_id, "net0");
+  EXPECT_EQ(net0.host_dev_name, "tap0");
+  EXPECT_EQ(net0.guest_mac, (MacAddress{2, 0, 0, 0, 0, 1}));
+  EXPECT_EQ(net1.iface_id, "net1");
+  EXPECT_EQ(net1.queue_pairs, 2);
+  EXPECT_TRUE(net1.vhost);
+  auto j = r->vm_config_json()["network-interfaces"];
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[1]["host_dev_name"], "tap1");
+}
+
+TEST(RunCommand, NetErrorsNameTheField) {
+  auto o = parse({"--kernel", "k", "--net", "tap=tap0,queues=2"});
+  EXPECT_EQ(run_resources(o).error().message(),
+            "--net queues: net0: 2 queue pairs, more than the VM's 1 vCPU");
+  o = parse({"--kernel", "k", "--net", "tap=tap0", "--net", "tap=tap1,mac=nope"});
+  EXPECT_EQ(run_resources(o).error().message(),
+            "--net mac: 'nope' is not a MAC address (aa:bb:cc:dd:ee:ff)");
+  o = parse({"--kernel", "k", "--net", "mac=02:00:00:00:00:01"});
+  EXPECT_EQ(run_resources(o).error().message(), "--net tap: missing: give tap=NAME (the tap device)");
+}
+
 }  // namespace
 }  // namespace tern

@@ -75,7 +75,32 @@ struct QueueRow {
   std::string queue;
   std::array<uint64_t, kQueueFields.size()> total{};
   std::array<double, kQueueFields.size()> per_s{};
+  double cpu_ns_per_s = -1;  // the queue's worker thread(s), user + system; < 0: no such thread
 };
+
+// Adds to each queue the CPU rate of the threads named as the queue (QueueWorker names its
+// thread "<device>/q<index>"; cpu_ns rows are "<thread name>/<tid> user|system|guest").
+void add_queue_cpu(std::vector<QueueRow>& queues, const Json& cpu_section) {
+  for (QueueRow& q : queues) {
+    const std::string prefix = q.queue.substr(0, 15) + "/";
+    for (auto row = cpu_section.begin(); row != cpu_section.end(); ++row) {
+      const std::string& key = row.key();
+      if (key.rfind(prefix, 0) != 0) continue;
+      if (key.find(' ', prefix.size()) == std::string::npos) continue;
+      if (key.ends_with(" guest")) continue;  // part of user time
+      if (q.cpu_ns_per_s < 0) q.cpu_ns_per_s = 0;
+      q.cpu_ns_per_s += row->value("per_s", 0.0);
+    }
+  }
+}
+
+// "cpu/req": host CPU per request of the queue's thread, in µs ("-" without a thread or
+// requests in the interval).
+std::string cpu_per_request(const QueueRow& q) {
+  const double req = q.per_s[1];
+  if (q.cpu_ns_per_s < 0 || req <= 0) return "-";
+  return fmt::format("{:.1f}us", q.cpu_ns_per_s / req / 1e3);
+}
 
 // Queues of a compute_rates() "queues" section, in name order, skipping queues with no counts.
 std::vector<QueueRow> queue_rows(const Json& section) {
@@ -102,9 +127,10 @@ std::vector<QueueRow> queue_rows(const Json& section) {
   return out;
 }
 
-std::string queue_header(const char* indent, const char* title) {
+std::string queue_header(const char* indent, const char* title, bool cpu = false) {
   std::string out = fmt::format("{}{:<30}", indent, title);
   for (const char* c : kQueueColumns) out += fmt::format(" {:>10}", c);
+  if (cpu) out += fmt::format(" {:>10}", "cpu/req");
   return out + "\n";
 }
 
@@ -196,7 +222,8 @@ std::string render_rates_table(const Json& r, size_t max_rows) {
     if (section == "queues") {
       std::vector<QueueRow> queues = queue_rows(*it);
       if (queues.empty()) continue;
-      out += "\n" + queue_header("", section_title(section));
+      add_queue_cpu(queues, rates.value("cpu_ns", Json::object()));
+      out += "\n" + queue_header("", section_title(section), true);
       size_t shown = 0;
       for (const QueueRow& q : queues) {
         if (max_rows && shown++ == max_rows) {
@@ -209,6 +236,7 @@ std::string render_rates_table(const Json& r, size_t max_rows) {
           rate += fmt::format(" {:>10}", human(q.per_s[i]));
           total += fmt::format(" {:>10}", human(static_cast<double>(q.total[i])));
         }
+        rate += fmt::format(" {:>10}", cpu_per_request(q));
         out += rate + "\n" + total + "\n";
       }
       continue;

@@ -81,11 +81,11 @@ TEST(StatsTable, QueueBlockHasRatesAndTotalsInColumns) {
   // kicks 15 (5/s), requests 18 (6/s), interrupts 12 (4/s), suppressed 6 (2/s),
   // bytes 73728 (24576/s), errors 0.
   EXPECT_NE(t.find("device queues                       kicks   requests interrupts suppressed"
-                   "      bytes     errors\n"),
+                   "      bytes     errors    cpu/req\n"),
             std::string::npos)
       << t;
   EXPECT_NE(t.find("  virtio-blk0/q0 per s                  5          6          4          2"
-                   "      24.6k          0\n"),
+                   "      24.6k          0          -\n"),
             std::string::npos)
       << t;
   EXPECT_NE(t.find("  virtio-blk0/q0 total                 15         18         12          6"
@@ -94,6 +94,19 @@ TEST(StatsTable, QueueBlockHasRatesAndTotalsInColumns) {
       << t;
   EXPECT_NE(t.find("device counters"), std::string::npos) << t;
   EXPECT_NE(t.find("virtio-blk0 reads"), std::string::npos) << t;
+}
+
+TEST(StatsTable, QueueCpuPerRequestComesFromTheQueueThread) {
+  auto a = testing::stats_snapshot(1'000'000'000, 1);
+  auto b = testing::stats_snapshot(3'000'000'000, 3);
+  // The worker of virtio-blk0's queue 0 is named "virtio-blk0/q0": 12 µs of CPU in 2 s
+  // (6 µs/s) for 6 requests/s = 1 µs per request; guest time is not added (part of user).
+  a["threads"].push_back({{"tid", 90}, {"name", "virtio-blk0/q0"}, {"user_ns", 1000},
+                          {"system_ns", 1000}, {"guest_ns", 0}});
+  b["threads"].push_back({{"tid", 90}, {"name", "virtio-blk0/q0"}, {"user_ns", 7000},
+                          {"system_ns", 7000}, {"guest_ns", 5000}});
+  std::string t = render_rates_table(compute_rates(a, b), 10);
+  EXPECT_NE(t.find("      24.6k          0      1.0us\n"), std::string::npos) << t;
 }
 
 TEST(StatsTable, QueuesWithoutCountsAreLeftOut) {

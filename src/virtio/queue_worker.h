@@ -90,8 +90,9 @@ class QueueWorker {
   void mark_broken(const std::string& why);
   [[nodiscard]] bool broken() const { return broken_; }
   /// Stops (`watched` false) or resumes waking for the handler fd registered with `tag`
-  /// (EPOLL_CTL_MOD): an RX handler without buffers ignores its readable tap until the driver
-  /// kicks new ones (no spinning on a level-triggered fd). Kicks still wake the worker.
+  /// (EPOLL_CTL_DEL / EPOLL_CTL_ADD, as epoll reports EPOLLERR even for no events): an RX
+  /// handler without buffers ignores its readable tap until the driver kicks new ones (no
+  /// spinning on a level-triggered fd). Kicks still wake the worker.
   void watch_fd(uint32_t tag, bool watched);
   /// Hands the newest `n` chains passed to serve() back to the available ring (the device
   /// re-reads them later): a handler's unused buffers (virtio-net RX) before it parks or stops.

@@ -40,11 +40,25 @@ Result<ConfigFile> parse_config_file(std::string_view text) {
       put_device(c.devices, std::move(d));
     }
   }
+  for (const KeyedSurface& s : keyed_surfaces()) {
+    std::string key(s.config_key);
+    const nlohmann::json* list = r.raw(key);
+    if (!list) continue;
+    if (!list->is_array()) return fail(key, "expected an array, got " + json_type_name(*list));
+    for (size_t i = 0; i < list->size(); ++i) {
+      std::string where = key + "[" + std::to_string(i) + "]";
+      ASSIGN_OR_RETURN(DeviceSpec d, device_from_json(s, (*list)[i], where));
+      if (has_device(c.devices, s.kind, *device_id(d)))
+        return fail(where + "." + std::string(s.id_field), "\"" + *device_id(d) + "\" is used twice");
+      put_device(c.devices, std::move(d));
+    }
+  }
   // Sections tern does not support yet: accepted only when null or empty.
   for (std::string_view name : {"cpu-config", "balloon", "network-interfaces", "vsock", "logger",
                            "metrics", "mmds-config", "pmem", "memory-hotplug",
                            "serial"}) {
-    if (std::ranges::any_of(device_surfaces(), [&](auto& s) { return s.config_key == name; }))
+    if (std::ranges::any_of(device_surfaces(), [&](auto& s) { return s.config_key == name; }) ||
+        std::ranges::any_of(keyed_surfaces(), [&](auto& s) { return s.config_key == name; }))
       continue;  // a device kind of this tern (parsed above)
     const nlohmann::json* v = r.raw(std::string(name));
     if (v && !(v->is_array() && v->empty()))

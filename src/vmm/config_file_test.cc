@@ -57,6 +57,34 @@ TEST(ConfigFile, AcceptsFirecrackerShape) {
   EXPECT_EQ(c->drives[0].disk.cache, CacheMode::kUnsafe);
 }
 
+// Firecracker's network-interfaces array; queues over the vCPUs is refused when the VM config is
+// built, naming the element.
+TEST(ConfigFile, NetworkInterfaces) {
+  auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+      "machine-config": {"vcpu_count": 2, "mem_size_mib": 128},
+      "network-interfaces": [
+        {"iface_id": "eth0", "host_dev_name": "tap0", "guest_mac": "06:00:ac:10:00:02"},
+        {"iface_id": "eth1", "host_dev_name": "tap1", "queues": 2, "vhost": true, "mtu": 1400}]})");
+  ASSERT_TRUE(c) << c.error().message();
+  VmResources r = c->resources();
+  auto j = r.vm_config_json()["network-interfaces"];
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0], (nlohmann::json{{"iface_id", "eth0"}, {"host_dev_name", "tap0"},
+                                  {"guest_mac", "06:00:ac:10:00:02"}, {"queues", 1},
+                                  {"vhost", false}}));
+  EXPECT_EQ(j[1]["iface_id"], "eth1");
+  EXPECT_EQ(j[1]["queues"], 2);
+  EXPECT_EQ(j[1]["mtu"], 1400);
+  auto config = r.vm_config();
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_EQ(config->devices.size(), 2u);
+  r.vcpus = 1;
+  auto over = r.vm_config();
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().message(),
+            "network-interfaces[1].queues: eth1: 2 queue pairs, more than the VM's 1 vCPU");
+}
+
 TEST(ConfigFile, EntropySection) {
   auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
                                  "entropy": {"rate_limiter": {"ops": {"size": 5, "refill_time": 10}}}})");
@@ -88,7 +116,21 @@ TEST(ConfigFile, ErrorsNameTheField) {
             "boot-source.kernel: unknown field");
   EXPECT_EQ(bad(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
                     "network-interfaces": [{"iface_id": "eth0"}]})"),
-            "network-interfaces: this Firecracker section is not supported by tern (use null or omit it)");
+            "network-interfaces[0].host_dev_name: missing required field");
+  EXPECT_EQ(bad(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+                    "network-interfaces": {"iface_id": "eth0"}})"),
+            "network-interfaces: expected an array, got object");
+  EXPECT_EQ(bad(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+                    "network-interfaces": [{"iface_id": "eth0", "host_dev_name": "tap0"},
+                                           {"iface_id": "eth1", "host_dev_name": "tap1", "guest_mac": "0:1:2:3:4:5"}]})"),
+            "network-interfaces[1].guest_mac: \"0:1:2:3:4:5\" is not a MAC address (aa:bb:cc:dd:ee:ff)");
+  EXPECT_EQ(bad(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+                    "network-interfaces": [{"iface_id": "eth0", "host_dev_name": "tap0", "rx_rate_limiter": {}}]})"),
+            "network-interfaces[0].rx_rate_limiter: not supported by tern");
+  EXPECT_EQ(bad(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+                    "network-interfaces": [{"iface_id": "eth0", "host_dev_name": "tap0"},
+                                           {"iface_id": "eth0", "host_dev_name": "tap1"}]})"),
+            "network-interfaces[1].iface_id: \"eth0\" is used twice");
   EXPECT_EQ(bad(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
                     "drives": [{"drive_id": "a", "is_root_device": true, "path_on_host": "/proc/self/exe"},
                                {"drive_id": "a", "is_root_device": false, "path_on_host": "/proc/self/exe"}]})"),

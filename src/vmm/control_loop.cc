@@ -245,6 +245,21 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
               return {};
             });
           },
+          [&](const api::PutKeyedDevice& r) {
+            std::string what = "PUT " + r.path + " is pre-boot only";
+            return configure_request(what.c_str(), [&]() -> Result<void> {
+              ASSIGN_OR_RETURN(DeviceSpec spec, device_spec_of(r.kind, r.spec));
+              res.put_device(std::move(spec));
+              return {};
+            });
+          },
+          [&](const api::PatchKeyedDevice& r) {
+            // Nothing to change yet (the body was checked); allowed before and after boot.
+            if (!res.has_device(r.kind, r.id))
+              return ApiResponse::error(404, "PATCH " + r.path + "/" + r.id + ": no device \"" +
+                                                 r.id + "\" is configured");
+            return ok();
+          },
           [&](const api::InstanceStart&) { return instance_start(); },
           [&](const api::SendCtrlAltDel&) {
             if (!life_.allows(VmEvent::kCtrlAltDel)) return state_error("SendCtrlAltDel");

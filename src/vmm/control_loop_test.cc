@@ -44,7 +44,7 @@ class FakeMachine : public Machine {
   NoStats stats_;
 };
 
-// The snapshot a fake restore "reads": 2 vCPUs, 256 MiB, one disk and the rng.
+// The snapshot a fake restore "reads": 2 vCPUs, 256 MiB, one disk, the rng and an interface.
 snap::MachineState saved_machine() {
   snap::MachineState m;
   m.vcpus = 2;
@@ -57,6 +57,12 @@ snap::MachineState saved_machine() {
   RngSpec rng;
   rng.rate_limiter.ops = TokenBucketConfig{100, 0, 1000};
   m.devices.push_back({DeviceSpec(std::in_place_type<RngSpec>, rng), {}});
+  NetSpec net;
+  net.iface_id = "eth0";
+  net.host_dev_name = "tap7";
+  net.guest_mac = MacAddress{0x02, 0, 0, 0, 0, 7};
+  net.queue_pairs = 2;
+  m.devices.push_back({DeviceSpec(std::in_place_type<NetSpec>, net), {}});
   return m;
 }
 
@@ -180,6 +186,10 @@ TEST(ControlLoopConfig, RestoreReportsTheSnapshotsConfiguration) {
   EXPECT_EQ(cfg["drives"][0]["drive_id"], "vda");
   EXPECT_EQ(cfg["drives"][0]["path_on_host"], "/img/root.ext4");
   EXPECT_EQ(cfg["entropy"]["rate_limiter"]["ops"]["size"], 100);
+  EXPECT_EQ(cfg["network-interfaces"],
+            nlohmann::json::parse(R"([{"iface_id": "eth0", "host_dev_name": "tap7",
+                                       "guest_mac": "02:00:00:00:00:07", "queues": 2,
+                                       "vhost": false}])"));
   // The first resume starts the restored VM's vCPUs.
   EXPECT_EQ(h.starts, 0);
   EXPECT_EQ(h.call("PATCH", "/vm", R"({"state": "Resumed"})").status, 204);
@@ -201,6 +211,44 @@ TEST(ControlLoopConfig, SnapshotLoadReportsTheSnapshotsConfiguration) {
   EXPECT_EQ(mc["vcpu_count"], 2);
   EXPECT_EQ(mc["mem_size_mib"], 256);
   EXPECT_EQ(h.get("/vm/config")["drives"].size(), 1u);
+}
+
+// PUT /network-interfaces/{id} adds or replaces by id (pre-boot only); PATCH is a checked no-op
+// for a known id before and after boot; queues over the vCPUs fail InstanceStart, named.
+TEST(ControlLoopConfig, NetworkInterfacesAreKeyed) {
+  Harness h;
+  EXPECT_EQ(h.get("/vm/config")["network-interfaces"], nlohmann::json::array());
+  auto put = [&](const char* id, const char* body) {
+    return h.call("PUT", std::string("/network-interfaces/") + id, body);
+  };
+  ASSERT_EQ(put("eth0", R"({"iface_id": "eth0", "host_dev_name": "tap0"})").status, 204);
+  ASSERT_EQ(put("eth1", R"({"iface_id": "eth1", "host_dev_name": "tap1"})").status, 204);
+  ASSERT_EQ(put("eth0", R"({"iface_id": "eth0", "host_dev_name": "tapx", "queues": 2})").status,
+            204);
+  auto list = h.get("/vm/config")["network-interfaces"];
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0]["iface_id"], "eth0");  // replaced in place
+  EXPECT_EQ(list[0]["host_dev_name"], "tapx");
+  EXPECT_EQ(list[1]["iface_id"], "eth1");
+  auto unknown = h.call("PATCH", "/network-interfaces/eth9", R"({"iface_id": "eth9"})");
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(fault_of(unknown), "PATCH /network-interfaces/eth9: no device \"eth9\" is configured");
+  EXPECT_EQ(h.call("PATCH", "/network-interfaces/eth1", R"({"iface_id": "eth1"})").status, 204);
+  ASSERT_EQ(h.call("PUT", "/boot-source", R"({"kernel_image_path": "/proc/self/exe"})").status,
+            204);
+  auto start = h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})");
+  EXPECT_EQ(fault_of(start), "InstanceStart: network-interfaces[0].queues: eth0: 2 queue pairs, "
+                             "more than the VM's 1 vCPU");
+  EXPECT_EQ(h.starts, 0);
+  ASSERT_EQ(h.call("PATCH", "/machine-config", R"({"vcpu_count": 2})").status, 204);
+  ASSERT_EQ(h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})").status, 204);
+  ASSERT_EQ(h.built.devices.size(), 2u);
+  EXPECT_EQ(std::get<NetSpec>(h.built.devices[0]).host_dev_name, "tapx");
+  EXPECT_EQ(std::get<NetSpec>(h.built.devices[1]).iface_id, "eth1");
+  EXPECT_EQ(fault_of(put("eth2", R"({"iface_id": "eth2", "host_dev_name": "tap2"})")),
+            "PUT /network-interfaces is pre-boot only: the VM is Running");
+  EXPECT_EQ(h.call("PATCH", "/network-interfaces/eth1", R"({"iface_id": "eth1"})").status, 204);
+  EXPECT_EQ(h.call("PATCH", "/network-interfaces/eth9", R"({"iface_id": "eth9"})").status, 404);
 }
 
 TEST(ControlLoopConfig, PutEntropyIsPreBootOnlyAndRendered) {

@@ -38,6 +38,18 @@ MachineState sample() {
   RngSpec rng;
   rng.rate_limiter.bandwidth = TokenBucketConfig{1 << 20, 4096, 1000};
   m.devices.push_back({DeviceSpec(std::in_place_type<RngSpec>, rng), {}});
+  NetSpec net;
+  net.iface_id = "eth0";
+  net.host_dev_name = "tap0";
+  net.guest_mac = MacAddress{0x02, 0xfc, 0, 0, 0, 1};
+  net.queue_pairs = 2;
+  net.vhost = true;
+  net.mtu = 9000;
+  m.devices.push_back({DeviceSpec(std::in_place_type<NetSpec>, net), {}});
+  NetSpec plain;
+  plain.iface_id = "eth1";
+  plain.host_dev_name = "tap1";
+  m.devices.push_back({DeviceSpec(std::in_place_type<NetSpec>, plain), {}});
   return m;
 }
 
@@ -57,7 +69,7 @@ TEST(MachineState, RoundTrip) {
   EXPECT_EQ(m->cmdline, "console=ttyS0 quiet");
   EXPECT_EQ(m->kernel_path, "/boot/vmlinuz");
   EXPECT_EQ(m->initrd_path, "/boot/initrd");
-  ASSERT_EQ(m->devices.size(), 2u);
+  ASSERT_EQ(m->devices.size(), 4u);
   const auto& disk = std::get<DiskSpec>(m->devices[0].spec);
   EXPECT_EQ(disk.path, "/var/lib/tern/disk.img");
   EXPECT_EQ(disk.cache, CacheMode::kNone);
@@ -68,6 +80,10 @@ TEST(MachineState, RoundTrip) {
   EXPECT_EQ(m->devices[0].facts, size_facts(1ull << 30));
   EXPECT_EQ(device_kind(m->devices[1].spec), "virtio-rng");
   EXPECT_EQ(std::get<RngSpec>(m->devices[1].spec), std::get<RngSpec>(sample().devices[1].spec));
+  EXPECT_EQ(device_kind(m->devices[2].spec), "virtio-net");
+  EXPECT_EQ(device_name(m->devices[3].spec, 1), "virtio-net1");
+  EXPECT_EQ(std::get<NetSpec>(m->devices[2].spec), std::get<NetSpec>(sample().devices[2].spec));
+  EXPECT_EQ(std::get<NetSpec>(m->devices[3].spec), std::get<NetSpec>(sample().devices[3].spec));
   EXPECT_EQ(encoded(*m), bytes);
 }
 
@@ -127,6 +143,15 @@ TEST(MachineState, RefusesBadValues) {
   m = sample();
   std::get<RngSpec>(m.devices[1].spec).rate_limiter.bandwidth->refill_time_ms = 0;
   check(m, "entropy.rate_limiter.bandwidth.refill_time");
+  m = sample();
+  std::get<NetSpec>(m.devices[2].spec).queue_pairs = 0;
+  check(m, "network-interfaces.queues");
+  m = sample();
+  std::get<NetSpec>(m.devices[2].spec).guest_mac = MacAddress{0xff, 0, 0, 0, 0, 1};
+  check(m, "network-interfaces.guest_mac");
+  m = sample();
+  std::get<NetSpec>(m.devices[3].spec).host_dev_name = "a/b";
+  check(m, "network-interfaces.host_dev_name");
   auto bytes = encoded(sample());
   bytes.push_back(0);
   ByteReader r(bytes, "machine");

@@ -76,6 +76,7 @@ Result<VmConfig> VmResources::vm_config() const {
     std::string dev = root.partuuid ? "PARTUUID=" + *root.partuuid : "/dev/vda";
     c.cmdline += " root=" + dev + (root.disk.read_only ? " ro" : " rw");
   }
+  TRY(check_devices_for_vm(devices, vcpus, /*cli=*/false));
   c.devices.insert(c.devices.end(), devices.begin(), devices.end());
   return c;
 }
@@ -88,7 +89,6 @@ nlohmann::json VmResources::vm_config_json() const {
           {"drives", drive_list},
           {"balloon", nullptr},
           {"cpu-config", nullptr},
-          {"network-interfaces", nlohmann::json::array()},
           {"vsock", nullptr},
           {"logger", nullptr},
           {"metrics", nullptr},
@@ -96,9 +96,16 @@ nlohmann::json VmResources::vm_config_json() const {
           {"pmem", nlohmann::json::array()},
           {"memory-hotplug", nullptr}};
   // Every single-instance kind's section: its spec, null when not configured.
+  // and every keyed kind's array, in the order configured.
   for (const DeviceSurface& s : device_surfaces()) j[std::string(s.config_key)] = nullptr;
-  for (const DeviceSpec& d : devices)
-    if (const DeviceSurface* s = device_surface_of(d)) j[std::string(s->config_key)] = device_to_json(d);
+  for (const KeyedSurface& s : keyed_surfaces())
+    j[std::string(s.config_key)] = nlohmann::json::array();
+  for (const DeviceSpec& d : devices) {
+    if (const DeviceSurface* s = device_surface_of(d))
+      j[std::string(s->config_key)] = device_to_json(d);
+    else if (const KeyedSurface* k = keyed_surface_of(d))
+      j[std::string(k->config_key)].push_back(device_to_json(d));
+  }
   return j;
 }
 

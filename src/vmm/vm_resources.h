@@ -1,6 +1,6 @@
 // VmResources: the one configuration of a tern VM (Firecracker's VmResources, Cloud Hypervisor's
 // VmConfig). `tern run` options, a --config-file, the pre-boot API (PUT /boot-source,
-// /machine-config, /drives, /entropy) and a restored snapshot all write it; every GET
+// /machine-config, /drives, /entropy, /network-interfaces) and a restored snapshot all write it; every GET
 // (/machine-config, /vm/config) renders from it; the VM is built from vm_config().
 #pragma once
 
@@ -24,8 +24,10 @@ struct VmResources {
   uint64_t memory_bytes = 128ull << 20;  ///< Guest RAM in bytes (Firecracker's default 128 MiB).
   std::string console = "stdio";         ///< "stdio" or "file:PATH".
   std::vector<DriveSpec> drives;         ///< In the order configured (--disk or PUT /drives).
-  /// The single-instance devices configured (--rng, PUT /entropy, ...: device_surfaces.h), at
-  /// most one per kind, in kind order (after the drives in the PCI slot order).
+  /// The other devices configured (device_surfaces.h), in kind order (after the drives in the
+  /// PCI slot order): at most one of a single-instance kind (--rng, PUT /entropy), those of a
+  /// keyed list kind (--net, PUT /network-interfaces/{id}) in the order first configured, one
+  /// per id.
   std::vector<DeviceSpec> devices;
 
   /// The device of kind `Spec` (RngSpec, ...), if configured.
@@ -33,8 +35,13 @@ struct VmResources {
   [[nodiscard]] std::optional<Spec> device() const {
     return find_device<Spec>(devices);
   }
-  /// PUT <api_path>: sets (replaces) the device of spec's kind.
+  /// PUT <api_path>: sets (replaces) the device of spec's kind; PUT <api_path>/{id} of a keyed
+  /// kind: replaces the device with the same id or adds it.
   void put_device(DeviceSpec spec) { tern::put_device(devices, std::move(spec)); }
+  /// Whether the keyed kind `kind` has a device `id` (PATCH <api_path>/{id}).
+  [[nodiscard]] bool has_device(size_t kind, std::string_view id) const {
+    return tern::has_device(devices, kind, id);
+  }
 
   /// GET /machine-config (mem_size_mib rounds memory_bytes down to MiB).
   [[nodiscard]] MachineConfig machine_config() const;
@@ -49,10 +56,12 @@ struct VmResources {
 
   /// The VM to build: the command line with tern's defaults (console=ttyS0; root= for a root
   /// drive, as Firecracker adds it), the root drive first as /dev/vda, the other drives in
-  /// order, then the single-instance devices in kind order. Errors name the drive.
+  /// order, then the other devices in kind order. Errors name the drive, or the keyed device's
+  /// field that does not fit the VM ("network-interfaces[0].queues": more than the vCPUs).
   [[nodiscard]] Result<VmConfig> vm_config() const;
-  /// GET /vm/config: Firecracker's full configuration object ("drives", every device kind's key ("entropy": null when absent), ...;
-  /// "network-interfaces" is always []).
+  /// GET /vm/config: Firecracker's full configuration object ("drives", every single-instance
+  /// kind's key ("entropy": null when absent), every keyed kind's array ("network-interfaces"),
+  /// ...).
   [[nodiscard]] nlohmann::json vm_config_json() const;
 
   /// The configuration a snapshot's machine section describes (tern restore, PUT

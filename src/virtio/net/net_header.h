@@ -81,7 +81,7 @@ enum class TxHeaderError {
 
 /// Largest frame (virtio header included) the driver must be able to receive with `acked`
 /// features and MTU `mtu`: kMaxFrameSize with any GUEST_TSO4/TSO6/UFO, else
-/// kNetHdrSize + kEthHdrSize + 4 (VLAN) + mtu.
+/// kNetHdrSize + kEthHdrSize + 4 (VLAN) + mtu, at most kMaxFrameSize.
 [[nodiscard]] size_t max_rx_frame(uint64_t acked, uint16_t mtu);
 
 }  // namespace tern::net

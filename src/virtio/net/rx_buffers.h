@@ -44,9 +44,10 @@ class RxBuffers {
   /// features (header included).
   RxBuffers(bool mergeable, size_t max_frame);
 
-  /// Takes a chain from the available ring. A chain with device-readable buffers or no
-  /// device-writable byte cannot hold a frame: returns false and the caller returns it with
-  /// used length 0 (counted as a bad RX buffer).
+  /// Takes a chain from the available ring. A chain with device-readable buffers, or fewer
+  /// device-writable bytes than kNetHdrSize (MRG_RXBUF, §5.1.6.3.1) or kNetHdrSize + kEthHdrSize
+  /// (without it: no frame fits, and being first it would block the queue), cannot hold a frame:
+  /// returns false and the caller returns it with used length 0 (counted as a bad RX buffer).
   [[nodiscard]] bool add(virtio::DescriptorChain chain);
   /// Chains held.
   [[nodiscard]] size_t held() const { return chains_.size(); }
@@ -64,7 +65,9 @@ class RxBuffers {
   [[nodiscard]] const std::vector<iovec>& next_read();
   /// Accounts a readv(2) of `n` bytes into next_read()'s iovec: sets num_buffers in the header
   /// (wherever the header's bytes are in the first chain), removes the used chains, and says
-  /// what to return to the used ring.
+  /// what to return to the used ring. kTooBig when `n` is beyond the guest part (or beyond
+  /// kMaxFrameSize), kRunt below kNetHdrSize + kEthHdrSize. The guest part of next_read() is
+  /// capped at 1023 entries (readv's UIO_MAXIOV with the scratch tail).
   [[nodiscard]] RxResult complete_read(size_t n);
   /// Removes every held chain and returns their heads, newest last (for QueueWorker::unpop, or
   /// completing them with length 0 when that is refused).

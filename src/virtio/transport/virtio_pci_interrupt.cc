@@ -20,6 +20,13 @@ void VirtioPciInterrupt::signal_used_queue(uint16_t queue) {
   raise_locked(virtio_pci::kIsrQueue, v);
 }
 
+BorrowedFd VirtioPciInterrupt::queue_irqfd(uint16_t queue) const {
+  std::lock_guard lock(mu_);  // then the table's lock (enabled()), as in raise_locked()
+  uint16_t v = queue < queue_vectors_.size() ? queue_vectors_[queue] : VIRTIO_MSI_NO_VECTOR;
+  if (v >= msix_->size() || !msix_->enabled()) return BorrowedFd(-1);
+  return msix_->irqfd(v);
+}
+
 void VirtioPciInterrupt::signal_config_change() {
   config_raised_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(mu_);

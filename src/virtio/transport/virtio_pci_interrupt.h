@@ -28,6 +28,10 @@ class VirtioPciInterrupt final : public VirtioInterrupt {
   void signal_used_queue(uint16_t queue) override;
   void signal_config_change() override;
   void set_needs_reset() override;
+  /// The irqfd of queue `queue`'s MSI-X vector (MsixTable::irqfd) while MSI-X is enabled and
+  /// the vector is in the table; BorrowedFd(-1) otherwise (INTx, VIRTIO_MSI_NO_VECTOR). Writing
+  /// it bypasses the vector's mask bit and PBA (VirtioInterrupt::queue_irqfd).
+  [[nodiscard]] BorrowedFd queue_irqfd(uint16_t queue) const override;
 
   /// ISR status read (§4.1.4.5): returns the bits and clears them, lowering INTx.
   uint8_t read_and_clear_isr();

@@ -85,5 +85,25 @@ TEST(VirtioPciInterrupt, ClearingMsixEnableWhileSignallingLosesNoInterrupt) {
   EXPECT_EQ(lost, 0) << "of " << kTrials << " clears of MSI-X Enable";
 }
 
+// queue_irqfd(): the vector's irqfd only while MSI-X is enabled and the queue has a vector in the
+// table (vhost-net's VHOST_SET_VRING_CALL), else -1 (the backend relays to signal_used_queue).
+TEST(VirtioPciInterrupt, QueueIrqfdIsTheVectorsIrqfdOnlyWithMsix) {
+  Rig r;
+  EXPECT_LT(r.irq->queue_irqfd(0).get(), 0);  // MSI-X disabled, no vector
+  r.arm();
+  EXPECT_EQ(r.irq->queue_irqfd(0).get(), r.irq->msix().irqfd(0).get());
+  EXPECT_GE(r.irq->queue_irqfd(0).get(), 0);
+  EXPECT_LT(r.irq->queue_irqfd(1).get(), 0);  // no such queue
+  r.irq->set_queue_vector(0, 1);
+  EXPECT_EQ(r.irq->queue_irqfd(0).get(), r.irq->msix().irqfd(1).get());
+  r.irq->set_queue_vector(0, 2);  // outside the 2-vector table: NO_VECTOR
+  EXPECT_LT(r.irq->queue_irqfd(0).get(), 0);
+  r.irq->set_queue_vector(0, virtio_pci::VIRTIO_MSI_NO_VECTOR);
+  EXPECT_LT(r.irq->queue_irqfd(0).get(), 0);
+  r.irq->set_queue_vector(0, 0);
+  r.irq->msix().set_control(false, false);  // INTx again
+  EXPECT_LT(r.irq->queue_irqfd(0).get(), 0);
+}
+
 }  // namespace
 }  // namespace tern

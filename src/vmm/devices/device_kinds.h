@@ -8,6 +8,7 @@
 // key, GET /vm/config) through its surface members and device_surfaces.h.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -20,6 +21,7 @@
 #include "block/disk_config.h"
 #include "snapshot/codec.h"
 #include "snapshot/snapshot_pair.h"
+#include "virtio/net/net_config.h"
 #include "virtio/rng/rng_config.h"
 
 namespace tern {
@@ -30,6 +32,8 @@ class VirtioDevice;
 using DiskSpec = DiskConfig;
 /// The virtio-rng entropy device (--rng, PUT /entropy): its rate limit.
 using RngSpec = RngConfig;
+/// A virtio-net interface (--net, PUT /network-interfaces/{iface_id}): its tap, MAC, queues.
+using NetSpec = NetConfig;
 
 // Every Kind has the same static members (device_registry.cc calls them through the table):
 //   Spec                      the validated configuration value
@@ -47,6 +51,15 @@ using RngSpec = RngConfig;
 //   from_json(j, where)       parses and validates a JSON body; errors name fields under where
 //   to_json(spec)             renders the spec as from_json reads it (GET /vm/config)
 //   from_cli(spec)            parses the option's SPEC ("" when given alone); errors name it
+// A keyed list kind (several per VM, each named by an id; network interfaces) has a keyed
+// surface (device_surfaces.h) instead: the same members with these meanings, plus:
+//   kIdField                  the id's JSON field ("iface_id"); PUT/PATCH <kApiPath>/{id}
+//   kCliIdPrefix              ids of the CLI's devices: prefix + index ("net0", "net1", ...)
+//   id(spec)                  the spec's id
+//   from_cli(spec, id)        parses one value of the (repeatable) option into device `id`
+//   from_patch_json(j, where) checks a PATCH body (the fields tern can update: none yet)
+//   check_for_vm(spec, vcpus) checks against the VM (queues ≤ vCPUs); errors name the field
+//                             relative to the device ("queues"), the caller prefixes it
 // Disks are configured as drives (drive_id, root device) and have no such members.
 
 /// virtio-blk (src/virtio/block): one per disk, in --disk / drive order.
@@ -97,6 +110,47 @@ struct RngKind {
   static Result<void> flush(const VirtioDevice&) { return {}; }
 };
 
+/// virtio-net (src/virtio/net): one per network interface, in the order configured, after the
+/// rng. A keyed list kind (iface_id).
+struct NetKind {
+  using Spec = NetSpec;
+  static constexpr std::string_view kKind = "virtio-net";
+  static constexpr std::string_view kLabel = "net";
+  /// make_virtio_net() (virtio/net/virtio_net.h): opens the tap.
+  static Result<std::shared_ptr<VirtioDevice>> make(const Spec& s, const std::string& name);
+  static void encode(snap::ByteWriter& w, const Spec& s);
+  /// Validates with check_net_config(s, "network-interfaces").
+  static Result<Spec> decode(snap::ByteReader& r);
+  static constexpr std::string_view kConfigKey = "network-interfaces";
+  static constexpr std::string_view kApiPath = "/network-interfaces";
+  static constexpr std::string_view kIdField = "iface_id";
+  static constexpr std::string_view kCliOption = "--net";
+  static constexpr std::string_view kCliIdPrefix = "net";
+  static constexpr std::string_view kCliHelp =
+      "virtio-net interface over a tap (repeatable; iface_id net0, net1, ...). SPEC: "
+      "tap=NAME[,mac=MAC][,queues=N][,vhost=on|off][,mtu=N] (queues: RX/TX pairs, at most "
+      "--cpus; vhost=on: /dev/vhost-net serves them)";
+  /// Firecracker's NetworkInterface body: iface_id, host_dev_name, guest_mac; tern's queues,
+  /// vhost, mtu; rx_rate_limiter / tx_rate_limiter refused by name. check_net_config().
+  static Result<Spec> from_json(const nlohmann::json& j, const std::string& where);
+  static nlohmann::json to_json(const Spec& s);
+  /// parse_net_option() (virtio/net/net_option.h).
+  static Result<Spec> from_cli(std::string_view spec, std::string id);
+  static const std::string& id(const Spec& s) { return s.iface_id; }
+  /// Firecracker's PartialNetworkInterface: iface_id only (the rate limiters are refused).
+  static Result<void> from_patch_json(const nlohmann::json& j, const std::string& where);
+  /// check_net_for_vm(): queue pairs ≤ vCPUs.
+  static Result<void> check_for_vm(const Spec& s, uint32_t vcpus);
+  static void save_facts(snap::ByteWriter&, const Spec&, const VirtioDevice&) {}
+  static Result<void> check_facts(snap::ByteReader&, const Spec&, const VirtioDevice&) {
+    return {};
+  }
+  static Result<std::vector<snap::ProtectedFile>> protected_files(const VirtioDevice&, size_t) {
+    return std::vector<snap::ProtectedFile>{};
+  }
+  static Result<void> flush(const VirtioDevice&) { return {}; }
+};
+
 template <class... K>
 struct KindList {
   using Tuple = std::tuple<K...>;
@@ -104,8 +158,10 @@ struct KindList {
 };
 
 /// The table. The order is the PCI slot order of kinds: disks first (the first is slot 1,
-/// /dev/vda), then the rng.
-using DeviceKinds = KindList<DiskKind, RngKind>;
+/// /dev/vda), then the rng, then the network interfaces. The rng stays before the interfaces so
+/// that adding an interface to a VM moves no existing device (a restore uses the slot order
+/// saved in the machine section, so either order restores the snapshots of an older tern).
+using DeviceKinds = KindList<DiskKind, RngKind, NetKind>;
 
 /// One device of a VM configuration; the alternative's index is its kind's index in DeviceKinds.
 using DeviceSpec = DeviceKinds::Spec;

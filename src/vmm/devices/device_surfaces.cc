@@ -11,12 +11,41 @@ using Kinds = DeviceKinds::Tuple;
 constexpr size_t kNumKinds = std::tuple_size_v<Kinds>;
 
 template <class K>
-concept HasSurface = requires { K::kConfigKey; };
+concept IsKeyed = requires { K::kIdField; };
+template <class K>
+concept HasSurface = requires { K::kConfigKey; } && !IsKeyed<K>;
+template <class K>
+concept RendersJson = requires { K::kConfigKey; };
 
 template <class K>
 Result<std::any> from_json_any(const nlohmann::json& j, const std::string& where) {
   ASSIGN_OR_RETURN(auto spec, K::from_json(j, where));
   return std::any(std::move(spec));
+}
+
+template <class K>
+std::string id_of_any(const std::any& v) {
+  return std::string(K::id(std::any_cast<const typename K::Spec&>(v)));
+}
+
+template <size_t... I>
+std::vector<KeyedSurface> make_keyed_table(std::index_sequence<I...>) {
+  std::vector<KeyedSurface> out;
+  auto add = [&]<size_t N>(std::integral_constant<size_t, N>) {
+    using K = std::tuple_element_t<N, Kinds>;
+    if constexpr (IsKeyed<K>)
+      out.push_back(KeyedSurface{N, K::kConfigKey, K::kApiPath, K::kIdField, K::kCliOption,
+                                 K::kCliHelp, &from_json_any<K>, &id_of_any<K>,
+                                 &K::from_patch_json});
+  };
+  (add(std::integral_constant<size_t, I>()), ...);
+  return out;
+}
+
+const std::vector<KeyedSurface>& keyed_table() {
+  static const std::vector<KeyedSurface> t =
+      make_keyed_table(std::make_index_sequence<kNumKinds>());
+  return t;
 }
 
 template <size_t... I>
@@ -64,13 +93,79 @@ const DeviceSurface* device_surface_of(const DeviceSpec& spec) {
   return nullptr;
 }
 
+std::span<const KeyedSurface> keyed_surfaces() { return keyed_table(); }
+
+const KeyedSurface* keyed_surface_for_path(std::string_view path, std::string& id) {
+  for (const KeyedSurface& s : keyed_table()) {
+    if (path.size() <= s.api_path.size() + 1 || !path.starts_with(s.api_path) ||
+        path[s.api_path.size()] != '/')
+      continue;
+    std::string_view rest = path.substr(s.api_path.size() + 1);
+    if (rest.find('/') != std::string_view::npos) continue;
+    id = std::string(rest);
+    return &s;
+  }
+  return nullptr;
+}
+
+const KeyedSurface* keyed_surface_of(const DeviceSpec& spec) {
+  for (const KeyedSurface& s : keyed_table())
+    if (s.kind == spec.index()) return &s;
+  return nullptr;
+}
+
+std::optional<std::string> device_id(const DeviceSpec& spec) {
+  return with_kind(spec.index(), [&]<size_t N>() -> std::optional<std::string> {
+    using K = std::tuple_element_t<N, Kinds>;
+    if constexpr (IsKeyed<K>)
+      return std::string(K::id(std::get<N>(spec)));
+    else
+      return std::nullopt;
+  });
+}
+
 void put_device(std::vector<DeviceSpec>& devices, DeviceSpec spec) {
+  const size_t kind = spec.index();
+  const std::optional<std::string> id = device_id(spec);
   auto it = devices.begin();
-  while (it != devices.end() && it->index() < spec.index()) ++it;
-  if (it != devices.end() && it->index() == spec.index())
-    *it = std::move(spec);
-  else
-    devices.insert(it, std::move(spec));
+  while (it != devices.end() && it->index() < kind) ++it;
+  // Devices of this kind: the one to replace (same id, or the single-instance one), else append.
+  for (; it != devices.end() && it->index() == kind; ++it) {
+    if (!id || device_id(*it) == id) {
+      *it = std::move(spec);
+      return;
+    }
+  }
+  devices.insert(it, std::move(spec));
+}
+
+bool has_device(const std::vector<DeviceSpec>& devices, size_t kind, std::string_view id) {
+  for (const DeviceSpec& d : devices)
+    if (d.index() == kind && device_id(d) == id) return true;
+  return false;
+}
+
+Result<void> check_devices_for_vm(const std::vector<DeviceSpec>& devices, uint32_t vcpus,
+                                  bool cli) {
+  std::array<size_t, kNumKinds> seen{};
+  for (const DeviceSpec& d : devices) {
+    size_t i = seen[d.index()]++;
+    auto ok = with_kind(d.index(), [&]<size_t N>() -> Result<void> {
+      using K = std::tuple_element_t<N, Kinds>;
+      if constexpr (IsKeyed<K>) {
+        auto r = K::check_for_vm(std::get<N>(d), vcpus);
+        if (r) return {};
+        Error e = r.error();
+        e.op = cli ? std::string(K::kCliOption) + " " + e.op
+                   : std::string(K::kConfigKey) + "[" + std::to_string(i) + "]." + e.op;
+        return tl::unexpected(std::move(e));
+      } else {
+        return {};
+      }
+    });
+    TRY(ok);
+  }
+  return {};
 }
 
 Result<DeviceSpec> device_spec_of(size_t kind, const std::any& value) {
@@ -100,10 +195,29 @@ Result<DeviceSpec> device_from_cli(const DeviceSurface& s, std::string_view spec
   });
 }
 
+Result<DeviceSpec> device_from_json(const KeyedSurface& s, const nlohmann::json& j,
+                                    const std::string& where) {
+  ASSIGN_OR_RETURN(std::any v, s.from_json(j, where));
+  return device_spec_of(s.kind, v);
+}
+
+Result<DeviceSpec> device_from_cli(const KeyedSurface& s, std::string_view spec, size_t index) {
+  return with_kind(s.kind, [&]<size_t N>() -> Result<DeviceSpec> {
+    using K = std::tuple_element_t<N, Kinds>;
+    if constexpr (IsKeyed<K>) {
+      ASSIGN_OR_RETURN(auto v, K::from_cli(spec, std::string(K::kCliIdPrefix) +
+                                                     std::to_string(index)));
+      return DeviceSpec(std::in_place_index<N>, std::move(v));
+    } else {
+      return fail(std::string(s.cli_option), "this device kind has no repeatable option");
+    }
+  });
+}
+
 nlohmann::json device_to_json(const DeviceSpec& spec) {
   return with_kind(spec.index(), [&]<size_t N>() -> nlohmann::json {
     using K = std::tuple_element_t<N, Kinds>;
-    if constexpr (HasSurface<K>)
+    if constexpr (RendersJson<K>)
       return K::to_json(std::get<N>(spec));
     else
       return nullptr;

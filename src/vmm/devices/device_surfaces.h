@@ -1,6 +1,7 @@
-// The user surface of the single-instance device kinds, resolved through the kind table
-// (device_kinds.h): what `tern run` options, PUT <api_path>, the config file and GET /vm/config
-// do with a kind's spec. The table itself is config/device_surface.h's device_surfaces().
+// The user surface of the single-instance and keyed list device kinds, resolved through the kind
+// table (device_kinds.h): what `tern run` options, PUT <api_path>[/{id}], the config file and
+// GET /vm/config do with a kind's spec. The tables themselves are config/device_surface.h's
+// device_surfaces() and keyed_surfaces().
 #pragma once
 
 #include <any>
@@ -24,8 +25,15 @@ namespace tern {
                                                   const std::string& where);
 /// Parses a kind's command-line SPEC ("" when the option is given alone).
 [[nodiscard]] Result<DeviceSpec> device_from_cli(const DeviceSurface& s, std::string_view spec);
-/// The spec as GET /vm/config renders it under its kind's config_key; a disk renders as null
-/// (drives have their own section).
+/// Parses one element of a keyed kind's config-file array / PUT body; errors as from_json's.
+[[nodiscard]] Result<DeviceSpec> device_from_json(const KeyedSurface& s, const nlohmann::json& j,
+                                                  const std::string& where);
+/// Parses the `index`-th value of a keyed kind's repeatable option into the device with id
+/// kCliIdPrefix + index ("net0").
+[[nodiscard]] Result<DeviceSpec> device_from_cli(const KeyedSurface& s, std::string_view spec,
+                                                 size_t index);
+/// The spec as GET /vm/config renders it under its kind's config_key (a keyed kind: one element
+/// of the array); a disk renders as null (drives have their own section).
 [[nodiscard]] nlohmann::json device_to_json(const DeviceSpec& spec);
 /// The spec of kind `Spec` among `devices`, if any.
 template <class Spec>
@@ -34,9 +42,22 @@ template <class Spec>
     if (const Spec* s = std::get_if<Spec>(&d)) return *s;
   return std::nullopt;
 }
-/// Replaces the spec of `spec`'s kind in `devices` or adds it; `devices` stays in kind order.
+/// The id of a keyed kind's spec ("net0"); nullopt for the other kinds.
+[[nodiscard]] std::optional<std::string> device_id(const DeviceSpec& spec);
+/// Replaces the spec of `spec`'s kind (a keyed kind: of its kind and id) in `devices` or adds
+/// it (a keyed kind: after the others of its kind); `devices` stays in kind order.
 void put_device(std::vector<DeviceSpec>& devices, DeviceSpec spec);
-/// The surface of the spec's kind, or null (a disk).
+/// Whether `devices` holds a device of keyed kind `kind` with id `id`.
+[[nodiscard]] bool has_device(const std::vector<DeviceSpec>& devices, size_t kind,
+                              std::string_view id);
+/// Each keyed device's check against the VM (a network interface: queues ≤ vcpus). Errors name
+/// the field as the command line does ("--net queues") when `cli`, else as the config file and
+/// GET /vm/config do ("network-interfaces[1].queues", the index within its kind).
+[[nodiscard]] Result<void> check_devices_for_vm(const std::vector<DeviceSpec>& devices,
+                                                uint32_t vcpus, bool cli);
+/// The surface of the spec's kind, or null (a disk, a keyed kind).
 [[nodiscard]] const DeviceSurface* device_surface_of(const DeviceSpec& spec);
+/// The keyed surface of the spec's kind, or null.
+[[nodiscard]] const KeyedSurface* keyed_surface_of(const DeviceSpec& spec);
 
 }  // namespace tern

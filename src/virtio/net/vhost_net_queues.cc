@@ -1,0 +1,267 @@
+// start_vhost_net(): one vhost-net instance (VhostNetFd) per queue pair, with the call relay for
+// vrings without an irqfd. The kernel behaviour this depends on (drivers/vhost/vhost.c, net.c)
+// is written next to the code that relies on it.
+#include "virtio/net/vhost_net_queues.h"
+
+#include <fmt/format.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <optional>
+#include <utility>
+
+#include "base/log.h"
+#include "virtio/net/vhost_call_relay.h"
+#include "virtio/net/vhost_net_fd.h"
+#include "virtio/virtio_spec.h"
+
+namespace tern::net {
+
+namespace {
+
+using virtio::ExternalQueue;
+using virtio::ExternalQueues;
+
+// VHOST_NET_VQ_RX = 0, VHOST_NET_VQ_TX = 1 (drivers/vhost/net.c): device queue 2k + v is vring
+// v of pair k's instance.
+constexpr unsigned kVringsPerPair = 2;
+
+struct Vring {
+  uint16_t queue = 0;  // device queue index
+  unsigned index = 0;  // vring index in the instance
+  VirtqueueConfig config;
+  VhostVringAddr addr;
+  UniqueFd kick;
+  UniqueFd relayed_call;  // our call eventfd when the queue has no irqfd
+  bool backend = false;   // the tap is attached (VHOST_NET_SET_BACKEND fd, not yet -1)
+};
+
+struct Instance {
+  uint16_t pair = 0;
+  BorrowedFd tap{-1};
+  std::optional<VhostNetFd> fd;
+  std::vector<Vring> vrings;
+};
+
+class VhostNetQueues final : public ExternalQueues {
+ public:
+  VhostNetQueues(const GuestMemory& mem, std::shared_ptr<VirtioInterrupt> interrupt,
+                 std::string name)
+      : mem_(mem), interrupt_(std::move(interrupt)), name_(std::move(name)) {}
+
+  // Destroy = stop + close: the backends go first (synchronous, see remove_backends()), so
+  // nothing touches guest memory or the call fds once this returns; then the relay thread
+  // stops and the vhost fds, kick and call eventfds close (member order).
+  ~VhostNetQueues() override {
+    remove_backends();
+    relay_.reset();
+  }
+
+  Result<void> start(uint64_t acked, std::vector<ExternalQueue> queues,
+                     std::vector<BorrowedFd> taps);
+  std::vector<std::pair<uint16_t, QueuePosition>> pause() override;
+  Result<void> resume() override;
+
+ private:
+  Result<void> setup_instance(Instance& in, uint64_t acked,
+                              const std::vector<VhostMemoryRegion>& table);
+  Result<void> attach_backends();
+  void remove_backends();
+  Result<void> start_relay();
+
+  const GuestMemory& mem_;
+  const std::shared_ptr<VirtioInterrupt> interrupt_;
+  const std::string name_;
+  std::vector<Instance> instances_;
+  std::unique_ptr<VhostCallRelay> relay_;  // declared after instances_: destroyed first
+  bool paused_ = false;
+  std::vector<std::pair<uint16_t, QueuePosition>> paused_at_;
+};
+
+Result<void> VhostNetQueues::start(uint64_t acked, std::vector<ExternalQueue> queues,
+                                   std::vector<BorrowedFd> taps) {
+  // Validate everything first (queue → pair mapping, ring addresses), then talk to the kernel.
+  if (queues.empty()) return fail(name_, "vhost-net: no queue to serve");
+  for (size_t k = 0; k < taps.size(); ++k)
+    if (taps[k].get() < 0) return fail(name_, fmt::format("vhost-net: no tap for pair {}", k));
+  int last = -1;
+  for (ExternalQueue& q : queues) {
+    uint16_t pair = q.index / kVringsPerPair;
+    if (pair >= taps.size())
+      return fail(name_, fmt::format("vhost-net: queue {} has no tap ({} pairs)", q.index,
+                                     taps.size()));
+    if (static_cast<int>(q.index) <= last)
+      return fail(name_, fmt::format("vhost-net: queue {} out of order", q.index));
+    last = q.index;
+    if (!q.kick.valid()) return fail(name_, fmt::format("queue {}: no kick eventfd", q.index));
+    auto addr = vring_host_addresses(mem_, q.config);
+    if (!addr) return fail(name_, fmt::format("queue {}: {}", q.index, addr.error().message()));
+    if (instances_.empty() || instances_.back().pair != pair) {
+      instances_.emplace_back();
+      instances_.back().pair = pair;
+      instances_.back().tap = taps[pair];
+    }
+    Vring v;
+    v.queue = q.index;
+    v.index = q.index % kVringsPerPair;
+    v.config = q.config;
+    v.addr = *addr;
+    v.kick = std::move(q.kick);
+    instances_.back().vrings.push_back(std::move(v));
+  }
+  const std::vector<VhostMemoryRegion> table = vhost_memory_table(mem_);
+  for (Instance& in : instances_) TRY(setup_instance(in, acked, table));
+  // The relay runs before the backends attach, so no call is written before someone reads it
+  // (an eventfd keeps its count anyway: this only avoids a late first interrupt).
+  TRY(start_relay());
+  return attach_backends();
+}
+
+// The order vhost needs, per instance:
+// - VHOST_SET_OWNER first: the memory and vring ioctls and SET_BACKEND fail with EPERM before
+//   it (vhost_dev_check_owner); it binds the vhost worker thread to this process's mm, which is
+//   why userspace_addr / *_user_addr below are tern's own host-virtual addresses.
+// - VHOST_SET_FEATURES before the backend: SET_BACKEND reads the used ring in the byte order
+//   and the header length (sock_hlen 12 with VERSION_1 or MRG_RXBUF) that the features decide.
+// - VHOST_SET_MEM_TABLE before VHOST_SET_VRING_ADDR and the backend: vhost translates every
+//   descriptor's guest-physical address through this table (translate_desc); the ring
+//   addresses themselves are host-virtual and are checked (vq_access_ok) when the backend
+//   attaches.
+// - VHOST_SET_VRING_NUM and VHOST_SET_VRING_BASE only while the vring has no backend (EBUSY
+//   otherwise); BASE is the next available index (a restore starts mid-stream). The used index
+//   is not set: attaching the backend reads it from the used ring (vhost_vq_init_access).
+// - VHOST_SET_VRING_KICK / _CALL take their own reference to the eventfds.
+// - VHOST_NET_SET_BACKEND (the tap) last, in attach_backends(): it starts the vring.
+Result<void> VhostNetQueues::setup_instance(Instance& in, uint64_t acked,
+                                            const std::vector<VhostMemoryRegion>& table) {
+  ASSIGN_OR_RETURN(VhostNetFd fd, VhostNetFd::open(name_, in.pair));
+  in.fd.emplace(std::move(fd));
+  VhostNetFd& v = *in.fd;
+  TRY(v.set_owner());
+  ASSIGN_OR_RETURN(uint64_t offered, v.get_features());
+  auto features = vhost_net_features_to_set(acked, offered);
+  if (!features) return fail(name_, features.error().message());
+  TRY(v.set_features(*features));
+  TRY(v.set_mem_table(table));
+  for (Vring& r : in.vrings) {
+    TRY(v.set_vring_num(r.index, r.config.size));
+    TRY(v.set_vring_addr(r.index, r.addr));
+    TRY(v.set_vring_base(r.index, r.config.position.next_avail));
+    TRY(v.set_vring_kick(r.index, r.kick.borrow()));
+    // The MSI-X vector's irqfd: vhost then injects the interrupt itself (KVM irqfd), tern never
+    // sees it. Without one (INTx, no vector), our own eventfd, relayed by VhostCallRelay.
+    BorrowedFd irqfd = interrupt_->queue_irqfd(r.queue);
+    if (irqfd.get() < 0) {
+      auto call = make_eventfd(0, EFD_NONBLOCK);
+      if (!call) return fail_code(call.error().errnum, name_, "vhost-net: call eventfd");
+      r.relayed_call = std::move(*call);
+      irqfd = r.relayed_call.borrow();
+    }
+    TRY(v.set_vring_call(r.index, irqfd));
+  }
+  return {};
+}
+
+Result<void> VhostNetQueues::start_relay() {
+  std::vector<VhostCallRelay::Call> calls;
+  for (const Instance& in : instances_)
+    for (const Vring& r : in.vrings)
+      if (r.relayed_call.valid()) calls.push_back({r.queue, r.relayed_call.borrow()});
+  if (calls.empty()) return {};
+  ASSIGN_OR_RETURN(relay_, VhostCallRelay::start(std::move(calls), interrupt_, name_));
+  return {};
+}
+
+// vhost never reads the kick eventfd's count: it acts on the wake-up of a write. A kick that
+// came while the vring had no backend (paused, or before a restore) ran handle_tx/rx with no
+// socket and was dropped, so each vring is kicked once after its backend attaches (a spurious
+// kick only makes vhost look at an available ring with nothing new).
+Result<void> VhostNetQueues::attach_backends() {
+  for (Instance& in : instances_) {
+    for (Vring& r : in.vrings) {
+      TRY(in.fd->set_backend(r.index, in.tap));
+      r.backend = true;
+      uint64_t one = 1;
+      if (::write(r.kick.get(), &one, sizeof one) != sizeof one)
+        return fail_errno(name_, fmt::format("vhost-net: kick queue {}", r.queue));
+    }
+  }
+  return {};
+}
+
+// VHOST_NET_SET_BACKEND -1 detaches the tap and returns after vhost_dev_flush(): the worker has
+// finished with the vring (used entries and call signals written, RX packets it had batched put
+// back in the tap's ring), and runs nothing for it until a backend attaches again. Only then is
+// VHOST_GET_VRING_BASE (last_avail_idx, which the kernel keeps: the vring is not reset) stable.
+void VhostNetQueues::remove_backends() {
+  for (Instance& in : instances_) {
+    for (Vring& r : in.vrings) {
+      if (!r.backend) continue;
+      if (auto s = in.fd->set_backend(r.index, BorrowedFd(-1)); !s)
+        spdlog::error("{}", s.error().message());  // closing the fd still stops the vring
+      r.backend = false;
+    }
+  }
+}
+
+std::vector<std::pair<uint16_t, QueuePosition>> VhostNetQueues::pause() {
+  if (paused_) return paused_at_;
+  remove_backends();
+  // Every call vhost wrote before its backend went is relayed before pause() returns.
+  relay_.reset();
+  paused_at_.clear();
+  for (Instance& in : instances_) {
+    for (const Vring& r : in.vrings) {
+      QueuePosition pos = r.config.position;
+      if (auto base = in.fd->get_vring_base(r.index))
+        pos.next_avail = *base;
+      else
+        spdlog::error("{}", base.error().message());
+      // vhost keeps last_used_idx to itself; with the worker flushed it equals used->idx.
+      if (auto used = mem_.read_obj<uint16_t>(r.config.used_gpa + virtio::used_idx_offset()))
+        pos.next_used = *used;
+      paused_at_.push_back({r.queue, pos});
+    }
+  }
+  paused_ = true;
+  return paused_at_;
+}
+
+// After pause() the vrings keep their memory table, addresses, kick/call fds and
+// last_avail_idx: attaching the tap again restarts them (and re-reads used->idx), so no
+// VHOST_SET_VRING_BASE is needed. A kick the guest sent meanwhile is replayed by
+// attach_backends().
+Result<void> VhostNetQueues::resume() {
+  if (!paused_) return {};
+  TRY(start_relay());
+  TRY(attach_backends());
+  paused_ = false;
+  return {};
+}
+
+}  // namespace
+
+Result<void> vhost_net_available() {
+  ASSIGN_OR_RETURN(VhostNetFd fd, VhostNetFd::open("vhost-net", 0));
+  (void)fd;
+  return {};
+}
+
+uint64_t vhost_net_ring_features() {
+  auto fd = VhostNetFd::open("vhost-net", 0);
+  if (!fd) return 0;
+  // VHOST_GET_FEATURES needs no owner.
+  auto f = fd->get_features();
+  return f ? (*f & vhost_net_ring_feature_mask()) : 0;
+}
+
+Result<std::unique_ptr<virtio::ExternalQueues>> start_vhost_net(
+    const GuestMemory& mem, uint64_t acked, std::vector<virtio::ExternalQueue> queues,
+    std::vector<BorrowedFd> taps, std::shared_ptr<VirtioInterrupt> interrupt, std::string name) {
+  auto q = std::make_unique<VhostNetQueues>(mem, std::move(interrupt), std::move(name));
+  // On error the partly started object's destructor detaches what was attached.
+  TRY(q->start(acked, std::move(queues), std::move(taps)));
+  return std::unique_ptr<virtio::ExternalQueues>(std::move(q));
+}
+
+}  // namespace tern::net
