@@ -14,7 +14,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev
   # nested test host and guests (testhost/, tests/e2e, bench/)
   qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio kmod seabios e2fsprogs
-  python3 curl fio iperf3
+  python3 curl fio iperf3 iproute2 jq
 )
 
 if [[ "${SKIP_APT:-0}" != 1 ]]; then
