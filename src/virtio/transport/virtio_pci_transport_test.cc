@@ -367,5 +367,15 @@ TEST_F(VirtioPciTest, PciCfgCapabilityWindowReachesBar0) {
   EXPECT_EQ(cfg(c + vp::kPciCfgData, 4), 2u);
 }
 
+TEST_F(VirtioPciTest, PciCfgWindowNeverSetUpReadsZeroWithoutAProtocolError) {
+  // A dump of the configuration space (lspci -xxx) reads pci_cfg_data with cap.length still 0.
+  uint8_t c = find_caps()[vp::VIRTIO_PCI_CAP_PCI_CFG];
+  EXPECT_EQ(cfg(c + vp::kPciCfgData, 4), 0u);
+  EXPECT_EQ(transport->protocol_errors(), 0u);
+  // A write through it is still a driver error.
+  set_cfg(c + vp::kPciCfgData, 1);
+  EXPECT_EQ(transport->protocol_errors(), 1u);
+}
+
 }  // namespace
 }  // namespace tern
