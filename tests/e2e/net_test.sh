@@ -3,7 +3,8 @@
 # End-to-end virtio-net test (issue #10): in one nested test host boot, guests with --net over a
 # tap in L1 (tests/e2e/net_scenario.sh, which prints NET-CHECK lines; guest actions in
 # tests/e2e/net_guest/actions/): eth0 up with busybox ip and link-local addresses, pings both ways,
-# 64 MiB each way over TCP with sha256 compared on both sides; two queue pairs on two vCPUs, both
+# 64 MiB each way over TCP with sha256 compared on both sides (case 1; the later cases move
+# 4-16 MiB per flow to keep the test short); two queue pairs on two vCPUs, both
 # RX and both TX queues carrying traffic, in userspace and with vhost=on; a save and restore in the
 # middle of a TCP transfer in each direction; a DHCP lease from busybox udhcpd on L1's side.
 #

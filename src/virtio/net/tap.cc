@@ -30,7 +30,8 @@ std::string explain(int err, bool multi_queue) {
     case EINVAL:
       return multi_queue ? "EINVAL: the tap was created without multi_queue "
                            "(ip tuntap add dev NAME mode tap multi_queue)"
-                         : "EINVAL: the tap's flags differ (multi_queue, or not a tap)";
+                         : "EINVAL: the device exists but is not a tap (e.g. a NIC), or was "
+                           "created multi_queue with flags tern cannot match";
     default:
       return {};
   }
@@ -87,7 +88,7 @@ Result<Tap> Tap::open(const std::string& name, uint16_t pairs) {
                                      " bytes");
   if (pairs == 0) return fail("host_dev_name", name + ": no queue pair");
   if (::if_nametoindex(name.c_str()) == 0)
-    spdlog::info("host_dev_name: tap {} does not exist: /dev/net/tun creates it (down, no "
+    spdlog::warn("host_dev_name: tap {} does not exist: /dev/net/tun creates it (down, no "
                  "address, gone when tern exits)", name);
   Tap tap;
   tap.name_ = name;

@@ -12,7 +12,11 @@ namespace tern {
 // Errors also say which interface ("host_dev_name: eth0: tap0: TUNSETIFF: ...").
 Result<std::shared_ptr<VirtioDevice>> NetKind::make(const Spec& s, const std::string& name) {
   auto d = make_virtio_net(s, name);
-  if (!d) d.error().context = s.iface_id + ": " + d.error().context;
+  // The same error reaches `tern run` users (who typed --net tap=) and API / config-file users
+  // (host_dev_name): name the interface and both spellings of the field.
+  if (!d)
+    d.error().context = "interface " + s.iface_id + " (--net tap / host_dev_name): " +
+                        d.error().context;
   return d;
 }
 

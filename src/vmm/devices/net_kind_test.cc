@@ -1,5 +1,6 @@
 // NetKind (net_kind.cc): the JSON body round trip; put_device()/device_id() for a keyed kind.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -86,6 +87,24 @@ TEST(NetKind, RefusesSharedTapOrMac) {
   EXPECT_EQ(r.error().op, "network-interfaces[2].guest_mac");
   put_device(devices, net_on("c", "tap2", MacAddress{0x02, 0, 0, 0, 0, 2}));
   EXPECT_TRUE(check_devices_for_vm(devices, 1, false));
+}
+
+}  // namespace
+}  // namespace tern
+
+namespace tern {
+namespace {
+
+TEST(NetKind, OpenErrorsNameTheInterfaceAndBothSpellingsOfTheField) {
+  if (::access("/dev/net/tun", R_OK | W_OK) != 0) GTEST_SKIP() << "no /dev/net/tun";
+  NetSpec s;
+  s.iface_id = "net0";
+  s.host_dev_name = "lo";  // exists and is not a tap: TUNSETIFF refuses it (EINVAL)
+  auto d = NetKind::make(s, "virtio-net0");
+  ASSERT_FALSE(d);
+  const std::string m = d.error().message();
+  EXPECT_NE(m.find("interface net0 (--net tap / host_dev_name)"), std::string::npos) << m;
+  EXPECT_NE(m.find("is not a tap"), std::string::npos) << m;
 }
 
 }  // namespace
