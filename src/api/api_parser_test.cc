@@ -274,7 +274,9 @@ TEST(ApiParser, NetworkInterfacePatch) {
   EXPECT_EQ(patch(R"({"iface_id": "eth0", "tx_rate_limiter": {}})"),
             "tx_rate_limiter: not supported by tern");
   EXPECT_EQ(patch(R"({"iface_id": "eth0", "host_dev_name": "tap1"})"),
-            "host_dev_name: unknown field");
+            "host_dev_name: cannot be changed by PATCH (PUT /network-interfaces/eth0 before the "
+            "VM starts)");
+  EXPECT_EQ(patch(R"({"iface_id": "eth0", "colour": 1})"), "colour: unknown field");
   EXPECT_EQ(patch(R"({})"), "iface_id: missing required field");
   EXPECT_EQ(patch(R"({"iface_id": "eth1"})"),
             "iface_id: \"eth1\" does not match the id in the path (\"eth0\")");

@@ -71,6 +71,12 @@ Result<void> NetKind::from_patch_json(const nlohmann::json& j, const std::string
   ASSIGN_OR_RETURN(JsonReader r, JsonReader::open(j, where));
   ASSIGN_OR_RETURN(std::string id, r.required_string("iface_id"));
   TRY(refuse_rate_limiters(r));
+  // Firecracker's PartialNetworkInterface has no other field; say what to do instead of
+  // "unknown field" for the interface's own ones.
+  for (const char* f : {"host_dev_name", "guest_mac", "queues", "vhost", "mtu"})
+    if (r.raw(f))
+      return fail(r.field(f), "cannot be changed by PATCH (PUT /network-interfaces/" + id +
+                                  " before the VM starts)");
   TRY(r.finish());
   return {};
 }
