@@ -39,6 +39,10 @@ struct DiskConfig {
   uint16_t queues = 1;                        ///< Request queues (VIRTIO_BLK_F_MQ when > 1); 1..64.
   uint16_t queue_size = 256;                  ///< max_queue_size() offered; power of two 2..1024.
   IoEngineKind engine = IoEngineKind::kIoUring;
+  /// Non-empty: a vhost-user-blk disk (--disk vhost-user=SOCKET, drive body "socket"): served by
+  /// the back-end listening at this Unix socket (src/vhost_user/frontend). `path` is then empty
+  /// and only `queues` and `queue_size` apply (cache, readonly, serial, io are the back-end's).
+  std::string vhost_user_socket;
 };
 
 /// "writeback" | "none" | "unsafe" | "directsync" -> CacheMode; the error names the field

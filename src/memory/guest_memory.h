@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -26,7 +28,24 @@ struct MemoryRegion {
   uint64_t size = 0;        ///< Length in bytes (multiple of the page size for memfd regions).
   uint8_t* host = nullptr;  ///< Host-virtual address of `gpa`.
   uint64_t fd_offset = 0;   ///< Offset of this region from the start of all guest RAM.
+  /// Shared backends (memfd, hugetlbfs): the file holding this region at file offset 0, owned by
+  /// the GuestMemory (a vhost-user back-end maps it: VhostUserMemoryRegion.mmap_offset = 0).
+  /// -1 for anonymous memory and wrap().
+  int fd = -1;
 };
+
+/// What backs guest RAM (--memory-backend).
+enum class MemoryBackend {
+  kAnon,       ///< "anon": private anonymous memory with MADV_HUGEPAGE (default without vhost-user).
+  kMemfd,      ///< "memfd": one memfd per region, MAP_SHARED (another process can map it); THP
+               ///< only where /sys/kernel/mm/transparent_hugepage/shmem_enabled allows (said once).
+  kHugetlbfs,  ///< "hugetlbfs": one MFD_HUGETLB|MFD_HUGE_2MB memfd per region (needs free 2 MiB
+               ///< huge pages: /proc/sys/vm/nr_hugepages; the error says how many are missing).
+};
+
+/// "anon" | "memfd" | "hugetlbfs"; the error names "--memory-backend".
+[[nodiscard]] Result<MemoryBackend> parse_memory_backend(std::string_view s);
+[[nodiscard]] std::string_view memory_backend_name(MemoryBackend b);
 
 /// Where one region of RAM lives: guest-physical start and size in bytes.
 struct RegionSpec {
@@ -46,6 +65,10 @@ class GuestMemory {
   /// 2 MiB-aligned mapping advised MADV_HUGEPAGE and named "tern-guest-ram" where the kernel
   /// allows. Pages are allocated on first touch. Fails naming the size when it cannot be mapped.
   static Result<GuestMemory> create(std::span<const RegionSpec> specs);
+  /// As create() with `backend`: kAnon is create(); kMemfd / kHugetlbfs make one file per region
+  /// (sealed against shrinking), mapped MAP_SHARED into the same 2 MiB-aligned layout, each
+  /// region's fd in MemoryRegion::fd. Errors name the backend and the size.
+  static Result<GuestMemory> create(std::span<const RegionSpec> specs, MemoryBackend backend);
 
   /// Guest RAM mapped copy-on-write from `fd` (a memory file written by snap::save_memory_file,
   /// guest-physical address == file offset): one PROT_READ|PROT_WRITE, MAP_PRIVATE mapping per
@@ -56,6 +79,14 @@ class GuestMemory {
   /// end of the highest region (checked; error names the sizes) and must not be truncated while
   /// mapped (a touched page past its end would SIGBUS). `fd` may be closed after the call.
   static Result<GuestMemory> create_from_file(std::span<const RegionSpec> specs, BorrowedFd fd);
+
+  /// A restore onto a shared backend (kMemfd / kHugetlbfs; kAnon is create_from_file): RAM
+  /// created as create(specs, backend), then the memory file's contents read into it (holes
+  /// skipped with SEEK_DATA), so a vhost-user back-end sees the restored RAM. Costs a read of
+  /// the non-zero RAM; `progress(done, total)` (bytes) is called at most every 50 ms.
+  static Result<GuestMemory> create_from_file(std::span<const RegionSpec> specs, BorrowedFd fd,
+                                              MemoryBackend backend,
+                                              const std::function<void(uint64_t, uint64_t)>& progress);
 
   /// Wraps caller-owned buffers (for tests and fuzzers): nothing is mapped or freed.
   static GuestMemory wrap(std::vector<MemoryRegion> regions);
@@ -89,11 +120,16 @@ class GuestMemory {
   [[nodiscard]] const std::vector<MemoryRegion>& regions() const { return regions_; }
   /// Sum of all region sizes in bytes.
   [[nodiscard]] uint64_t total_size() const;
+  /// True if every region has an fd another process can map (kMemfd / kHugetlbfs).
+  [[nodiscard]] bool shareable() const;
+  [[nodiscard]] MemoryBackend backend() const { return backend_; }
 
  private:
   GuestMemory() = default;
   std::vector<MemoryRegion> regions_;
   std::unique_ptr<uint8_t, Unmapper> mapping_;  // all regions, when created by create()
+  std::vector<UniqueFd> fds_;                   // shared backends: one per region (regions_[i].fd)
+  MemoryBackend backend_ = MemoryBackend::kAnon;
 };
 
 }  // namespace tern
