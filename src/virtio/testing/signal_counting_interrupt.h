@@ -1,4 +1,4 @@
-// SignalCountingInterrupt: a VirtioInterrupt for the vhost-net tests that counts used-buffer
+// SignalCountingInterrupt: a VirtioInterrupt for the vhost-net and vhost-user tests that counts used-buffer
 // signals per queue and lets a test wait for a count (condition variable + timeout; the timeout
 // fails the test instead of hanging it). Unlike testing::FakeVirtioInterrupt, the wait predicate
 // is a count, so no lock is taken twice. queue_irqfd() is invalid (calls are relayed) except for
@@ -13,7 +13,7 @@
 
 #include "virtio/virtio_device.h"
 
-namespace tern::net::testing {
+namespace tern::virtio::testing {
 
 class SignalCountingInterrupt final : public VirtioInterrupt {
  public:
@@ -63,4 +63,4 @@ class SignalCountingInterrupt final : public VirtioInterrupt {
   std::map<uint16_t, BorrowedFd> irqfds_;
 };
 
-}  // namespace tern::net::testing
+}  // namespace tern::virtio::testing
