@@ -396,11 +396,11 @@ bool BackendSession::try_reconnect() {
 void BackendSession::counters(std::vector<std::pair<std::string, uint64_t>>& out) const {
   auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   out.emplace_back("backend_connected", connected_.load(std::memory_order_relaxed) ? 1 : 0);
-  out.emplace_back("disconnects", get(disconnects_));
-  out.emplace_back("reconnects", get(reconnects_));
-  out.emplace_back("reconnect_attempts", get(reconnect_attempts_));
-  out.emplace_back("protocol_errors", get(protocol_errors_));
-  out.emplace_back("needs_reset", get(needs_reset_));
+  out.emplace_back("backend_disconnects", get(disconnects_));
+  out.emplace_back("backend_reconnects", get(reconnects_));
+  out.emplace_back("backend_reconnect_attempts", get(reconnect_attempts_));
+  out.emplace_back("backend_protocol_errors", get(protocol_errors_));
+  out.emplace_back("backend_needs_reset", get(needs_reset_));
   out.emplace_back("relayed_calls", get(*relayed_));
 }
 

@@ -77,8 +77,10 @@ class BackendSession {
   /// ExternalQueues::resume(): each vring started again from its paused position.
   [[nodiscard]] Result<void> resume();
 
-  /// Appends backend_connected, disconnects, reconnects, reconnect_attempts, protocol_errors,
-  /// needs_reset, relayed_calls. Lock-free.
+  /// Appends backend_connected (0/1), backend_disconnects, backend_reconnects,
+  /// backend_reconnect_attempts, backend_protocol_errors (failed requests: timeout, garbage,
+  /// NACK), backend_needs_reset, relayed_calls (calls relayed for queues without an irqfd).
+  /// Prefixed so they do not collide with the transport's "protocol_errors". Lock-free.
   void counters(std::vector<std::pair<std::string, uint64_t>>& out) const;
   [[nodiscard]] bool connected() const { return connected_.load(std::memory_order_relaxed); }
 

@@ -5,6 +5,7 @@
 // a queue given one with set_irqfd().
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -34,7 +35,9 @@ class SignalCountingInterrupt final : public VirtioInterrupt {
     irqfds_.insert_or_assign(queue, fd);
   }
   void signal_config_change() override {}
-  void set_needs_reset() override {}
+  void set_needs_reset() override { needs_reset_.fetch_add(1); }
+  /// set_needs_reset() calls so far.
+  [[nodiscard]] uint64_t needs_reset() const { return needs_reset_.load(); }
   /// Signals of `queue` so far.
   [[nodiscard]] uint64_t used(uint16_t queue) const {
     std::lock_guard lock(mu_);
@@ -56,6 +59,7 @@ class SignalCountingInterrupt final : public VirtioInterrupt {
   }
 
  private:
+  std::atomic<uint64_t> needs_reset_{0};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<uint16_t, uint64_t> used_;
