@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <system_error>
 
 namespace tern::vhost_user {
@@ -122,6 +123,7 @@ Result<void> BackendSession::connect_locked() {
   }
   client_.emplace(std::move(c));
   negotiated_ = *n;
+  sent_regions_.clear();
   ++generation_;
   connected_ = true;
   wake();  // the monitor watches the new socket
@@ -182,7 +184,7 @@ Result<void> BackendSession::replay_locked(bool first) {
     return fail(name_, why);
   }
   TRY(c.set_features(features_to_set(a.acked, negotiated_)));
-  TRY(send_memory_table(c, a.table));
+  TRY(memory_table_locked(a.table));
   if (c.has_protocol_feature(VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD)) {
     // Kept across reconnects (QEMU keeps s->inflight): the new back-end finds in it the
     // requests the old one had taken but not completed, and resubmits them.
@@ -206,6 +208,29 @@ Result<void> BackendSession::replay_locked(bool first) {
     return {};
   }
   return start_vrings_locked(first ? Base::kConfig : Base::kUsed);
+}
+
+Result<void> BackendSession::memory_table_locked(const MemTableMsg& table) {
+  if (!client_->has_protocol_feature(VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS))
+    return send_memory_table(*client_, table);  // SET_MEM_TABLE replaces the table
+  auto same = [&] {
+    if (sent_regions_.size() != table.regions.size()) return false;
+    for (size_t i = 0; i < table.regions.size(); ++i)
+      if (std::memcmp(&sent_regions_[i], &table.regions[i], sizeof(VhostUserMemoryRegion)) != 0)
+        return false;
+    return true;
+  };
+  if (same()) return {};
+  if (!sent_regions_.empty()) {
+    // Another layout on a connection that has regions (a restore's new RAM): a fresh
+    // connection starts with none (REM_MEM_REG is not needed anywhere else).
+    drop_locked("guest RAM layout changed", false);
+    TRY(connect_locked());
+    TRY(client_->set_features(features_to_set(active_->acked, negotiated_)));
+  }
+  TRY(send_memory_table(*client_, table));
+  sent_regions_ = table.regions;
+  return {};
 }
 
 Result<BorrowedFd> BackendSession::call_fd_locked(Vring& v) {

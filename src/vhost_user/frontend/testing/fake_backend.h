@@ -68,6 +68,7 @@ class FakeBackend {
     uint64_t one = 1;
     (void)!::write(stop_fd_.get(), &one, sizeof one);
     thread_.join();
+    listener_.reset();  // unlinks the socket: connect() fails at once
   }
   /// Closes the current connection (the back-end "died"; the listener stays for a reconnect).
   void hang_up() {
