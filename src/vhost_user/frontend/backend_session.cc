@@ -50,8 +50,8 @@ Result<std::unique_ptr<BackendSession>> BackendSession::start(FrontendClient cli
   auto wake = make_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (!wake) return fail_code(wake.error().errnum, name, "vhost-user monitor: eventfd");
   std::unique_ptr<BackendSession> s(new BackendSession(std::move(client), negotiated,
-                                                       std::move(name), queues, queue_size,
-                                                       options, std::move(*wake)));
+                                                       std::move(name), queues, queue_size, options,
+                                                       std::move(*wake)));
   try {
     s->monitor_ = std::thread([p = s.get()] { p->monitor(); });
   } catch (const std::system_error& e) {
@@ -106,10 +106,9 @@ void BackendSession::drop_locked(const std::string& why, bool protocol_error) {
   if (protocol_error) protocol_errors_.fetch_add(1, std::memory_order_relaxed);
   if (active_)
     for (Vring& v : active_->vrings) v.started = false;
-  TERN_LOG_RATELIMITED(log_limit_, warn, "{}: vhost-user back-end {} lost: {}; {}", name_, path_,
-                       why,
-                       active_ ? "reconnecting while the device is active"
-                               : "reconnecting at the next activation");
+  TERN_LOG_RATELIMITED(
+      log_limit_, warn, "{}: vhost-user back-end {} lost: {}; {}", name_, path_, why,
+      active_ ? "reconnecting while the device is active" : "reconnecting at the next activation");
   wake();
 }
 
@@ -154,8 +153,8 @@ Result<void> BackendSession::activate(const GuestMemory& mem, uint64_t acked,
   if (a.vrings.empty()) return fail(name_, "vhost-user: no queue to serve");
   if (!client_) {
     if (auto r = connect_locked(); !r)
-      return fail(name_, fmt::format("vhost-user back-end {} is away: {}", path_,
-                                     r.error().message()));
+      return fail(name_,
+                  fmt::format("vhost-user back-end {} is away: {}", path_, r.error().message()));
   }
   active_.emplace(std::move(a));
   if (auto r = replay_locked(/*first=*/true); !r) {
@@ -285,9 +284,9 @@ Result<void> BackendSession::start_vrings_locked(Base base) {
     TRY(start_vring(*client_, s, enable));
     v.started = true;
   }
-  if (relay_dirty_ || (!a.relay && std::any_of(a.vrings.begin(), a.vrings.end(), [](const Vring& v) {
-                         return v.relayed_call.valid();
-                       })))
+  if (relay_dirty_ ||
+      (!a.relay && std::any_of(a.vrings.begin(), a.vrings.end(),
+                               [](const Vring& v) { return v.relayed_call.valid(); })))
     TRY(restart_relay_locked());
   // A kick the guest wrote while no back-end watched the eventfd may have been consumed by the
   // old back-end or never read: one kick per queue makes the back-end look at the avail ring.

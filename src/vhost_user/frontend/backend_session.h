@@ -112,9 +112,10 @@ class BackendSession {
 
   // All *_locked: mu_ held.
   void drop_locked(const std::string& why, bool protocol_error);
-  Result<void> connect_locked();           // a new client, negotiated; nothing replayed
+  Result<void> connect_locked();  // a new client, negotiated; nothing replayed
   Result<void> replay_locked(bool first);
-  Result<void> memory_table_locked(const MemTableMsg& table);  // features, memory, inflight, vrings (unless paused)
+  Result<void> memory_table_locked(
+      const MemTableMsg& table);  // features, memory, inflight, vrings (unless paused)
   enum class Base { kConfig, kPaused, kUsed };  // where a vring's SET_VRING_BASE comes from
   Result<void> start_vrings_locked(Base base);
   void stop_vrings_locked(bool record);  // GET_VRING_BASE; record positions in paused_at
@@ -139,7 +140,7 @@ class BackendSession {
   // ADD_MEM_REG regions sent on this connection (CONFIGURE_MEM_SLOTS adds, it does not replace:
   // a second activation on the same connection sends them only if the layout changed).
   std::vector<VhostUserMemoryRegion> sent_regions_;
-  bool relay_dirty_ = false;  // a vring got a relayed call fd the relay does not watch
+  bool relay_dirty_ = false;   // a vring got a relayed call fd the relay does not watch
   bool retry_logged_ = false;  // the first failed reconnect after a drop was logged
   std::optional<Activation> active_;
   bool stop_ = false;

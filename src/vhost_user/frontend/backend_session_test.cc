@@ -17,7 +17,7 @@ using testing::Received;
 using testing::SharedRam;
 
 ino_t inode(int fd) {
-  struct stat st{};
+  struct stat st {};
   return ::fstat(fd, &st) == 0 ? st.st_ino : 0;
 }
 
@@ -65,7 +65,9 @@ TEST_F(SessionTest, PauseReturnsTheBackendsBaseAndTheUsedIdxAndResumeRestartsFro
   EXPECT_EQ(be.requests(1).back(), VHOST_USER_GET_VRING_BASE);
   dev->unquiesce();
   ASSERT_TRUE(be.wait_for(VHOST_USER_SET_VRING_ENABLE, 2, 1));
-  be.locked([](auto& b) { EXPECT_EQ(nums(b, VHOST_USER_SET_VRING_BASE, 1), (std::vector<uint32_t>{0, 7})); });
+  be.locked([](auto& b) {
+    EXPECT_EQ(nums(b, VHOST_USER_SET_VRING_BASE, 1), (std::vector<uint32_t>{0, 7}));
+  });
   EXPECT_EQ(irq->needs_reset(), 0u);
 }
 

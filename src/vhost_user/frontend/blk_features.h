@@ -29,6 +29,7 @@ namespace tern::vhost_user {
 
 /// The back-end's config space (GET_CONFIG, sizeof(VirtioBlkConfig) bytes) with num_queues set
 /// to `queues` (the front-end's count, which the guest sizes its queues from).
-[[nodiscard]] std::vector<uint8_t> blk_patch_config(std::span<const uint8_t> config, uint16_t queues);
+[[nodiscard]] std::vector<uint8_t> blk_patch_config(std::span<const uint8_t> config,
+                                                    uint16_t queues);
 
 }  // namespace tern::vhost_user

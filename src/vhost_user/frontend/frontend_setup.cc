@@ -41,7 +41,8 @@ Result<MemTableMsg> memory_table(const GuestMemory& mem) {
                   fmt::format("guest RAM at {:#x} is not shareable (use --memory-backend memfd or "
                               "hugetlbfs)",
                               r.gpa));
-    t.regions.push_back(VhostUserMemoryRegion{r.gpa, r.size, reinterpret_cast<uint64_t>(r.host), 0});
+    t.regions.push_back(
+        VhostUserMemoryRegion{r.gpa, r.size, reinterpret_cast<uint64_t>(r.host), 0});
     t.fds.push_back(r.fd);
   }
   if (t.regions.empty()) return fail("vhost-user memory table", "no guest RAM");

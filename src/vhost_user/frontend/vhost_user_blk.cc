@@ -48,25 +48,27 @@ Result<std::shared_ptr<VhostUserBlk>> VhostUserBlk::create(const DiskConfig& con
                                                            vhost_user::SessionOptions options) {
   TRY(validate(config));
   const std::string what = "vhost-user " + config.vhost_user_socket;
-  ASSIGN_OR_RETURN(vhost_user::FrontendClient client,
-                   vhost_user::FrontendClient::connect(config.vhost_user_socket,
-                                                       options.reply_timeout));
+  ASSIGN_OR_RETURN(
+      vhost_user::FrontendClient client,
+      vhost_user::FrontendClient::connect(config.vhost_user_socket, options.reply_timeout));
   ASSIGN_OR_RETURN(vhost_user::Negotiated n, vhost_user::negotiate(client, config.queues));
-  ASSIGN_OR_RETURN(uint64_t features, vhost_user::blk_guest_features(n.features, config.queues, what));
+  ASSIGN_OR_RETURN(uint64_t features,
+                   vhost_user::blk_guest_features(n.features, config.queues, what));
   if (!client.has_protocol_feature(vhost_user::VHOST_USER_PROTOCOL_F_CONFIG))
-    return fail(what, "the back-end does not offer VHOST_USER_PROTOCOL_F_CONFIG (tern reads the "
-                      "virtio-blk config space with GET_CONFIG)");
+    return fail(what,
+                "the back-end does not offer VHOST_USER_PROTOCOL_F_CONFIG (tern reads the "
+                "virtio-blk config space with GET_CONFIG)");
   // Offset 0 of the device config space (Cloud Hypervisor #7615 sent the PCI capability offset).
   auto config_space = client.get_config(sizeof(virtio::VirtioBlkConfig));
   if (!config_space)
     return fail(what, fmt::format("GET_CONFIG of the {}-byte virtio-blk config space failed: {}",
                                   sizeof(virtio::VirtioBlkConfig), config_space.error().message()));
   std::vector<uint8_t> patched = vhost_user::blk_patch_config(*config_space, config.queues);
-  ASSIGN_OR_RETURN(std::unique_ptr<BackendSession> session,
-                   BackendSession::start(std::move(client), n, name, config.queues,
-                                         config.queue_size, options));
-  return std::shared_ptr<VhostUserBlk>(new VhostUserBlk(std::move(name), features, config,
-                                                        std::move(patched), std::move(session)));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<BackendSession> session,
+      BackendSession::start(std::move(client), n, name, config.queues, config.queue_size, options));
+  return std::shared_ptr<VhostUserBlk>(
+      new VhostUserBlk(std::move(name), features, config, std::move(patched), std::move(session)));
 }
 
 VhostUserBlk::VhostUserBlk(std::string name, uint64_t features, const DiskConfig& config,
@@ -78,7 +80,9 @@ VhostUserBlk::VhostUserBlk(std::string name, uint64_t features, const DiskConfig
       session_(std::move(session)) {}
 
 // The session must outlive the external queues (VhostUserQueues refers to it).
-VhostUserBlk::~VhostUserBlk() { reset(); }
+VhostUserBlk::~VhostUserBlk() {
+  reset();
+}
 
 void VhostUserBlk::read_config(uint64_t offset, std::span<uint8_t> data) {
   std::fill(data.begin(), data.end(), 0);
@@ -89,7 +93,8 @@ void VhostUserBlk::read_config(uint64_t offset, std::span<uint8_t> data) {
 
 Result<std::unique_ptr<virtio::QueueHandler>> VhostUserBlk::make_queue_handler(
     uint16_t index, const VirtqueueConfig&, uint64_t) {
-  return fail(std::string(name()), fmt::format("queue {}: served by the vhost-user back-end", index));
+  return fail(std::string(name()),
+              fmt::format("queue {}: served by the vhost-user back-end", index));
 }
 
 Result<std::unique_ptr<virtio::ExternalQueues>> VhostUserBlk::start_external(

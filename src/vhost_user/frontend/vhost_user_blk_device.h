@@ -32,8 +32,8 @@ class VhostUserBlk final : public virtio::VirtioDeviceBase {
   [[nodiscard]] std::string_view kind() const override { return "vhost-user-blk"; }
 
  protected:
-  Result<std::unique_ptr<virtio::QueueHandler>> make_queue_handler(
-      uint16_t, const VirtqueueConfig&, uint64_t) override;
+  Result<std::unique_ptr<virtio::QueueHandler>> make_queue_handler(uint16_t, const VirtqueueConfig&,
+                                                                   uint64_t) override;
   [[nodiscard]] bool external_queue(uint16_t, uint64_t) const override { return true; }
   Result<std::unique_ptr<virtio::ExternalQueues>> start_external(
       const GuestMemory& mem, uint64_t acked, std::vector<virtio::ExternalQueue> queues,

@@ -74,8 +74,7 @@ TEST_F(VuBlkTest, GarbageReplyFailsCreateNamingTheRequest) {
   be.start();
   auto dev = create(1);
   ASSERT_FALSE(dev);
-  EXPECT_NE(dev.error().message().find("GET_FEATURES"), std::string::npos)
-      << dev.error().message();
+  EXPECT_NE(dev.error().message().find("GET_FEATURES"), std::string::npos) << dev.error().message();
 }
 
 TEST_F(VuBlkTest, ShortConfigSpaceFailsCreateSayingSo) {
@@ -95,7 +94,7 @@ TEST_F(VuBlkTest, BackendWithoutConfigProtocolFeatureIsRefused) {
 }
 
 ino_t inode(int fd) {
-  struct stat st{};
+  struct stat st {};
   return ::fstat(fd, &st) == 0 ? st.st_ino : 0;
 }
 
@@ -109,8 +108,8 @@ TEST_F(VuBlkTest, ActivationSendsFeaturesMemSlotsInflightAndVringsWithTheirFds) 
   const uint64_t acked = (*dev)->device_features();
   ASSERT_TRUE(activate(**dev, ram, 2, acked, irq));
   ASSERT_TRUE(be.wait_for(VHOST_USER_SET_VRING_ENABLE, 2));
-  std::vector<uint32_t> want = {VHOST_USER_SET_FEATURES, VHOST_USER_GET_MAX_MEM_SLOTS,
-                                VHOST_USER_ADD_MEM_REG,  VHOST_USER_ADD_MEM_REG,
+  std::vector<uint32_t> want = {VHOST_USER_SET_FEATURES,    VHOST_USER_GET_MAX_MEM_SLOTS,
+                                VHOST_USER_ADD_MEM_REG,     VHOST_USER_ADD_MEM_REG,
                                 VHOST_USER_GET_INFLIGHT_FD, VHOST_USER_SET_INFLIGHT_FD};
   for (int q = 0; q < 2; ++q)
     want.insert(want.end(), {VHOST_USER_SET_VRING_NUM, VHOST_USER_SET_VRING_BASE,
@@ -125,7 +124,8 @@ TEST_F(VuBlkTest, ActivationSendsFeaturesMemSlotsInflightAndVringsWithTheirFds) 
     for (const Received& r : b.log()) {
       switch (r.msg.hdr.request) {
         case VHOST_USER_SET_FEATURES:
-          EXPECT_EQ(r.template body<uint64_t>(), acked | (uint64_t{1} << VHOST_USER_F_PROTOCOL_FEATURES));
+          EXPECT_EQ(r.template body<uint64_t>(),
+                    acked | (uint64_t{1} << VHOST_USER_F_PROTOCOL_FEATURES));
           break;
         case VHOST_USER_ADD_MEM_REG: {
           auto m = r.template body<VhostUserMemRegMsg>();
@@ -212,6 +212,22 @@ TEST_F(VuBlkTest, AnonymousGuestRamFailsTheActivationBeforeAnyRequest) {
   EXPECT_EQ(counter(**dev, "backend_connected"), 1u);
 }
 
+TEST_F(VuBlkTest, BackendHungAtActivationFailsItWithinTheReplyTimeout) {
+  be.start();
+  opts.reply_timeout = std::chrono::milliseconds(100);
+  auto dev = create(1);
+  ASSERT_TRUE(dev) << dev.error().message();
+  be.locked([](auto& b) { b.mode = testing::FakeBackend::Mode::kHang; });
+  SharedRam ram;
+  auto irq = std::make_shared<virtio::testing::SignalCountingInterrupt>();
+  auto r = activate(**dev, ram, 1, (*dev)->device_features(), irq);
+  ASSERT_FALSE(r);
+  const std::string m = r.error().message();
+  EXPECT_NE(m.find(sock), std::string::npos) << m;
+  EXPECT_NE(m.find("SET_FEATURES: no reply in 100 ms"), std::string::npos) << m;
+  EXPECT_EQ(counter(**dev, "backend_protocol_errors"), 1u);
+}
+
 TEST_F(VuBlkTest, GarbageDuringActivationFailsItAndIsCounted) {
   be.start();
   auto dev = create(1);
@@ -230,9 +246,7 @@ TEST_F(VuBlkTest, GarbageDuringActivationFailsItAndIsCounted) {
   EXPECT_EQ(counter(**dev, "backend_disconnects"), 1u);
   EXPECT_EQ(counter(**dev, "backend_connected"), 0u);
   // A later activation (after the driver's reset) connects again.
-  be.locked([](auto& b) {
-    b.mode = testing::FakeBackend::Mode::kNormal;
-  });
+  be.locked([](auto& b) { b.mode = testing::FakeBackend::Mode::kNormal; });
   (*dev)->reset();
   ASSERT_TRUE(activate(**dev, ram, 1, (*dev)->device_features(), irq));
   EXPECT_TRUE(be.wait_for(VHOST_USER_SET_VRING_ENABLE, 1, 2));

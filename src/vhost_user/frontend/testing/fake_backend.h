@@ -48,7 +48,7 @@ class FakeBackend {
   uint64_t protocol_features = 0;
   uint64_t queue_num = 1;
   uint64_t max_mem_slots = 32;
-  uint32_t vring_base = 0;  ///< GET_VRING_BASE answer
+  uint32_t vring_base = 0;                    ///< GET_VRING_BASE answer
   std::optional<uint32_t> config_reply_size;  ///< GET_CONFIG: answer this many bytes instead
   virtio::VirtioBlkConfig config{};
   Mode mode = Mode::kNormal;
@@ -89,7 +89,8 @@ class FakeBackend {
   }
   /// Waits until `n` messages of `request` arrived on `connection` (0: any).
   bool wait_for(uint32_t request, size_t n = 1, int connection = 0) {
-    return wait([&](const std::vector<Received>& log) { return count(log, request, connection) >= n; });
+    return wait(
+        [&](const std::vector<Received>& log) { return count(log, request, connection) >= n; });
   }
   static size_t count(const std::vector<Received>& log, uint32_t request, int connection = 0) {
     size_t n = 0;
@@ -160,27 +161,33 @@ class FakeBackend {
       cv_.notify_all();
       if (reply) {
         int fd = reply_fd.get();
-        (void)ch.send(*reply, reply_fd.valid() ? std::span<const int>(&fd, 1)
-                                               : std::span<const int>{});
+        (void)ch.send(*reply,
+                      reply_fd.valid() ? std::span<const int>(&fd, 1) : std::span<const int>{});
       }
     }
   }
   static Message u64_reply(uint32_t req, uint64_t v) {
-    return make_reply(req, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&v), sizeof v));
+    return make_reply(req,
+                      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&v), sizeof v));
   }
   // mu_ held.
   std::optional<Message> answer(const Message& m, UniqueFd& fd) {
     const uint32_t req = m.hdr.request;
     switch (req) {
-      case VHOST_USER_GET_FEATURES: return u64_reply(req, features);
-      case VHOST_USER_GET_PROTOCOL_FEATURES: return u64_reply(req, protocol_features);
-      case VHOST_USER_GET_QUEUE_NUM: return u64_reply(req, queue_num);
-      case VHOST_USER_GET_MAX_MEM_SLOTS: return u64_reply(req, max_mem_slots);
+      case VHOST_USER_GET_FEATURES:
+        return u64_reply(req, features);
+      case VHOST_USER_GET_PROTOCOL_FEATURES:
+        return u64_reply(req, protocol_features);
+      case VHOST_USER_GET_QUEUE_NUM:
+        return u64_reply(req, queue_num);
+      case VHOST_USER_GET_MAX_MEM_SLOTS:
+        return u64_reply(req, max_mem_slots);
       case VHOST_USER_GET_VRING_BASE: {
         VhostVringState s{};
         std::memcpy(&s, m.payload.data(), std::min(sizeof s, m.payload.size()));
         s.num = vring_base;
-        return make_reply(req, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&s), sizeof s));
+        return make_reply(req,
+                          std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&s), sizeof s));
       }
       case VHOST_USER_GET_CONFIG: {
         VhostUserConfigHeader h{};
@@ -199,12 +206,14 @@ class FakeBackend {
         in.mmap_offset = 0;
         fd = UniqueFd(::memfd_create("fake-inflight", MFD_CLOEXEC));
         (void)!::ftruncate(fd.get(), static_cast<off_t>(in.mmap_size));
-        struct stat st{};
+        struct stat st {};
         ::fstat(fd.get(), &st);
         inflight_inode_ = st.st_ino;
-        return make_reply(req, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&in), sizeof in));
+        return make_reply(
+            req, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&in), sizeof in));
       }
-      default: return std::nullopt;
+      default:
+        return std::nullopt;
     }
   }
 
