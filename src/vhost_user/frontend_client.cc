@@ -18,7 +18,9 @@ Error name_error(const std::string& path, uint32_t request, Error e,
   const std::string req = short_request_name(request);
   const std::string vu = "vhost-user ";
   if (e.errnum == ETIMEDOUT && e.op == "vhost-user") {
-    out.context = req + ": no reply in " + std::to_string(timeout.count()) + " ms";
+    out.context = req + ": " + (e.context.starts_with("no message")
+                                    ? "no reply in " + std::to_string(timeout.count()) + " ms"
+                                    : e.context);
     return out;
   }
   if (e.op == "vhost-user") {
@@ -43,7 +45,9 @@ Result<FrontendClient> FrontendClient::connect(const std::string& socket_path,
 
 FrontendClient::FrontendClient(Channel channel, std::string socket_path,
                                std::chrono::milliseconds reply_timeout)
-    : channel_(std::move(channel)), path_(std::move(socket_path)), timeout_(reply_timeout) {}
+    : channel_(std::move(channel)), path_(std::move(socket_path)), timeout_(reply_timeout) {
+  channel_.set_send_timeout(timeout_ < std::chrono::milliseconds(0) ? kReplyTimeout : timeout_);
+}
 
 // Every request goes through one of these. `ack`: the request has no reply of its own, so with
 // REPLY_ACK negotiated it is sent with NEED_REPLY and the ack is awaited.
