@@ -11,6 +11,8 @@ namespace tern::vhost_user {
 
 using namespace tern::virtio;
 
+static_assert(kBlkConfigBytes == offsetof(VirtioBlkConfig, max_secure_erase_sectors));
+
 uint64_t blk_passthrough_features() {
   return feature(VIRTIO_BLK_F_SIZE_MAX) | feature(VIRTIO_BLK_F_SEG_MAX) |
          feature(VIRTIO_BLK_F_GEOMETRY) | feature(VIRTIO_BLK_F_RO) |

@@ -21,13 +21,20 @@ namespace tern::vhost_user {
 /// guest sees is the back-end's.
 [[nodiscard]] uint64_t blk_passthrough_features();
 
+/// Bytes of config space the front-end reads with GET_CONFIG: virtio::VirtioBlkConfig up to the
+/// write-zeroes fields (60), not its secure-erase tail. QEMU 7.2's back-end (qemu-storage-daemon,
+/// vu_blk_get_config) refuses any size above its sizeof(struct virtio_blk_config), which is 60
+/// there; the secure-erase fields mean nothing without VIRTIO_BLK_F_SECURE_ERASE, which tern does
+/// not pass through. read_config() returns zeros past them.
+inline constexpr uint32_t kBlkConfigBytes = 60;
+
 /// The guest's features: `backend` (GET_FEATURES) & blk_passthrough_features(), VIRTIO_BLK_F_MQ
 /// only when `queues` > 1. Fails, naming `what` (the socket), when VERSION_1 is missing (tern is a
 /// modern device only) or `queues` > 1 without the back-end's VIRTIO_BLK_F_MQ.
 [[nodiscard]] Result<uint64_t> blk_guest_features(uint64_t backend, uint16_t queues,
                                                   const std::string& what);
 
-/// The back-end's config space (GET_CONFIG, sizeof(VirtioBlkConfig) bytes) with num_queues set
+/// The back-end's config space (GET_CONFIG, kBlkConfigBytes) with num_queues set
 /// to `queues` (the front-end's count, which the guest sizes its queues from).
 [[nodiscard]] std::vector<uint8_t> blk_patch_config(std::span<const uint8_t> config,
                                                     uint16_t queues);

@@ -59,10 +59,11 @@ Result<std::shared_ptr<VhostUserBlk>> VhostUserBlk::create(const DiskConfig& con
                 "the back-end does not offer VHOST_USER_PROTOCOL_F_CONFIG (tern reads the "
                 "virtio-blk config space with GET_CONFIG)");
   // Offset 0 of the device config space (Cloud Hypervisor #7615 sent the PCI capability offset).
-  auto config_space = client.get_config(sizeof(virtio::VirtioBlkConfig));
+  auto config_space = client.get_config(vhost_user::kBlkConfigBytes);
   if (!config_space)
-    return fail(what, fmt::format("GET_CONFIG of the {}-byte virtio-blk config space failed: {}",
-                                  sizeof(virtio::VirtioBlkConfig), config_space.error().message()));
+    return fail(what, fmt::format("GET_CONFIG of the {}-byte virtio-blk config space failed (a "
+                                  "reply of size 0 is the back-end's refusal): {}",
+                                  vhost_user::kBlkConfigBytes, config_space.error().message()));
   std::vector<uint8_t> patched = vhost_user::blk_patch_config(*config_space, config.queues);
   ASSIGN_OR_RETURN(
       std::unique_ptr<BackendSession> session,

@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "base/testing/temp_dir.h"
+#include "vhost_user/frontend/blk_features.h"
 #include "vhost_user/frontend/testing/vu_blk_fixture.h"
 
 namespace tern::vhost_user {
@@ -36,7 +37,7 @@ TEST_F(VuBlkTest, CreateMasksFeaturesAndReadsConfigAtOffsetZero) {
       if (r.msg.hdr.request == VHOST_USER_GET_CONFIG) {
         auto h = r.template body<VhostUserConfigHeader>();
         EXPECT_EQ(h.offset, 0u);  // not the PCI capability offset (Cloud Hypervisor #7615)
-        EXPECT_EQ(h.size, sizeof(virtio::VirtioBlkConfig));
+        EXPECT_EQ(h.size, kBlkConfigBytes);
       }
     }
   });
