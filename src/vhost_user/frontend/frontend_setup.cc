@@ -108,8 +108,8 @@ Result<void> start_vring(FrontendClient& client, const VringStart& v, bool enabl
   TRY(client.set_vring_num(v.index, v.size));
   TRY(client.set_vring_base(v.index, v.base));
   TRY(client.set_vring_addr(v.addr));
-  TRY(client.set_vring_kick(v.index, v.kick));
   TRY(client.set_vring_call(v.index, v.call));
+  TRY(client.set_vring_kick(v.index, v.kick));
   if (enable) TRY(client.set_vring_enable(v.index, true));
   return {};
 }

@@ -56,10 +56,13 @@ struct MemTableMsg {
 /// The used ring's idx as guest memory holds it now (what the back-end has completed).
 [[nodiscard]] Result<uint16_t> read_used_idx(const GuestMemory& mem, const VirtqueueConfig& q);
 
-/// One vring's start, in QEMU's order (vhost_virtqueue_start): SET_VRING_NUM, SET_VRING_BASE
-/// (`base` = the next available index the back-end reads), SET_VRING_ADDR, SET_VRING_KICK,
-/// SET_VRING_CALL, then SET_VRING_ENABLE 1 when `enable` (PROTOCOL_FEATURES negotiated: rings
-/// start disabled; without it the kick starts the ring).
+/// One vring's start: SET_VRING_NUM, SET_VRING_BASE (`base` = the next available index the
+/// back-end reads), SET_VRING_ADDR, SET_VRING_CALL, SET_VRING_KICK, then SET_VRING_ENABLE 1 when
+/// `enable` (PROTOCOL_FEATURES negotiated: rings start disabled; without it the kick starts the
+/// ring). CALL before KICK as QEMU ends up sending them (its guest notifiers are set before
+/// vhost_dev_start): libvhost-user starts the ring at SET_VRING_KICK and resubmits inflight
+/// requests there, and a completion with no call fd yet is a vu_panic ("Error writing eventfd")
+/// in qemu-storage-daemon 7.2 — found by vhost_user_blk_qsd_test.
 struct VringStart {
   uint32_t index = 0;
   uint16_t size = 0;

@@ -1,7 +1,8 @@
 // VhostUserBlk against QEMU's own back-end, qemu-storage-daemon --export type=vhost-user-blk
 // (Debian qemu-system-common; skipped where it is not installed): the config space it reports,
 // a read request served through the rings in shared memfd RAM, and the daemon killed and started
-// again: the front-end reconnects by itself and the next request is served.
+// again: the front-end reconnects by itself and the next request is served. (qemu-storage-daemon
+// 7.2 offers no INFLIGHT_SHMFD, so the inflight replay is covered by backend_session_test.)
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -41,13 +42,13 @@ class QsdTest : public VuBlkTest {
   void TearDown() override { kill_qsd(); }
 
   void start_qsd() {
-    std::string blockdev = "driver=file,node-name=disk0,filename=" + img;
+    std::string file = "driver=file,node-name=" + std::string("disk0") + ",filename=" + img;
     std::string exp =
         "type=vhost-user-blk,id=exp0,node-name=disk0,writable=on,addr.type=unix,"
         "addr.path=" +
         sock;
-    std::vector<const char*> argv = {kQsd,       "--blockdev", blockdev.c_str(),
-                                     "--export", exp.c_str(),  nullptr};
+    std::vector<const char*> argv = {kQsd, "--blockdev", file.c_str()};
+    argv.insert(argv.end(), {"--export", exp.c_str(), nullptr});
     std::filesystem::remove(sock);
     ASSERT_EQ(::posix_spawn(&pid, kQsd, nullptr, nullptr, const_cast<char**>(argv.data()), environ),
               0);
@@ -60,21 +61,32 @@ class QsdTest : public VuBlkTest {
     pid = -1;
   }
 
-  // One VIRTIO_BLK_T_IN of `sector` into guest RAM; returns after its used entry (or fails).
-  void read_sector(tern::testing::FakeVirtqueueDriver& drv, const UniqueFd& kick,
-                   virtio::testing::SignalCountingInterrupt& irq, uint64_t sector) {
-    const uint16_t before = drv.used_idx();
+  // Makes one VIRTIO_BLK_T_IN of `sector` available, its buffers at 64 KiB × (slot + 4), and
+  // kicks.
+  void submit_read(tern::testing::FakeVirtqueueDriver& drv, const UniqueFd& kick, uint64_t sector,
+                   uint64_t slot) {
+    const uint64_t base = 0x10000 * (slot + 4);
     virtio::VirtioBlkOuthdr h{virtio::VIRTIO_BLK_T_IN, 0, sector};
-    ASSERT_TRUE(ram.mem().write_obj(0x40000, h));
-    ASSERT_TRUE(ram.mem().write_obj<uint8_t>(0x42000, 0xff));
-    drv.push_avail(
-        drv.add_chain({{0x40000, sizeof h, false}, {0x41000, 512, true}, {0x42000, 1, true}}));
+    ASSERT_TRUE(ram.mem().write_obj(base, h));
+    ASSERT_TRUE(ram.mem().write_obj<uint8_t>(base + 0x2000, 0xff));
+    drv.push_avail(drv.add_chain(
+        {{base, sizeof h, false}, {base + 0x1000, 512, true}, {base + 0x2000, 1, true}}));
     uint64_t one = 1;
     ASSERT_EQ(::write(kick.get(), &one, sizeof one), 8);
+  }
+  // The read in `slot` completed with the image's bytes of `sector`.
+  void expect_read(uint64_t sector, uint64_t slot) {
+    const uint64_t base = 0x10000 * (slot + 4);
+    EXPECT_EQ(ram.mem().read_obj<uint8_t>(base + 0x2000).value(), virtio::VIRTIO_BLK_S_OK);
+    EXPECT_EQ(ram.mem().read_obj<uint8_t>(base + 0x1000 + 100).value(),
+              static_cast<uint8_t>(sector + 1));
+  }
+  // One read, waited for.
+  void read_sector(tern::testing::FakeVirtqueueDriver& drv, const UniqueFd& kick, uint64_t sector) {
+    const uint16_t before = drv.used_idx();
+    submit_read(drv, kick, sector, 0);
     ASSERT_TRUE(eventually([&] { return drv.used_idx() != before; }));
-    EXPECT_EQ(ram.mem().read_obj<uint8_t>(0x42000).value(), virtio::VIRTIO_BLK_S_OK);
-    EXPECT_EQ(ram.mem().read_obj<uint8_t>(0x41000 + 100).value(), static_cast<uint8_t>(sector + 1));
-    (void)irq;
+    expect_read(sector, 0);
   }
 
   std::string img = dir.path() + "/disk.img";
@@ -97,14 +109,14 @@ TEST_F(QsdTest, ServesReadsAndSurvivesTheDaemonsRestart) {
   UniqueFd kick(::dup(kicks[0].get()));
   ASSERT_TRUE((*dev)->activate(ram.mem(), (*dev)->device_features(), {drv.config()},
                                std::move(kicks), irq));
-  read_sector(drv, kick, *irq, 3);
+  read_sector(drv, kick, 3);
   EXPECT_GE(irq->wait_more(0, 0), 1u);  // relayed: the test's interrupt has no irqfd
 
   kill_qsd();
   ASSERT_TRUE(eventually([&] { return counter(**dev, "backend_connected") == 0; }));
   start_qsd();
   ASSERT_TRUE(eventually([&] { return counter(**dev, "backend_reconnects") == 1; }));
-  read_sector(drv, kick, *irq, 7);
+  read_sector(drv, kick, 7);
   EXPECT_EQ(irq->needs_reset(), 0u);
   EXPECT_EQ(counter(**dev, "backend_disconnects"), 1u);
 }

@@ -114,8 +114,8 @@ TEST_F(VuBlkTest, ActivationSendsFeaturesMemSlotsInflightAndVringsWithTheirFds) 
                                 VHOST_USER_GET_INFLIGHT_FD, VHOST_USER_SET_INFLIGHT_FD};
   for (int q = 0; q < 2; ++q)
     want.insert(want.end(), {VHOST_USER_SET_VRING_NUM, VHOST_USER_SET_VRING_BASE,
-                             VHOST_USER_SET_VRING_ADDR, VHOST_USER_SET_VRING_KICK,
-                             VHOST_USER_SET_VRING_CALL, VHOST_USER_SET_VRING_ENABLE});
+                             VHOST_USER_SET_VRING_ADDR, VHOST_USER_SET_VRING_CALL,
+                             VHOST_USER_SET_VRING_KICK, VHOST_USER_SET_VRING_ENABLE});
   std::vector<uint32_t> got = be.requests(1);
   ASSERT_GE(got.size(), 6u);
   EXPECT_EQ(std::vector<uint32_t>(got.begin() + 6, got.end()), want);
