@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -29,7 +30,10 @@ struct Message {
 /// A request from the front-end: version 1, NEED_REPLY when `need_reply`, `body`'s bytes.
 [[nodiscard]] Message make_request(uint32_t request, std::span<const uint8_t> body,
                                    bool need_reply = false);
+/// A request whose body is one wire struct (trivially copyable: a std::vector takes the span
+/// overload above instead of sending its own bytes).
 template <class T>
+  requires std::is_trivially_copyable_v<T>
 [[nodiscard]] Message make_request(uint32_t request, const T& body, bool need_reply = false) {
   return make_request(request,
                       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&body), sizeof body),
