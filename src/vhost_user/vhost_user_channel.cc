@@ -60,6 +60,22 @@ Result<void> wait_readable(int fd, Clock::time_point deadline, bool forever,
   }
 }
 
+/// Waits until `fd` can take more bytes, at most `timeout`.
+Result<void> wait_writable(int fd, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    int ms = left.count() < 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), INT32_MAX));
+    pollfd p{fd, POLLOUT, 0};
+    int r = ::poll(&p, 1, ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return fail_errno("vhost-user", "poll");
+    if (r > 0) return {};
+    return fail_code(ETIMEDOUT, "vhost-user",
+                     "peer took no bytes for " + std::to_string(timeout.count()) + " ms");
+  }
+}
+
 }  // namespace
 
 Result<Channel> Channel::connect(const std::string& path) {
@@ -101,7 +117,11 @@ Result<void> Channel::send(const Message& msg, std::span<const int> fds) {
       c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
       std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
     }
-    ssize_t n = retry_eintr([&] { return ::sendmsg(sock_.get(), &mh, MSG_NOSIGNAL); });
+    ssize_t n = retry_eintr([&] { return ::sendmsg(sock_.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT); });
+    if (n < 0 && errno == EAGAIN) {  // a peer that does not read: wait, bounded
+      TRY(wait_writable(sock_.get(), send_timeout_));
+      continue;
+    }
     if (n < 0) {
       if (errno == EPIPE || errno == ECONNRESET)
         return fail_code(errno, "vhost-user", "peer closed the connection");
@@ -171,11 +191,13 @@ Result<Listener> Listener::listen(const std::string& path) {
       return fail("vhost-user listen", path + ": exists and is not a socket (not replaced)");
     // A socket file: in use if something still accepts on it, else left by a dead process.
     UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (probe.valid() &&
-        retry_eintr([&] {
+    if (!probe.valid()) return fail_errno("vhost-user listen", "socket");
+    if (retry_eintr([&] {
           return ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
         }) == 0)
       return fail("vhost-user listen", path + ": another process is listening there");
+    if (errno != ECONNREFUSED)  // e.g. EAGAIN: a live listener's full backlog
+      return fail_errno("vhost-user listen", path + ": cannot tell whether the socket is stale");
     if (::unlink(path.c_str()) < 0 && errno != ENOENT)
       return fail_errno("vhost-user listen", "unlink stale socket " + path);
   } else if (errno != ENOENT) {

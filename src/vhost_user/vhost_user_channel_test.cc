@@ -144,6 +144,17 @@ TEST(VhostUserChannel, TimesOut) {
   EXPECT_EQ(m.error().context, "no message in 1 ms");
 }
 
+TEST(VhostUserChannel, ASendToAPeerThatStoppedReadingFails) {
+  ChannelPair p = make_channel_pair();
+  p.a.set_send_timeout(1ms);
+  std::vector<uint8_t> body(kMaxPayload);
+  Result<void> r;
+  for (int i = 0; i < 100000 && r; ++i) r = p.a.send(make_request(VHOST_USER_SET_CONFIG, body));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().errnum, ETIMEDOUT);
+  EXPECT_EQ(r.error().context, "peer took no bytes for 1 ms");
+}
+
 TEST(VhostUserChannel, RefusesToSendTooMuch) {
   ChannelPair p = make_channel_pair();
   std::vector<uint8_t> big(kMaxPayload + 1);
