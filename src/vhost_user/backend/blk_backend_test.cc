@@ -173,6 +173,37 @@ TEST(BlkBackendTest, ResubmitsInflightRequestsOfAPreviousBackend) {
   ::munmap(region, len);
 }
 
+// The command itself, confined by its seccomp filter, in a child process: negotiation, memory
+// mapping, queue threads, io_uring, a reconnect, and a clean stop on SIGTERM that removes the
+// socket all work with only the allowed system calls.
+TEST(BlkBackendTest, ServesUnderItsSeccompFilterAndStopsOnSigterm) {
+  BackendThread backend(/*confined=*/true);
+  SharedRam ram;
+  UniqueFd kick_fd = eventfd0(), call_fd = eventfd0();
+  {
+    MiniFrontend fe(backend.connect());
+    ASSERT_NO_FATAL_FAILURE(fe.negotiate());
+    auto inflight = fe.call(VHOST_USER_GET_INFLIGHT_FD, VhostUserInflight{0, 0, 1, kRingSize});
+    ASSERT_TRUE(parse_inflight_reply(std::move(inflight.value()), 1 << 20).has_value());
+    ASSERT_NO_FATAL_FAILURE(fe.start_ring(ram, 0, kick_fd.get(), call_fd.get()));
+    std::memset(ram.data(0x10000), 0x77, 512);
+    ram.add_request(VIRTIO_BLK_T_OUT, 3, 0x10000, 512);
+    kick(kick_fd.get());
+    ASSERT_TRUE(eventually([&] { return ram.driver().used_idx() == 1; }));
+    EXPECT_EQ(ram.status(0x10000), virtio::VIRTIO_BLK_S_OK);
+    EXPECT_EQ(backend.read_image(3 * 512, 512), std::vector<uint8_t>(512, 0x77));
+  }
+  MiniFrontend fe(backend.connect());
+  ASSERT_NO_FATAL_FAILURE(fe.negotiate());
+  ASSERT_NO_FATAL_FAILURE(fe.start_ring(ram, 1, kick_fd.get(), call_fd.get()));
+  ram.add_request(VIRTIO_BLK_T_IN, 3, 0x20000, 512);
+  kick(kick_fd.get());
+  ASSERT_TRUE(eventually([&] { return ram.driver().used_idx() == 2; }));
+  EXPECT_EQ(std::memcmp(ram.data(0x20000), std::vector<uint8_t>(512, 0x77).data(), 512), 0);
+  EXPECT_EQ(backend.stop_child(), 0);
+  EXPECT_NE(::access(backend.socket().c_str(), F_OK), 0);  // removed at exit
+}
+
 TEST(BlkBackendTest, BadOptionsAreRefusedNamingTheField) {
   std::atomic<bool> stop{true};
   BlkBackendOptions o;

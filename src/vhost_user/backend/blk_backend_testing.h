@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,6 +18,7 @@
 
 #include "base/testing/eventually.h"
 #include "base/testing/temp_dir.h"
+#include "cli/vhost_user_blk_command.h"
 #include "vhost_user/backend/blk_backend.h"
 #include "vhost_user/vhost_user_channel.h"
 #include "virtio/block/virtio_blk_spec.h"
@@ -29,10 +32,11 @@ inline constexpr uint64_t kUserBase = 0x7f0000000000;  // the "front-end's" addr
 inline constexpr uint16_t kRingSize = 16;
 inline constexpr uint64_t kRingGpa = 0x1000;
 
-/// `tern vhost-user-blk` on a thread (seccomp off: it would confine the test binary).
+/// `tern vhost-user-blk` on a thread (seccomp off: it would confine the test binary), or with
+/// `confined`, the command itself (seccomp on) in a forked child stopped by SIGTERM.
 class BackendThread {
  public:
-  BackendThread() {
+  explicit BackendThread(bool confined = false) {
     image_ = dir_.path() + "/disk.img";
     socket_ = dir_.path() + "/blk.sock";
     int fd = ::open(image_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
@@ -45,12 +49,33 @@ class BackendThread {
     o.disk.path = image_;
     o.seccomp = false;
     o.stats_on_exit = false;
+    if (confined) {
+      VhostUserBlkOptions c;
+      c.socket = socket_;
+      c.disk = "path=" + image_;
+      child_ = ::fork();
+      if (child_ == 0) ::_exit(run_vhost_user_blk(c));
+      return;
+    }
     thread_ = std::thread([this, o] { result_ = run_blk_backend(o, stop_); });
   }
   ~BackendThread() {
+    if (child_ > 0) {
+      if (!stopped_) (void)stop_child();
+      return;
+    }
     stop_ = true;
     thread_.join();
   }
+  /// Confined: SIGTERM, then the child's exit status (-1 if it did not exit normally).
+  int stop_child() {
+    stopped_ = true;
+    ::kill(child_, SIGTERM);
+    int status = 0;
+    if (::waitpid(child_, &status, 0) != child_ || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+  }
+  [[nodiscard]] const std::string& socket() const { return socket_; }
   /// Connects (waiting for the socket to be listened at).
   Channel connect() {
     Result<Channel> ch = fail("not yet");
@@ -72,6 +97,8 @@ class BackendThread {
   tern::testing::TempDir dir_{"tern-vub"};
   std::string image_, socket_;
   std::atomic<bool> stop_{false};
+  pid_t child_ = -1;
+  bool stopped_ = false;
   Result<void> result_;
   std::thread thread_;
 };
