@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <string>
 
@@ -36,7 +37,10 @@ int wait_readable(int fd, const std::atomic<bool>& stop, const BackendStats& sta
     maybe_dump(stats);
     pollfd p{fd, POLLIN, 0};
     int n = ::poll(&p, 1, kStopPollMs);
-    if (n < 0 && errno != EINTR) return -1;
+    if (n < 0 && errno != EINTR) {
+      spdlog::error("vhost-user-blk: poll: {}", std::strerror(errno));
+      return -1;
+    }
     if (n > 0) return 1;
   }
   return 0;

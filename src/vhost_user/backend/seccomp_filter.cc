@@ -37,7 +37,7 @@ constexpr int kAllowed[] = {
     SCMP_SYS(futex), SCMP_SYS(set_robust_list), SCMP_SYS(rseq), SCMP_SYS(rt_sigprocmask),
     SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigtimedwait), SCMP_SYS(sigaltstack), SCMP_SYS(gettid),
     SCMP_SYS(getpid), SCMP_SYS(tgkill), SCMP_SYS(sched_yield), SCMP_SYS(sched_getaffinity),
-    SCMP_SYS(madvise), SCMP_SYS(exit), SCMP_SYS(exit_group),
+    SCMP_SYS(restart_syscall), SCMP_SYS(exit), SCMP_SYS(exit_group),
     // time, randomness
     SCMP_SYS(clock_gettime), SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep),
     SCMP_SYS(getrandom),
