@@ -65,6 +65,29 @@ TEST(BlkBackendTest, NegotiatesAndServesAReadAndAWrite) {
   EXPECT_EQ(base.value(), 2u);
 }
 
+// A new memory table while the ring runs: the ring is stopped (drained), remapped and restarted
+// where it was.
+TEST(BlkBackendTest, ANewMemoryTableRestartsTheRunningRing) {
+  BackendThread backend;
+  MiniFrontend fe(backend.connect());
+  ASSERT_NO_FATAL_FAILURE(fe.negotiate());
+  SharedRam ram;
+  UniqueFd kick_fd = eventfd0(), call_fd = eventfd0();
+  ASSERT_NO_FATAL_FAILURE(fe.start_ring(ram, 0, kick_fd.get(), call_fd.get()));
+  ram.add_request(VIRTIO_BLK_T_IN, 0, 0x10000, 512);
+  kick(kick_fd.get());
+  ASSERT_TRUE(eventually([&] { return ram.driver().used_idx() == 1; }));
+  VhostUserMemRegMsg rem{0, ram.region()};
+  ASSERT_TRUE(fe.acked(VHOST_USER_REM_MEM_REG, rem, {ram.fd()}).has_value());
+  ASSERT_TRUE(fe.acked(VHOST_USER_ADD_MEM_REG, rem, {ram.fd()}).has_value());
+  ram.add_request(VIRTIO_BLK_T_IN, 1, 0x20000, 512);
+  kick(kick_fd.get());
+  ASSERT_TRUE(eventually([&] { return ram.driver().used_idx() == 2; }));
+  auto base = parse_vring_base_reply(
+      fe.call(VHOST_USER_GET_VRING_BASE, VhostVringState{0, 0}).value(), 0);
+  EXPECT_EQ(base.value(), 2u);
+}
+
 TEST(BlkBackendTest, AcceptsTheNextFrontEndAfterADisconnect) {
   BackendThread backend;
   SharedRam ram;
