@@ -77,8 +77,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(is_reply_to(m, VHOST_USER_GET_CONFIG));
       FUZZ_CHECK(config_size <= VHOST_USER_MAX_CONFIG_SIZE && c->size() == config_size);
       FUZZ_CHECK(m.payload.size() == sizeof(VhostUserConfigHeader) + config_size);
-      FUZZ_CHECK(std::memcmp(c->data(), m.payload.data() + sizeof(VhostUserConfigHeader),
-                             config_size) == 0);
+      if (config_size > 0)
+        FUZZ_CHECK(std::memcmp(c->data(), m.payload.data() + sizeof(VhostUserConfigHeader),
+                               config_size) == 0);
     }
   }
   const bool was_reply = is_reply_to(m, VHOST_USER_GET_INFLIGHT_FD);
