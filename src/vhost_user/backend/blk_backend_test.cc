@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "vhost_user/backend/blk_backend_testing.h"
+#include "vhost_user/frontend_client.h"
 #include "vhost_user/testing/channel_pair.h"
 
 namespace tern::vhost_user {
@@ -239,6 +240,53 @@ TEST(BlkBackendTest, BadOptionsAreRefusedNamingTheField) {
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().message().find("/nonexistent/disk.img"), std::string::npos)
       << r.error().message();
+}
+
+}  // namespace
+}  // namespace tern::vhost_user
+
+namespace tern::vhost_user {
+namespace {
+
+using namespace testing;
+
+// tern's own front-end client against tern's back-end: the handshake tern run will do.
+TEST(BlkBackendInteropTest, FrontendClientNegotiatesEverythingTernOffers) {
+  BackendThread backend;
+  (void)backend.connect().fd();  // wait for the socket (that connection is dropped at once)
+  auto fe = FrontendClient::connect(backend.socket());
+  ASSERT_TRUE(fe.has_value()) << fe.error().message();
+  auto f = fe->get_features();
+  ASSERT_TRUE(f.has_value()) << f.error().message();
+  ASSERT_TRUE(fe->set_features(*f).has_value());
+  auto p = fe->get_protocol_features();
+  ASSERT_TRUE(p.has_value());
+  ASSERT_TRUE(fe->set_protocol_features(*p & kTernProtocolFeatures).has_value());
+  EXPECT_TRUE(fe->has_protocol_feature(VHOST_USER_PROTOCOL_F_REPLY_ACK));
+  ASSERT_TRUE(fe->set_owner().has_value());
+  EXPECT_EQ(fe->get_queue_num().value(), 1u);
+  EXPECT_EQ(fe->get_max_mem_slots().value(), 32u);
+  auto cfg = fe->get_config(sizeof(virtio::VirtioBlkConfig));
+  ASSERT_TRUE(cfg.has_value()) << cfg.error().message();
+  SharedRam ram;
+  VhostUserMemoryRegion r = ram.region();
+  int fd = ram.fd();
+  ASSERT_TRUE(fe->set_mem_table(std::span(&r, 1), std::span(&fd, 1)).has_value());
+  auto inflight = fe->get_inflight_fd(1, kRingSize);
+  ASSERT_TRUE(inflight.has_value()) << inflight.error().message();
+  ASSERT_TRUE(fe->set_inflight_fd(inflight->info, inflight->fd.get()).has_value());
+  UniqueFd kick_fd(::eventfd(0, EFD_CLOEXEC)), call_fd(::eventfd(0, EFD_CLOEXEC));
+  ASSERT_TRUE(fe->set_vring_num(0, kRingSize).has_value());
+  ASSERT_TRUE(fe->set_vring_addr(ram.addr()).has_value());
+  ASSERT_TRUE(fe->set_vring_base(0, 0).has_value());
+  ASSERT_TRUE(fe->set_vring_call(0, call_fd.get()).has_value());
+  ASSERT_TRUE(fe->set_vring_kick(0, kick_fd.get()).has_value());
+  ASSERT_TRUE(fe->set_vring_enable(0, true).has_value());
+  ram.add_request(virtio::VIRTIO_BLK_T_IN, 0, 0x10000, 512);
+  kick(kick_fd.get());
+  ASSERT_TRUE(tern::testing::eventually([&] { return ram.driver().used_idx() == 1; }));
+  EXPECT_EQ(fe->get_vring_base(0).value(), 1u);
+  EXPECT_FALSE(fe->set_vring_num(7, kRingSize).has_value());  // a failure ack names the request
 }
 
 }  // namespace
