@@ -38,8 +38,10 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
       ->capture_default_str();
   run->add_option("--disk", o.disks,
                   "virtio-blk disk (repeatable; the first is /dev/vda): path=FILE[,cache=writeback|"
-                  "none|unsafe|directsync][,readonly=on][,serial=STR][,queues=N][,io=io_uring|"
-                  "threads]")
+                  "none|unsafe|directsync][,readonly=on][,serial=STR][,queues=N][,queue_size=N]"
+                  "[,io=io_uring|threads], or vhost-user=SOCKET[,queues=N][,queue_size=N]: a disk "
+                  "served by a vhost-user-blk back-end listening at SOCKET (qemu-storage-daemon, "
+                  "tern vhost-user-blk; docs/vhost-user.md)")
       ->take_all()
       ->allow_extra_args(false);
   for (const DeviceSurface& s : device_surfaces()) {

@@ -37,11 +37,12 @@ Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::s
   }
   in.state = std::move(*state);
 
-  // The machine section: version 2, or 1 from a tern before the device registry (disks only).
+  // The machine section: version 3, or an older one (2: before vhost-user; 1: before the
+  // device registry, disks only).
   const snap::StateSection* ms = in.state.find(snap::kMachineSection);
-  if (ms && ms->version == 1) {
+  if (ms && ms->version >= 1 && ms->version < snap::kMachineSectionVersion) {
     snap::ByteReader mr(ms->data, path + ": machine section");
-    ASSIGN_OR_RETURN(in.machine, snap::decode_machine_state_version(mr, 1));
+    ASSIGN_OR_RETURN(in.machine, snap::decode_machine_state_version(mr, ms->version));
   } else {
     ASSIGN_OR_RETURN(ms, section(in.state, snap::kMachineSection, snap::kMachineSectionVersion,
                                  "machine", path));

@@ -128,8 +128,10 @@ DriveSpec drive_for_disk(const DiskConfig& disk, size_t index) {
   DriveSpec d;
   d.drive_id = "vd" + letters;
   d.is_root_device = false;
-  d.cache_type = std::string(cache_mode_name(disk.cache));
-  d.io_engine = std::string(io_engine_name(disk.engine));
+  if (disk.vhost_user_socket.empty()) {  // a vhost-user disk's are the back-end's
+    d.cache_type = std::string(cache_mode_name(disk.cache));
+    d.io_engine = std::string(io_engine_name(disk.engine));
+  }
   d.disk = disk;
   return d;
 }

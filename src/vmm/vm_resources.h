@@ -75,7 +75,7 @@ struct VmResources {
 
 /// A `tern run --disk` disk as a drive: drive_id "vda", "vdb", ... (index 0 → "vda", 26 →
 /// "vdaa", as Linux names virtio disks), not a root device, cache_type and io_engine by tern's
-/// names ("writeback", "io_uring").
+/// names ("writeback", "io_uring"; empty for a vhost-user disk, whose back-end has them).
 [[nodiscard]] DriveSpec drive_for_disk(const DiskConfig& disk, size_t index);
 
 }  // namespace tern
