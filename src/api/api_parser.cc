@@ -41,6 +41,15 @@ Result<void> check_readable_file(const std::string& path, const std::string& fie
   return {};
 }
 
+// tern extension "memory_backend": "anon" | "memfd" | "hugetlbfs"; errors name the field.
+Result<std::optional<MemoryBackend>> optional_memory_backend(JsonReader& r) {
+  ASSIGN_OR_RETURN(auto name, r.optional_string("memory_backend"));
+  if (!name) return std::optional<MemoryBackend>();
+  auto b = parse_memory_backend(*name);
+  if (!b) return fail(r.field("memory_backend"), "\"" + *name + "\": unknown backend (anon, memfd, hugetlbfs)");
+  return std::optional<MemoryBackend>(*b);
+}
+
 Result<void> reject_unsupported(JsonReader& r, const std::string& name, const std::string& what) {
   if (r.raw(name)) return fail(r.field(name), what + " is not supported by tern");
   return {};
@@ -71,6 +80,7 @@ Result<MachineConfigPatch> parse_machine_config_patch(const nlohmann::json& j,
   ASSIGN_OR_RETURN(p.smt, r.optional_bool("smt"));
   ASSIGN_OR_RETURN(p.track_dirty_pages, r.optional_bool("track_dirty_pages"));
   ASSIGN_OR_RETURN(p.huge_pages, r.optional_string("huge_pages"));
+  ASSIGN_OR_RETURN(p.memory_backend, optional_memory_backend(r));
   ASSIGN_OR_RETURN(auto tmpl, r.optional_string("cpu_template"));
   if (tmpl && *tmpl != "None")
     return fail(r.field("cpu_template"), "\"" + *tmpl + "\": CPU templates are not supported by tern");
@@ -104,6 +114,7 @@ Result<MachineConfig> parse_machine_config(const nlohmann::json& j, const std::s
   m.smt = p.smt.value_or(false);
   m.track_dirty_pages = p.track_dirty_pages.value_or(false);
   m.huge_pages = p.huge_pages.value_or("None");
+  m.memory_backend = p.memory_backend;
   TRY(check_machine_config(m, where));
   return m;
 }
@@ -161,11 +172,13 @@ Result<DriveSpec> parse_drive(const nlohmann::json& j, const std::string& where)
 }
 
 nlohmann::json to_json(const MachineConfig& m) {
-  return {{"vcpu_count", m.vcpu_count},
-          {"mem_size_mib", m.mem_size_mib},
-          {"smt", m.smt},
-          {"track_dirty_pages", m.track_dirty_pages},
-          {"huge_pages", m.huge_pages}};
+  nlohmann::json j = {{"vcpu_count", m.vcpu_count},
+                      {"mem_size_mib", m.mem_size_mib},
+                      {"smt", m.smt},
+                      {"track_dirty_pages", m.track_dirty_pages},
+                      {"huge_pages", m.huge_pages}};
+  if (m.memory_backend) j["memory_backend"] = std::string(memory_backend_name(*m.memory_backend));
+  return j;
 }
 
 nlohmann::json to_json(const BootSource& b) {
@@ -314,6 +327,7 @@ Parsed parse_snapshot_load(std::string_view body) {
     }
     ASSIGN_OR_RETURN(auto resume, r.optional_bool("resume_vm"));
     s.resume_vm = resume.value_or(false);
+    ASSIGN_OR_RETURN(s.memory_backend, optional_memory_backend(r));
     for (const char* f : {"enable_diff_snapshots", "track_dirty_pages", "clock_realtime"}) {
       ASSIGN_OR_RETURN(auto v, r.optional_bool(f));
       if (v && *v) return fail(f, "true is not supported by tern");

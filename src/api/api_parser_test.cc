@@ -98,6 +98,37 @@ TEST(ApiParser, DriveCacheAndEngineMapping) {
             std::string::npos);
 }
 
+// tern extension "memory_backend" in PUT/PATCH /machine-config and PUT /snapshot/load.
+TEST(ApiParser, MemoryBackendExtension) {
+  auto put = parse_api_request("PUT", "/machine-config",
+                               R"({"vcpu_count": 1, "mem_size_mib": 128, "memory_backend": "memfd"})");
+  ASSERT_TRUE(put) << put.error().body;
+  const MachineConfig& m = std::get<api::PutMachineConfig>(*put).value;
+  EXPECT_EQ(m.memory_backend, MemoryBackend::kMemfd);
+  EXPECT_EQ(to_json(m)["memory_backend"], "memfd");
+  auto plain = parse_api_request("PUT", "/machine-config", R"({"vcpu_count": 1, "mem_size_mib": 128})");
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(std::get<api::PutMachineConfig>(*plain).value.memory_backend);
+  EXPECT_FALSE(to_json(std::get<api::PutMachineConfig>(*plain).value).contains("memory_backend"));
+  auto patch = parse_api_request("PATCH", "/machine-config", R"({"memory_backend": "hugetlbfs"})");
+  ASSERT_TRUE(patch) << patch.error().body;
+  EXPECT_EQ(std::get<api::PatchMachineConfig>(*patch).value.memory_backend,
+            MemoryBackend::kHugetlbfs);
+  EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config",
+                                    R"({"vcpu_count": 1, "mem_size_mib": 128, "memory_backend": "shm"})")),
+            "memory_backend: \"shm\": unknown backend (anon, memfd, hugetlbfs)");
+  EXPECT_EQ(fault(parse_api_request("PATCH", "/machine-config", R"({"memory_backend": 1})")),
+            "memory_backend: expected a string, got number");
+  auto load = parse_api_request("PUT", "/snapshot/load", R"({"snapshot_path": "/proc/self/exe",
+            "mem_backend": {"backend_path": "/proc/self/exe", "backend_type": "File"},
+            "memory_backend": "memfd"})");
+  ASSERT_TRUE(load) << load.error().body;
+  EXPECT_EQ(std::get<api::LoadSnapshot>(*load).value.memory_backend, MemoryBackend::kMemfd);
+  EXPECT_EQ(fault(parse_api_request("PUT", "/snapshot/load", R"({"snapshot_path": "/proc/self/exe",
+            "mem_file_path": "/proc/self/exe", "memory_backend": "x"})")),
+            "memory_backend: \"x\": unknown backend (anon, memfd, hugetlbfs)");
+}
+
 TEST(ApiParser, ErrorsNameTheField) {
   EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config", R"({"vcpu_count": "2", "mem_size_mib": 1})")),
             "vcpu_count: expected an integer, got string");

@@ -54,6 +54,23 @@ TEST(RunCommand, ResourcesFromOptions) {
   EXPECT_EQ(run_resources(o).error().message(), "--rng ops: must be greater than 0");
 }
 
+TEST(RunCommand, MemoryBackend) {
+  auto automatic = run_resources(parse({"--kernel", "k"}));
+  ASSERT_TRUE(automatic);
+  EXPECT_FALSE(automatic->memory_backend);
+  auto memfd = run_resources(parse({"--kernel", "k", "--memory-backend", "memfd"}));
+  ASSERT_TRUE(memfd) << memfd.error().message();
+  EXPECT_EQ(memfd->memory_backend, MemoryBackend::kMemfd);
+  EXPECT_EQ(memfd->vm_config_json()["machine-config"]["memory_backend"], "memfd");
+  auto c = memfd->vm_config();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->memory_backend, MemoryBackend::kMemfd);
+  auto bad = run_resources(parse({"--kernel", "k", "--memory-backend", "huge"}));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(),
+            "--memory-backend: \"huge\": unknown backend (anon, memfd, hugetlbfs)");
+}
+
 // --net is repeatable; the i-th is iface_id "net<i>", in order; the devices follow the rng.
 TEST(RunCommand, NetIsRepeatable) {
   EXPECT_FALSE(parse({"--kernel", "k"}).keyed_devices.contains("--net"));

@@ -57,6 +57,33 @@ TEST(ConfigFile, AcceptsFirecrackerShape) {
   EXPECT_EQ(c->drives[0].disk.cache, CacheMode::kUnsafe);
 }
 
+// tern extension machine-config.memory_backend: parsed, kept through resources(), in VmConfig and
+// GET /vm/config; a bad value names the field.
+TEST(ConfigFile, MemoryBackend) {
+  auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+      "machine-config": {"vcpu_count": 1, "mem_size_mib": 128, "memory_backend": "memfd"}})");
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->machine.memory_backend, MemoryBackend::kMemfd);
+  VmResources r = c->resources();
+  EXPECT_EQ(r.vm_config_json()["machine-config"]["memory_backend"], "memfd");
+  auto config = r.vm_config();
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_EQ(config->memory_backend, MemoryBackend::kMemfd);
+  // PATCH /machine-config of another field keeps it.
+  ASSERT_TRUE(r.patch_machine_config(MachineConfigPatch{.vcpu_count = 2}));
+  EXPECT_EQ(r.memory_backend, MemoryBackend::kMemfd);
+
+  auto automatic = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"}})");
+  ASSERT_TRUE(automatic);
+  EXPECT_FALSE(automatic->resources().vm_config_json()["machine-config"].contains("memory_backend"));
+
+  auto bad = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+      "machine-config": {"vcpu_count": 1, "mem_size_mib": 128, "memory_backend": "tmpfs"}})");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(),
+            "machine-config.memory_backend: \"tmpfs\": unknown backend (anon, memfd, hugetlbfs)");
+}
+
 // Firecracker's network-interfaces array; queues over the vCPUs is refused when the VM config is
 // built, naming the element.
 TEST(ConfigFile, NetworkInterfaces) {
