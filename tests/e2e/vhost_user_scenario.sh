@@ -6,9 +6,10 @@
 # QEMU (vhost-user-blk-pci, memory-backend-memfd share=on). Back-ends: qemu-storage-daemon
 # (--export type=vhost-user-blk) and tern's (`tern vhost-user-blk --socket SOCK --disk path=IMG`).
 # Images live on L1's tmpfs; L1 checks them afterwards with e2fsck -fn and debugfs.
-# Interop cases (2 vCPUs, 2 queues; actions/vu-rw): the guest makes ext4, writes 64 MiB of random
-#   data with O_DIRECT, half from each vCPU, syncs, reads it back; both queues' interrupts moved,
-#   /sys/block/vda/mq has 2 queues, the image is clean and holds the guest's bytes.
+# Interop cases (2 vCPUs, 2 queues; actions/vu-rw): the guest makes ext4, writes 64 MiB with
+#   O_DIRECT, half from each vCPU, syncs, reads it back; both queues' interrupts moved,
+#   /sys/block/vdX/mq has 2 queues, the image is clean and holds the bytes.
+#   The data is L1's (random, generated once), copied from a second, read-only plain disk.
 #     qq  QEMU <-> qsd (the reference: checks the guest side and this harness)
 #     tq  tern <-> qsd          tt  tern <-> tern vhost-user-blk          qt  QEMU <-> tern vhost-user-blk
 # Read-only cases (actions/vu-ro): the guest sees ro=1, reads the seed file, writes are refused, the
@@ -31,7 +32,8 @@ fails=0
 check() {  # check NAME RESULT DETAIL
     if [ "$2" = 0 ]; then echo "VU-CHECK name=$1 PASS $3"; else echo "VU-CHECK name=$1 FAIL $3"; fails=$((fails + 1)); fi
 }
-for tool in e2fsck debugfs mke2fs curl jq; do
+MKE2FS=/usr/sbin/mke2fs  # busybox's mke2fs comes first in PATH and makes no ext4
+for tool in e2fsck debugfs $MKE2FS curl jq; do
     command -v $tool >/dev/null || { check setup 1 "$tool not in the test host"; exit 2; }
 done
 [ -n "$QSD" ] || { check setup 1 "qemu-storage-daemon not in the test host (--with-qsd)"; exit 2; }
@@ -65,6 +67,7 @@ lines() { grep -a "$2" "$1" 2>/dev/null | tr -d '\r'; }  # lines FILE PATTERN
 line() { lines "$@" | head -n 1; }
 field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }  # field LINE KEY
 sha() { sha256sum "$1" | cut -d' ' -f1; }
+md5() { md5sum "$1" | cut -d' ' -f1; }
 stage() { echo "VU-INFO $* uptime=$(cut -d' ' -f1 /proc/uptime)"; }
 api() {  # api SOCK METHOD PATH [BODY] -> "<body> <status>"
     curl -s -m 30 --unix-socket "$1" -X "$2" -w ' %{http_code}' -H 'Content-Type: application/json' \
@@ -101,30 +104,33 @@ start_ternbe() {
 stop_backend() {
     kill "$be_pid" 2>/dev/null
     wait_exit "$be_pid" 30
-    st=$?
-    echo "VU-INFO $1 back-end exit status $st: $(tail -n 5 "/tmp/$1.be" | tr '\n' ' ')"
+    bst=$?
+    echo "VU-INFO $1 back-end exit status $bst: $(tail -n 5 "/tmp/$1.be" | tr '\n' ' ')"
 }
 
 # ---- front-ends (pid in $vm_pid; console in /tmp/NAME.out, stderr in /tmp/NAME.err) ----
-# start_qemu NAME CPUS SOCK QUEUES CMDLINE-EXTRA
+# start_qemu NAME CPUS SOCK QUEUES CMDLINE-EXTRA [SRC_IMAGE: a read-only virtio-blk disk, serial tern-src]
 start_qemu() {
+    src_args=""
+    [ -z "$6" ] || src_args="-drive file=$6,if=none,id=s0,format=raw,readonly=on -device virtio-blk-pci,drive=s0,serial=tern-src"
     rm -f "/tmp/$1.out"
+    # shellcheck disable=SC2086  # $src_args is split into words on purpose (no spaces in it)
     "$TH_QEMU" -enable-kvm -M pc,memory-backend=mem -L "$TH_QEMU_FW" -m 256M -smp "$2" \
         -object memory-backend-memfd,id=mem,size=256M,share=on \
         -kernel "$TH_GUEST_KERNEL" -initrd "$TH_GUEST_INITRD" -append "$CMD $5" \
         -display none -nodefaults -serial "file:/tmp/$1.out" -no-reboot \
-        -chardev "socket,id=c0,path=$3" -device "vhost-user-blk-pci,chardev=c0,num-queues=$4" \
+        -chardev "socket,id=c0,path=$3" -device "vhost-user-blk-pci,chardev=c0,num-queues=$4" $src_args \
         >"/tmp/$1.err" 2>&1 </dev/null &
     vm_pid=$!
 }
 # start_tern NAME CPUS CMDLINE-EXTRA TERN-ARGS...: API on /tmp/NAME.sock, stdin from /tmp/NAME.in
 start_tern() {
-    n="$1" c="$2" x="$3"
+    tname="$1" tcpus="$2" tcmd="$3"
     shift 3
-    rm -f "/tmp/$n.out" "/tmp/$n.sock" "/tmp/$n.in"
-    mkfifo "/tmp/$n.in"
-    "$T" run --kernel "$TH_GUEST_KERNEL" --initrd "$TH_GUEST_INITRD" --cmdline "$CMD $x" --cpus "$c" \
-        --memory 256M --api-sock "/tmp/$n.sock" "$@" >"/tmp/$n.out" 2>"/tmp/$n.err" <>"/tmp/$n.in" &
+    rm -f "/tmp/$tname.out" "/tmp/$tname.sock" "/tmp/$tname.in"
+    mkfifo "/tmp/$tname.in"
+    "$T" run --kernel "$TH_GUEST_KERNEL" --initrd "$TH_GUEST_INITRD" --cmdline "$CMD $tcmd" --cpus "$tcpus" \
+        --memory 256M --api-sock "/tmp/$tname.sock" "$@" >"/tmp/$tname.out" 2>"/tmp/$tname.err" <>"/tmp/$tname.in" &
     vm_pid=$!
 }
 vm_done() {  # vm_done NAME: the VM's exit status once it ended on its own (bounded)
@@ -138,13 +144,11 @@ irq_delta() { echo $(($(field "$2" "$3" | grep . || echo 0) - $(field "$1" "$3" 
 # check_rw NAME IMG QUEUES VM_STATUS: what the guest printed and what the image holds.
 check_rw() {
     o="/tmp/$1.out"
-    l=$(line "$o" '^TERN-VU-INFO disk=vda')
+    l=$(line "$o" '^TERN-VU-INFO')
     ok=1; [ "$(field "$l" mq)" = "$3" ] && [ "$(field "$l" ro)" = 0 ] && [ "$(field "$l" nproc)" = 2 ] && ok=0
     check "$1-guest-disk" "$ok" "${l:-no TERN-VU-INFO line} (want mq=$3 ro=0 nproc=2) $(line "$o" '^TERN-VU-ERROR')"
     w=$(line "$o" '^TERN-VU-WRITTEN')
-    gsha=$(field "$w" sha)
-    ok=1; [ -n "$gsha" ] && [ "$gsha" = "$(field "$w" reread)" ] && ok=0
-    check "$1-guest-readback" "$ok" "${w:-no TERN-VU-WRITTEN line} $(line "$o" '^TERN-VU-ERROR')"
+    check "$1-guest-readback" "$([ "$(field "$w" reread)" = "$src_md5" ]; echo $?)" "${w:-no TERN-VU-WRITTEN line} (L1's data: md5=$src_md5) $(line "$o" '^TERN-VU-ERROR')"
     b=$(line "$o" '^TERN-VU-IRQ tag=before') a=$(line "$o" '^TERN-VU-IRQ tag=after')
     q=0
     while [ $q -lt "$3" ]; do
@@ -153,16 +157,24 @@ check_rw() {
         q=$((q + 1))
     done
     check "$1-vm-exit" "$4" "front-end exit status $4 at the guest's poweroff; $(tail -c 300 "/tmp/$1.err" | tr '\n' ' ')"
+    stage "$1 checking the image"
     out=$(e2fsck -fn "$2" 2>&1)
     check "$1-e2fsck" $? "e2fsck -fn: $(echo "$out" | tail -n 2 | tr '\n' ' ')"
     rm -f "/tmp/$1.data"
     debugfs -R "dump /data /tmp/$1.data" "$2" >/dev/null 2>&1
-    got=$(sha "/tmp/$1.data" 2>/dev/null) size=$(wc -c <"/tmp/$1.data" 2>/dev/null)
-    ok=1; [ -n "$gsha" ] && [ "$got" = "$gsha" ] && [ "$size" = 67108864 ] && ok=0
-    check "$1-image-bytes" "$ok" "/data in the image: $size bytes sha=$got (guest wrote sha=$gsha)"
+    got=$(md5 "/tmp/$1.data" 2>/dev/null) size=$(wc -c <"/tmp/$1.data" 2>/dev/null)
+    ok=1; [ "$got" = "$src_md5" ] && [ "$size" = 67108864 ] && ok=0
+    check "$1-image-bytes" "$ok" "/data in the image: $size bytes md5=$got (L1's data: md5=$src_md5)"
     rm -f "/tmp/$1.data"
+    stage "$1 checked"
 }
 RW="tern.action=vu-rw tern.vu_mib=64 tern.vu_queues=2"
+# L1's data, generated once: the guests copy it from a read-only disk (serial tern-src) to their
+# vhost-user disk (random data costs the nested guests more CPU than the copy).
+stage "generating the data"
+dd if=/dev/urandom of=/tmp/src.img bs=1M count=64 2>/dev/null
+src_md5=$(md5 /tmp/src.img)
+stage "data ready"
 # rw_case NAME FRONT(qemu|tern) BACK(qsd|tern)
 rw_case() {
     stage "$1"
@@ -170,7 +182,11 @@ rw_case() {
     rm -f "$img"
     truncate -s 256M "$img"
     if [ "$3" = qsd ]; then start_qsd "$1" "$img" "$sock" on 2; else start_ternbe "$1" "$img" "$sock" 2; fi
-    if [ "$2" = qemu ]; then start_qemu "$1" 2 "$sock" 2 "$RW"; else start_tern "$1" 2 "$RW" --disk "vhost-user=$sock,queues=2"; fi
+    if [ "$2" = qemu ]; then
+        start_qemu "$1" 2 "$sock" 2 "$RW" /tmp/src.img
+    else
+        start_tern "$1" 2 "$RW" --disk "vhost-user=$sock,queues=2" --disk path=/tmp/src.img,readonly=on,serial=tern-src
+    fi
     vm_done "$1"
     st=$?
     stop_backend "$1"
@@ -187,7 +203,7 @@ want_case qt && rw_case qt qemu tern
 mkdir -p /tmp/seed
 echo "seed-$(cat /proc/sys/kernel/random/uuid)" >/tmp/seed/seed.txt
 seed=$(cat /tmp/seed/seed.txt)
-mke2fs -q -F -t ext4 -d /tmp/seed -L tern-vu-ro /tmp/ro.img 64M
+"$MKE2FS" -q -F -t ext4 -d /tmp/seed -L tern-vu-ro /tmp/ro.img 64M
 ro_sha=$(sha /tmp/ro.img)
 # ro_case NAME FRONT BACK
 ro_case() {
@@ -199,13 +215,13 @@ ro_case() {
     st=$?
     stop_backend "$1"
     o="/tmp/$1.out"
-    l=$(line "$o" '^TERN-VU-INFO disk=vda')
+    l=$(line "$o" '^TERN-VU-INFO')
     check "$1-guest-sees-ro" "$([ "$(field "$l" ro)" = 1 ]; echo $?)" "${l:-no TERN-VU-INFO line} $(line "$o" '^TERN-VU-ERROR')"
     l=$(line "$o" '^TERN-VU-SEED')
     check "$1-guest-reads" "$([ "$l" = "TERN-VU-SEED $seed" ]; echo $?)" "${l:-no TERN-VU-SEED line} (want $seed)"
     l=$(line "$o" '^TERN-VU-RO')
     check "$1-writes-refused" "$([ "$l" = "TERN-VU-RO fs=refused raw=refused" ]; echo $?)" "${l:-no TERN-VU-RO line}"
-    check "$1-image-unchanged" "$([ "$(sha /tmp/ro.img)" = "$ro_sha" ]; echo $?)" "sha256 $(sha /tmp/ro.img), before $ro_sha"
+    check "$1-image-unchanged" "$([ -n "$ro_sha" ] && [ "$(sha /tmp/ro.img)" = "$ro_sha" ]; echo $?)" "sha256 $(sha /tmp/ro.img), before $ro_sha"
     check "$1-vm-exit" "$st" "front-end exit status $st"
     show "$1"
 }
@@ -216,14 +232,14 @@ want_case ttro && ro_case ttro tern tern
 # ---- refusals before boot: tern run must fail, in bounded time, naming the socket (and more) ----
 # refused NAME WANT... : tern's exit status is not 0, stderr names every WANT, the guest never ran.
 refused() {
-    n="$1"
+    rname="$1"
     shift
-    vm_done "$n"
+    vm_done "$rname"
     st=$?
-    msg=$(tr '\n' ' ' <"/tmp/$n.err" | tr -d '\r')
-    ok=1; [ "$st" != 0 ] && [ "$st" != 137 ] && ! has "/tmp/$n.out" TERN-GUEST-MARKER && ok=0
+    msg=$(tr '\n' ' ' <"/tmp/$rname.err" | tr -d '\r')
+    ok=1; [ "$st" != 0 ] && [ "$st" != 137 ] && ! has "/tmp/$rname.out" TERN-GUEST-MARKER && ok=0
     for w in "$@"; do case "$msg" in *"$w"*) ;; *) ok=1 ;; esac; done
-    check "$n-refused" "$ok" "exit status $st, wants '$*' in: $(echo "$msg" | cut -c1-400)"
+    check "$rname-refused" "$ok" "exit status $st, wants '$*' in: $(echo "$msg" | cut -c1-400)"
 }
 if want_case fewer; then
     stage fewer
