@@ -2,59 +2,65 @@
 # the cases "kill" and "snap" (see the scenario's header). Uses its helpers (check, start_*, ...).
 
 # vu_stats SOCK: the vhost-user disk's counters from GET /tern/stats, one "key=value" per line.
+# (the device whose counters include backend_connected: src/vhost_user/frontend/backend_session.h)
 vu_stats() {
     api "$1" GET /tern/stats | sed 's/ [0-9]*$//' |
-        jq -r '.device_counters[] | select(.kind | test("vhost-user")) | .counters | to_entries[] | "\(.key)=\(.value)"' 2>&1
+        jq -r '.device_counters[] | select(.counters.backend_connected != null) | .counters | to_entries[] | "\(.key)=\(.value)"' 2>&1
 }
 stat_of() { echo "$1" | sed -n "s/^$2=//p" | head -n 1; }  # stat_of STATS KEY
 
-if want_case kill; then
-    stage kill
-    rm -f /tmp/kill.img /tmp/kill-plain.img
-    truncate -s 64M /tmp/kill.img /tmp/kill-plain.img
-    start_ternbe kill /tmp/kill.img /tmp/kill.vu 1
-    start_tern kill 1 "tern.action=vu-fault tern.vu_mib=16" --disk vhost-user=/tmp/kill.vu --disk path=/tmp/kill-plain.img,serial=tern-plain
-    wait_vm "$VU_WAIT" has /tmp/kill.out '^TERN-VU-CHUNK i=3 '
-    check kill-writing $? "$(lines /tmp/kill.out '^TERN-VU-\(INFO\|CHUNK\|ERROR\)' | tail -n 4 | tr '\n' ' ')"
-    s0=$(vu_stats /tmp/kill.sock)
-    echo "$s0" | sed 's/^/VU-INFO kill stats before: /'
+# kill_case NAME BACKEND(tern|qsd): the back-end SIGKILLed after the guest's 4th write and
+# restarted (the same image and socket) once the API has shown the disconnect.
+kill_case() {
+    k="$1"
+    stage "$k"
+    rm -f /tmp/$k.img /tmp/$k-plain.img
+    truncate -s 64M /tmp/$k.img /tmp/$k-plain.img
+    if [ "$2" = qsd ]; then start_qsd "$k" "/tmp/$k.img" "/tmp/$k.vu" on 1; else start_ternbe "$k" "/tmp/$k.img" "/tmp/$k.vu" 1; fi
+    start_tern "$k" 1 "tern.action=vu-fault tern.vu_mib=16" --disk vhost-user=/tmp/$k.vu --disk path=/tmp/$k-plain.img,serial=tern-plain
+    wait_vm "$VU_WAIT" has /tmp/$k.out '^TERN-VU-CHUNK i=3 '
+    check "$k-writing" $? "$(lines /tmp/$k.out '^TERN-VU-\(INFO\|CHUNK\|ERROR\)' | tail -n 4 | tr '\n' ' ')"
+    s0=$(vu_stats /tmp/$k.sock)
+    echo "$s0" | sed "s/^/VU-INFO $k stats before: /"
     kill -9 "$be_pid"
     wait "$be_pid" 2>/dev/null
-    stage "kill: back-end SIGKILLed"
-    chunks0=$(grep -c '^TERN-VU-CHUNK' /tmp/kill.out)
-    beats0=$(grep -c '^TERN-VU-BEAT' /tmp/kill.out)
+    stage "$k: back-end SIGKILLed"
+    chunks0=$(grep -c '^TERN-VU-CHUNK' /tmp/$k.out)
+    beats0=$(grep -c '^TERN-VU-BEAT' /tmp/$k.out)
     # While the disk has no back-end: the guest's console and its plain disk keep working, and so does
     # tern's API, whose counters say that the back-end went away.
-    wait_vm 60 sh -c "[ \$(grep -c '^TERN-VU-BEAT n=[0-9]* plain=ok' /tmp/kill.out) -ge $((beats0 + 4)) ]"
-    check kill-console-and-plain-disk "$?" "heartbeats after the kill: $(lines /tmp/kill.out '^TERN-VU-BEAT' | tail -n 2 | tr '\n' ' ') (had $beats0 before)"
-    r=$(api /tmp/kill.sock GET /vm/config)
-    check kill-api-answers "$([ "${r##* }" = 200 ]; echo $?)" "GET /vm/config: $(echo "$r" | cut -c1-200)"
-    disconnected() { s1=$(vu_stats /tmp/kill.sock); [ "$(stat_of "$s1" disconnects)" -ge 1 ] 2>/dev/null; }
+    wait_vm 60 sh -c "[ \$(grep -c '^TERN-VU-BEAT n=[0-9]* plain=ok' /tmp/$k.out) -ge $((beats0 + 4)) ]"
+    check "$k-console-and-plain-disk" "$?" "heartbeats after the kill: $(lines /tmp/$k.out '^TERN-VU-BEAT' | tail -n 2 | tr '\n' ' ') (had $beats0 before)"
+    r=$(api /tmp/$k.sock GET /vm/config)
+    check "$k-api-answers" "$([ "${r##* }" = 200 ]; echo $?)" "GET /vm/config: $(echo "$r" | cut -c1-200)"
+    disconnected() { s1=$(vu_stats /tmp/$k.sock); [ "$(stat_of "$s1" backend_disconnects)" -ge 1 ] 2>/dev/null && [ "$(stat_of "$s1" backend_connected)" = 0 ] 2>/dev/null; }
     wait_vm 30 disconnected
-    check kill-counts-disconnect $? "GET /tern/stats: $(echo "$s1" | tr '\n' ' ')"
-    start_ternbe kill2 /tmp/kill.img /tmp/kill.vu 1
-    stage "kill: back-end restarted"
-    wait_vm "$VU_WAIT" has /tmp/kill.out '^TERN-VU-FAULT-DONE'
-    l=$(line /tmp/kill.out '^TERN-VU-FAULT-DONE')
+    check "$k-counts-disconnect" $? "GET /tern/stats: $(echo "$s1" | tr '\n' ' ')"
+    if [ "$2" = qsd ]; then start_qsd "$k-again" "/tmp/$k.img" "/tmp/$k.vu" on 1; else start_ternbe "$k-again" "/tmp/$k.img" "/tmp/$k.vu" 1; fi
+    stage "$k: back-end restarted"
+    wait_vm "$VU_WAIT" has /tmp/$k.out '^TERN-VU-FAULT-DONE'
+    l=$(line /tmp/$k.out '^TERN-VU-FAULT-DONE')
     gsum=$(field "$l" md5)
     ok=1; [ -n "$gsum" ] && [ "$(field "$l" reread)" = "$gsum" ] && [ "$(field "$l" failed)" = 0 ] && ok=0
-    check kill-guest-writes-resume "$ok" "${l:-no TERN-VU-FAULT-DONE line}; $chunks0 chunks done at the kill; $(lines /tmp/kill.out '^TERN-VU-CHUNK i=[0-9]* rc=[1-9]' | head -n 3 | tr '\n' ' ')"
-    s2=$(vu_stats /tmp/kill.sock)
-    echo "$s2" | sed 's/^/VU-INFO kill stats after: /'
-    ok=1; [ "$(stat_of "$s2" reconnects)" -ge 1 ] 2>/dev/null && ok=0
-    check kill-counts-reconnect "$ok" "GET /tern/stats: $(echo "$s2" | tr '\n' ' ')"
-    wait_vm 30 has /tmp/kill.out '^TERN-VU-PLAIN'
-    l=$(line /tmp/kill.out '^TERN-VU-PLAIN')
-    check kill-plain-disk-bytes "$([ -n "$(field "$l" md5)" ] && [ "$(field "$l" md5)" = "$(field "$l" reread)" ]; echo $?)" "${l:-no TERN-VU-PLAIN line}"
-    vm_done kill
+    check "$k-guest-writes-resume" "$ok" "${l:-no TERN-VU-FAULT-DONE line}; $chunks0 chunks done at the kill; $(lines /tmp/$k.out '^TERN-VU-CHUNK i=[0-9]* rc=[1-9]' | head -n 3 | tr '\n' ' ')"
+    s2=$(vu_stats /tmp/$k.sock)
+    echo "$s2" | sed "s/^/VU-INFO $k stats after: /"
+    ok=1; [ "$(stat_of "$s2" backend_reconnects)" -ge 1 ] 2>/dev/null && [ "$(stat_of "$s2" backend_connected)" = 1 ] 2>/dev/null && ok=0
+    check "$k-counts-reconnect" "$ok" "GET /tern/stats: $(echo "$s2" | tr '\n' ' ')"
+    wait_vm 30 has /tmp/$k.out '^TERN-VU-PLAIN'
+    l=$(line /tmp/$k.out '^TERN-VU-PLAIN')
+    check "$k-plain-disk-bytes" "$([ -n "$(field "$l" md5)" ] && [ "$(field "$l" md5)" = "$(field "$l" reread)" ]; echo $?)" "${l:-no TERN-VU-PLAIN line}"
+    vm_done "$k"
     st=$?
-    check kill-vm-exit "$st" "tern exit status $st at the guest's poweroff; $(tail -c 300 /tmp/kill.err | tr '\n' ' ')"
-    stop_backend kill2
-    got=$(dd if=/tmp/kill.img bs=1M count=16 2>/dev/null | md5sum | cut -d' ' -f1)
-    check kill-image-bytes "$([ -n "$gsum" ] && [ "$got" = "$gsum" ]; echo $?)" "the image's first 16 MiB: md5=$got (guest wrote $gsum)"
-    show kill
-    rm -f /tmp/kill.img /tmp/kill-plain.img
-fi
+    check "$k-vm-exit" "$st" "tern exit status $st at the guest's poweroff; $(tail -c 300 /tmp/$k.err | tr '\n' ' ')"
+    stop_backend "$k-again"
+    got=$(dd if=/tmp/$k.img bs=1M count=16 2>/dev/null | md5sum | cut -d' ' -f1)
+    check "$k-image-bytes" "$([ -n "$gsum" ] && [ "$got" = "$gsum" ]; echo $?)" "the image's first 16 MiB: md5=$got (guest wrote $gsum)"
+    show "$k"
+    rm -f /tmp/$k.img /tmp/$k-plain.img
+}
+want_case kill && kill_case kill tern
+want_case killq && kill_case killq qsd
 
 if want_case snap; then
     stage snap
