@@ -235,19 +235,21 @@ want_case ttro && ro_case ttro tern tern
 refused() {
     rname="$1"
     shift
+    t0=$(cut -d' ' -f1 /proc/uptime)
     vm_done "$rname"
     st=$?
+    t1=$(cut -d' ' -f1 /proc/uptime)
     msg=$(tr '\n' ' ' <"/tmp/$rname.err" | tr -d '\r')
     ok=1; [ "$st" != 0 ] && [ "$st" != 137 ] && ! has "/tmp/$rname.out" TERN-GUEST-MARKER && ok=0
     for w in "$@"; do case "$msg" in *"$w"*) ;; *) ok=1 ;; esac; done
-    check "$rname-refused" "$ok" "exit status $st, wants '$*' in: $(echo "$msg" | cut -c1-400)"
+    check "$rname-refused" "$ok" "exit status $st after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s, wants '$*' in: $(echo "$msg" | cut -c1-400)"
 }
 if want_case fewer; then
     stage fewer
     truncate -s 64M /tmp/fewer.img
     start_qsd fewer /tmp/fewer.img /tmp/fewer.vu on 1
     start_tern fewer 2 "" --disk vhost-user=/tmp/fewer.vu,queues=2
-    refused fewer /tmp/fewer.vu queues
+    refused fewer /tmp/fewer.vu queues=2 "at most 1"
     stop_backend fewer
     rm -f /tmp/fewer.img
 fi
