@@ -14,6 +14,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev
   # nested test host and guests (testhost/, tests/e2e, bench/)
   qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio kmod seabios e2fsprogs
+  qemu-system-common  # qemu-storage-daemon: the vhost-user-blk back-end of tests/e2e/vhost_user_test.sh
   python3 curl fio iperf3 iproute2 jq
 )
 
