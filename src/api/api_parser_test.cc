@@ -118,7 +118,7 @@ TEST(ApiParser, MemoryBackendExtension) {
                                     R"({"vcpu_count": 1, "mem_size_mib": 128, "memory_backend": "shm"})")),
             "memory_backend: \"shm\": unknown backend (anon, memfd, hugetlbfs)");
   EXPECT_EQ(fault(parse_api_request("PATCH", "/machine-config", R"({"memory_backend": 1})")),
-            "memory_backend: expected a string, got number");
+            "memory_backend: expected a string, got integer");
   auto load = parse_api_request("PUT", "/snapshot/load", R"({"snapshot_path": "/proc/self/exe",
             "mem_backend": {"backend_path": "/proc/self/exe", "backend_type": "File"},
             "memory_backend": "memfd"})");

@@ -39,7 +39,7 @@ TEST(BlkBackendTest, NegotiatesAndServesAReadAndAWrite) {
   std::memcpy(&c, cfg->data(), sizeof c);
   EXPECT_EQ(c.capacity, kImageBytes / 512);
 
-  SharedRam ram;
+  BackendRam ram;
   UniqueFd kick_fd = eventfd0(), call_fd = eventfd0();
   ASSERT_NO_FATAL_FAILURE(fe.start_ring(ram, 0, kick_fd.get(), call_fd.get()));
 
@@ -72,7 +72,7 @@ TEST(BlkBackendTest, ANewMemoryTableRestartsTheRunningRing) {
   BackendThread backend;
   MiniFrontend fe(backend.connect());
   ASSERT_NO_FATAL_FAILURE(fe.negotiate());
-  SharedRam ram;
+  BackendRam ram;
   UniqueFd kick_fd = eventfd0(), call_fd = eventfd0();
   ASSERT_NO_FATAL_FAILURE(fe.start_ring(ram, 0, kick_fd.get(), call_fd.get()));
   ram.add_request(VIRTIO_BLK_T_IN, 0, 0x10000, 512);
@@ -91,7 +91,7 @@ TEST(BlkBackendTest, ANewMemoryTableRestartsTheRunningRing) {
 
 TEST(BlkBackendTest, AcceptsTheNextFrontEndAfterADisconnect) {
   BackendThread backend;
-  SharedRam ram;
+  BackendRam ram;
   UniqueFd kick_fd = eventfd0(), call_fd = eventfd0();
   {
     MiniFrontend fe(backend.connect());
@@ -140,7 +140,7 @@ TEST(BlkBackendTest, RingAddressesOutsideTheMemoryTableAreRefused) {
   BackendThread backend;
   MiniFrontend fe(backend.connect());
   ASSERT_NO_FATAL_FAILURE(fe.negotiate());
-  SharedRam ram;
+  BackendRam ram;
   UniqueFd kick_fd = eventfd0(), call_fd = eventfd0();
   ASSERT_NO_FATAL_FAILURE(fe.start_ring(ram, 0, kick_fd.get(), call_fd.get()));
   ASSERT_TRUE(parse_vring_base_reply(
@@ -169,7 +169,7 @@ TEST(BlkBackendTest, ResubmitsInflightRequestsOfAPreviousBackend) {
 
   // A previous back-end took two writes (avail idx 2) and died before completing them; the
   // front-end, which saw no used entry, restarts the ring at base 2 with the kept region.
-  SharedRam ram;
+  BackendRam ram;
   std::memset(ram.data(0x10000), 0x11, 512);
   std::memset(ram.data(0x20000), 0x22, 512);
   uint16_t h1 = ram.add_request(VIRTIO_BLK_T_OUT, 8, 0x10000, 512);
@@ -202,7 +202,7 @@ TEST(BlkBackendTest, ResubmitsInflightRequestsOfAPreviousBackend) {
 // socket all work with only the allowed system calls.
 TEST(BlkBackendTest, ServesUnderItsSeccompFilterAndStopsOnSigterm) {
   BackendThread backend(/*confined=*/true);
-  SharedRam ram;
+  BackendRam ram;
   UniqueFd kick_fd = eventfd0(), call_fd = eventfd0();
   {
     MiniFrontend fe(backend.connect());
@@ -268,7 +268,7 @@ TEST(BlkBackendInteropTest, FrontendClientNegotiatesEverythingTernOffers) {
   EXPECT_EQ(fe->get_max_mem_slots().value(), 32u);
   auto cfg = fe->get_config(sizeof(virtio::VirtioBlkConfig));
   ASSERT_TRUE(cfg.has_value()) << cfg.error().message();
-  SharedRam ram;
+  BackendRam ram;
   VhostUserMemoryRegion r = ram.region();
   int fd = ram.fd();
   ASSERT_TRUE(fe->set_mem_table(std::span(&r, 1), std::span(&fd, 1)).has_value());

@@ -104,9 +104,9 @@ class BackendThread {
 };
 
 /// Guest RAM in a memfd, mapped here as the front-end maps it, with one split ring at kRingGpa.
-class SharedRam {
+class BackendRam {
  public:
-  SharedRam() {
+  BackendRam() {
     fd_ = UniqueFd(::memfd_create("test-ram", MFD_CLOEXEC));
     EXPECT_EQ(::ftruncate(fd_.get(), kRamBytes), 0);
     host_ = static_cast<uint8_t*>(
@@ -114,7 +114,7 @@ class SharedRam {
     mem_.emplace(GuestMemory::wrap({MemoryRegion{0, kRamBytes, host_, 0}}));
     driver_.emplace(*mem_, kRingGpa, kRingSize);
   }
-  ~SharedRam() { ::munmap(host_, kRamBytes); }
+  ~BackendRam() { ::munmap(host_, kRamBytes); }
   [[nodiscard]] int fd() const { return fd_.get(); }
   [[nodiscard]] const GuestMemory& mem() const { return *mem_; }
   tern::testing::FakeVirtqueueDriver& driver() { return *driver_; }
@@ -184,7 +184,7 @@ class MiniFrontend {
     ASSERT_TRUE(parse_ack_reply(*ack, VHOST_USER_SET_OWNER).has_value());
   }
   /// Memory table, ring 0 (num, addr, base, call, kick, enable).
-  void start_ring(SharedRam& ram, uint16_t base, int kick, int call) {
+  void start_ring(BackendRam& ram, uint16_t base, int kick, int call) {
     VhostUserMemory m;
     m.nregions = 1;
     m.regions[0] = ram.region();
