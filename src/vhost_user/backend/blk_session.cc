@@ -169,7 +169,9 @@ Result<std::optional<BlkSession::Reply>> BlkSession::reply(const Request& req) {
                                                       std::to_string(in.queue_size) +
                                                       " is more than this disk has");
       ASSIGN_OR_RETURN(auto region, InflightRegion::create(in.num_queues, in.queue_size));
+      stop_all();  // running rings write into the old region's mapping
       inflight_.emplace(std::move(region));
+      restart_all();
       return std::optional<Reply>(Reply{reply_of(code, inflight_->info()), inflight_->fd().get()});
     }
     default: break;
@@ -299,7 +301,9 @@ Result<void> BlkSession::execute(Request& req) {
       const auto& in = std::get<VhostUserInflight>(req.body);
       if (req.fds.empty()) return fail("inflight region", "no fd");
       ASSIGN_OR_RETURN(auto region, InflightRegion::map(in, std::move(req.fds[0])));
+      stop_all();  // running rings write into the old region's mapping
       inflight_.emplace(std::move(region));
+      restart_all();
       return {};
     }
     default: break;

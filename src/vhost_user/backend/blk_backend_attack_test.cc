@@ -1,0 +1,52 @@
+// A hostile front-end against tern's back-end: each test is one thing a peer could do.
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+
+#include <gtest/gtest.h>
+
+#include "vhost_user/backend/blk_backend.h"
+#include "vhost_user/backend/blk_backend_testing.h"
+#include "vhost_user/frontend_client.h"
+
+namespace tern::vhost_user {
+namespace {
+
+using namespace testing;
+using tern::testing::eventually;
+using virtio::VIRTIO_BLK_T_IN;
+
+UniqueFd eventfd0() { return UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)); }
+
+// A second GET_INFLIGHT_FD while the ring runs used to unmap the region the queue worker writes
+// its inflight flags into (use-after-unmap: SIGSEGV in the back-end). Now the ring is stopped,
+// moved to the new region and restarted.
+TEST(BlkBackendAttackTest, ANewInflightRegionWhileTheRingRunsIsSafe) {
+  BackendThread backend;
+  MiniFrontend fe(backend.connect());
+  ASSERT_NO_FATAL_FAILURE(fe.negotiate());
+  auto first = parse_inflight_reply(
+      fe.call(VHOST_USER_GET_INFLIGHT_FD, VhostUserInflight{0, 0, 1, kRingSize}).value(), 1 << 20);
+  ASSERT_TRUE(first.has_value()) << first.error().message();
+  SharedRam ram;
+  UniqueFd kick_fd = eventfd0(), call_fd = eventfd0();
+  ASSERT_NO_FATAL_FAILURE(fe.start_ring(ram, 0, kick_fd.get(), call_fd.get()));
+  ram.add_request(VIRTIO_BLK_T_IN, 0, 0x10000, 512);
+  kick(kick_fd.get());
+  ASSERT_TRUE(eventually([&] { return ram.driver().used_idx() == 1; }));
+
+  auto second = parse_inflight_reply(
+      fe.call(VHOST_USER_GET_INFLIGHT_FD, VhostUserInflight{0, 0, 1, kRingSize}).value(), 1 << 20);
+  ASSERT_TRUE(second.has_value()) << second.error().message();
+  size_t len = second->info.mmap_size;
+  auto* region = static_cast<uint8_t*>(::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+                                              second->fd.get(), 0));
+  ASSERT_NE(region, MAP_FAILED);
+  auto* qhdr = reinterpret_cast<QueueRegionSplit*>(region);
+  ram.add_request(VIRTIO_BLK_T_IN, 1, 0x20000, 512);
+  kick(kick_fd.get());
+  ASSERT_TRUE(eventually([&] { return ram.driver().used_idx() == 2 && qhdr->used_idx == 2; }));
+  ::munmap(region, len);
+}
+
+}  // namespace
+}  // namespace tern::vhost_user
