@@ -72,7 +72,9 @@ TEST(ConfigFile, MemoryBackend) {
   ASSERT_TRUE(config) << config.error().message();
   EXPECT_EQ(config->memory_backend, MemoryBackend::kMemfd);
   // PATCH /machine-config of another field keeps it.
-  ASSERT_TRUE(r.patch_machine_config(MachineConfigPatch{.vcpu_count = 2}));
+  MachineConfigPatch vcpus;
+  vcpus.vcpu_count = 2;
+  ASSERT_TRUE(r.patch_machine_config(vcpus));
   EXPECT_EQ(r.memory_backend, MemoryBackend::kMemfd);
 
   auto automatic = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"}})");
