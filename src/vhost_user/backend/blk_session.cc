@@ -269,6 +269,13 @@ Result<void> BlkSession::execute(Request& req) {
       const auto& vf = std::get<VringFd>(req.body);
       ASSIGN_OR_RETURN(Vring * v, ring(vf.index));
       UniqueFd fd = vf.has_fd && !req.fds.empty() ? std::move(req.fds[0]) : UniqueFd();
+      if (req.request != VHOST_USER_SET_VRING_KICK && fd.valid()) {
+        // A queue thread writes it: a full pipe in blocking mode would stop that thread for
+        // good (and every stop() that drains it). Eventfds from QEMU and tern are non-blocking.
+        int fl = ::fcntl(fd.get(), F_GETFL);
+        if (fl < 0 || ::fcntl(fd.get(), F_SETFL, fl | O_NONBLOCK) < 0)
+          return fail_errno("fcntl", "vring " + std::to_string(vf.index) + " call/err fd");
+      }
       if (req.request == VHOST_USER_SET_VRING_CALL) {
         v->interrupt->set_call(std::move(fd));
         return {};
