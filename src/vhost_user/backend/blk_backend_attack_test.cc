@@ -39,15 +39,13 @@ TEST(BlkBackendAttackTest, ANewInflightRegionWhileTheRingRunsIsSafe) {
   auto second = parse_inflight_reply(
       fe.call(VHOST_USER_GET_INFLIGHT_FD, VhostUserInflight{0, 0, 1, kRingSize}).value(), 1 << 20);
   ASSERT_TRUE(second.has_value()) << second.error().message();
-  size_t len = second->info.mmap_size;
-  auto* region = static_cast<uint8_t*>(::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED,
-                                              second->fd.get(), 0));
-  ASSERT_NE(region, MAP_FAILED);
-  auto* qhdr = reinterpret_cast<QueueRegionSplit*>(region);
+  // Not mapped here: the test's own mapping could take the freed address and hide the bug.
   ram.add_request(VIRTIO_BLK_T_IN, 1, 0x20000, 512);
   kick(kick_fd.get());
-  ASSERT_TRUE(eventually([&] { return ram.driver().used_idx() == 2 && qhdr->used_idx == 2; }));
-  ::munmap(region, len);
+  ASSERT_TRUE(eventually([&] { return ram.driver().used_idx() == 2; }));
+  auto base = parse_vring_base_reply(
+      fe.call(VHOST_USER_GET_VRING_BASE, VhostVringState{0, 0}).value(), 0);
+  EXPECT_EQ(base.value(), 2u);
 }
 
 // A call fd that is a pipe whose reader is closed: signalling it used to raise SIGPIPE and kill
