@@ -1,5 +1,6 @@
 #include "vhost_user/vhost_user_channel.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -80,12 +81,23 @@ Result<void> wait_writable(int fd, std::chrono::milliseconds timeout) {
 
 Result<Channel> Channel::connect(const std::string& path) {
   ASSIGN_OR_RETURN(sockaddr_un addr, unix_address(path, "vhost-user connect"));
-  UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  // Non-blocking: a blocking connect to a listener whose backlog is full (a peer that never
+  // accepts) waits forever, and callers hold the device's lock while they connect.
+  UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!s.valid()) return fail_errno("vhost-user connect", "socket");
   if (retry_eintr([&] {
         return ::connect(s.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
-      }) < 0)
+      }) < 0) {
+    if (errno == EAGAIN)
+      return fail_code(EAGAIN, "vhost-user connect",
+                       path + ": the back-end accepts no connection (its backlog is full)");
     return fail_errno("vhost-user connect", path);
+  }
+  // Every read and write polls with its own timeout (MSG_DONTWAIT); keep the blocking mode the
+  // socket had before.
+  int fl = ::fcntl(s.get(), F_GETFL);
+  if (fl < 0 || ::fcntl(s.get(), F_SETFL, fl & ~O_NONBLOCK) < 0)
+    return fail_errno("vhost-user connect", "fcntl");
   return Channel(std::move(s));
 }
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -121,6 +122,9 @@ Result<void> run_blk_backend(const BlkBackendOptions& options, const std::atomic
     return tl::unexpected<Error>(std::move(e));
   }
   UniqueFd dir = open_socket_dir(options.socket);
+  // A front-end may hand a pipe as a call or error fd and close its reader: the write that
+  // signals it must fail with EPIPE, not kill the back-end.
+  ::signal(SIGPIPE, SIG_IGN);
   std::string base = options.socket.substr(options.socket.rfind('/') + 1);
   if (options.seccomp) {
     TRY(install_backend_seccomp(dir.get()));

@@ -169,7 +169,9 @@ Result<std::optional<BlkSession::Reply>> BlkSession::reply(const Request& req) {
                                                       std::to_string(in.queue_size) +
                                                       " is more than this disk has");
       ASSIGN_OR_RETURN(auto region, InflightRegion::create(in.num_queues, in.queue_size));
+      stop_all();  // running rings write into the old region's mapping
       inflight_.emplace(std::move(region));
+      restart_all();
       return std::optional<Reply>(Reply{reply_of(code, inflight_->info()), inflight_->fd().get()});
     }
     default: break;
@@ -267,6 +269,13 @@ Result<void> BlkSession::execute(Request& req) {
       const auto& vf = std::get<VringFd>(req.body);
       ASSIGN_OR_RETURN(Vring * v, ring(vf.index));
       UniqueFd fd = vf.has_fd && !req.fds.empty() ? std::move(req.fds[0]) : UniqueFd();
+      if (req.request != VHOST_USER_SET_VRING_KICK && fd.valid()) {
+        // A queue thread writes it: a full pipe in blocking mode would stop that thread for
+        // good (and every stop() that drains it). Eventfds from QEMU and tern are non-blocking.
+        int fl = ::fcntl(fd.get(), F_GETFL);
+        if (fl < 0 || ::fcntl(fd.get(), F_SETFL, fl | O_NONBLOCK) < 0)
+          return fail_errno("fcntl", "vring " + std::to_string(vf.index) + " call/err fd");
+      }
       if (req.request == VHOST_USER_SET_VRING_CALL) {
         v->interrupt->set_call(std::move(fd));
         return {};
@@ -299,7 +308,9 @@ Result<void> BlkSession::execute(Request& req) {
       const auto& in = std::get<VhostUserInflight>(req.body);
       if (req.fds.empty()) return fail("inflight region", "no fd");
       ASSIGN_OR_RETURN(auto region, InflightRegion::map(in, std::move(req.fds[0])));
+      stop_all();  // running rings write into the old region's mapping
       inflight_.emplace(std::move(region));
+      restart_all();
       return {};
     }
     default: break;
