@@ -64,8 +64,18 @@ wait_exit() {
     wait_for "$2" sh -c "! kill -0 $1 2>/dev/null" || { echo "VU-INFO pid $1 still running after $2 s: killed"; kill -9 "$1"; }
     wait "$1"
 }
-has() { grep -q "$2" "$1" 2>/dev/null; }
-lines() { grep -a "$2" "$1" 2>/dev/null | tr -d '\r'; }  # lines FILE PATTERN
+# The complete lines of FILE (a console file being written: a line without its newline yet is
+# left out, so a check never reads half a line).
+complete() {
+    local d
+    d="$(cat "$1" 2>/dev/null; echo .)"
+    d="${d%.}"
+    if [[ "$d" == *$'\n' ]]; then printf '%s' "$d"
+    elif [[ "$d" == *$'\n'* ]]; then printf '%s\n' "${d%$'\n'*}"
+    fi
+}
+has() { complete "$1" | grep -aq "$2"; }
+lines() { complete "$1" | grep -a "$2" | tr -d '\r'; }  # lines FILE PATTERN
 line() { lines "$@" | head -n 1; }
 field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }  # field LINE KEY
 sha() { sha256sum "$1" | cut -d' ' -f1; }
