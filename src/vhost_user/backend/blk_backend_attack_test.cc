@@ -29,7 +29,7 @@ TEST(BlkBackendAttackTest, ANewInflightRegionWhileTheRingRunsIsSafe) {
   auto first = parse_inflight_reply(
       fe.call(VHOST_USER_GET_INFLIGHT_FD, VhostUserInflight{0, 0, 1, kRingSize}).value(), 1 << 20);
   ASSERT_TRUE(first.has_value()) << first.error().message();
-  SharedRam ram;
+  BackendRam ram;
   UniqueFd kick_fd = eventfd0(), call_fd = eventfd0();
   ASSERT_NO_FATAL_FAILURE(fe.start_ring(ram, 0, kick_fd.get(), call_fd.get()));
   ram.add_request(VIRTIO_BLK_T_IN, 0, 0x10000, 512);
@@ -58,7 +58,7 @@ TEST(BlkBackendAttackTest, ACallPipeWithoutReaderDoesNotKillTheBackend) {
   ASSERT_EQ(::pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
   UniqueFd reader(p[0]), writer(p[1]);
   reader.reset();
-  SharedRam ram;
+  BackendRam ram;
   UniqueFd kick_fd = eventfd0();
   ASSERT_NO_FATAL_FAILURE(fe.start_ring(ram, 0, kick_fd.get(), writer.get()));
   ram.add_request(VIRTIO_BLK_T_IN, 0, 0x10000, 512);
@@ -82,7 +82,7 @@ TEST(BlkBackendAttackTest, AFullBlockingCallPipeDoesNotStopTheQueue) {
   while (::write(writer.get(), junk, sizeof junk) > 0) {
   }
   ASSERT_EQ(::fcntl(writer.get(), F_SETFL, 0), 0);  // blocking again, and full
-  SharedRam ram;
+  BackendRam ram;
   UniqueFd kick_fd = eventfd0();
   ASSERT_NO_FATAL_FAILURE(fe.start_ring(ram, 0, kick_fd.get(), writer.get()));
   ram.add_request(VIRTIO_BLK_T_IN, 0, 0x10000, 512);
