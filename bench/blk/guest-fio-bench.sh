@@ -11,7 +11,8 @@
 #   BLK-B64-END name=J
 # So the VMM's CPU time is read around the I/O only: not around fio's start (loading ~80 MB of
 # libraries takes seconds here) nor its report.
-# Kernel command line: blk.runtime=SECONDS (default 5), blk.engine=libaio|io_uring (default libaio).
+# Kernel command line: blk.runtime=SECONDS (default 5), blk.engine=libaio|io_uring (default libaio),
+# blk.jobs=PREFIX,PREFIX... (only the jobs whose names start with one of them; default all).
 # As "/actions/fio-bench mark BEGIN|END NAME" it is the exec_prerun/exec_postrun helper (fio sends
 # that command's output to a file, so the helper talks to /dev/console itself).
 if [ "$1" = mark ]; then
@@ -20,10 +21,18 @@ if [ "$1" = mark ]; then
     read -r -t 60 _ </dev/console || echo "BLK-WARN name=$3 no answer from the test host" >/dev/console
     exit 0
 fi
-runtime=5 engine=libaio
+runtime=5 engine=libaio only=""
 for arg in $(cat /proc/cmdline); do
-    case "$arg" in blk.runtime=*) runtime="${arg#*=}" ;; blk.engine=*) engine="${arg#*=}" ;; esac
+    case "$arg" in
+        blk.runtime=*) runtime="${arg#*=}" ;; blk.engine=*) engine="${arg#*=}" ;;
+        blk.jobs=*) only=$(echo "${arg#*=}" | tr , ' ') ;;
+    esac
 done
+wanted() {  # wanted JOB: true when blk.jobs is unset or JOB starts with one of its prefixes
+    [ -z "$only" ] && return 0
+    for p in $only; do case "$1" in "$p"*) return 0 ;; esac; done
+    return 1
+}
 i=0
 while [ ! -b /dev/vda ] && [ "$i" -lt 100 ]; do usleep 100000; i=$((i + 1)); done
 if [ ! -b /dev/vda ]; then
@@ -35,6 +44,7 @@ stty -echo -F /dev/console 2>/dev/null
 
 while read -r name args; do
     case "$name" in '' | '#'*) continue ;; esac
+    wanted "$name" || continue
     # shellcheck disable=SC2086  # the job's options are split into words on purpose
     fio --name="$name" --filename=/dev/vda --direct=1 --ioengine="$engine" --time_based \
         --runtime="$runtime" --norandommap --randrepeat=0 --lat_percentiles=1 \
