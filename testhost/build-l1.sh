@@ -3,11 +3,13 @@
 # kernel and initramfs under /guest/, tern + its libraries (when built), optionally QEMU + libraries +
 # firmware, and the scenario script that L1 runs once /dev/kvm is up.
 #
-# Usage: build-l1.sh OUT.cpio --scenario FILE [--with-qemu] [--tern PATH | --no-tern]
+# Usage: build-l1.sh OUT.cpio --scenario FILE [--with-qemu] [--with-qsd] [--tern PATH | --no-tern]
 #                    [--guest-initramfs FILE] [--guest-modules LIST] [--modules LIST] [--extra DIR]
 #                    [--env NAME=VALUE]... [--bin PATH]...
 #   --scenario FILE         shell script run by L1's init (its exit code becomes TESTHOST-DONE rc=)
 #   --with-qemu             include qemu-system-x86_64 (-L $TH_QEMU_FW for its firmware)
+#   --with-qsd              include qemu-storage-daemon (a vhost-user-blk back-end; Debian package
+#                           qemu-system-common) with its libraries, as $TH_QSD
 #   --tern PATH             tern binary (default: $TERN_BIN, else <repo>/build/tern when it exists)
 #   --guest-initramfs FILE  guest initramfs (default: build one, with --guest-modules LIST loaded)
 #   --modules LIST          extra modules L1 itself loads after kvm-amd (e.g. virtio for a disk)
@@ -15,18 +17,19 @@
 #   --env NAME=VALUE        variable exported to the scenario (repeatable)
 #   --bin PATH              host binary copied into L1 at the same path, with its ldd libraries
 #                           (repeatable; e.g. --bin /usr/bin/curl for API tests)
-# The scenario sees TH_KERNEL_VERSION, TH_GUEST_KERNEL, TH_GUEST_INITRD, TH_TERN, TH_QEMU, TH_QEMU_FW
-# (TH_TERN / TH_QEMU are empty when not included). The archive is several uncompressed newc cpio
+# The scenario sees TH_KERNEL_VERSION, TH_GUEST_KERNEL, TH_GUEST_INITRD, TH_TERN, TH_QEMU, TH_QEMU_FW,
+# TH_QSD (TH_TERN / TH_QEMU / TH_QSD are empty when not included). The archive is several uncompressed newc cpio
 # archives concatenated (Linux unpacks them in turn); each layer is cached under build/testhost/layers.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-out="" scenario="" with_qemu=0 tern="${TERN_BIN:-$TH_REPO/build/tern}" guest_initrd="" guest_modules=""
+out="" scenario="" with_qemu=0 with_qsd=0 tern="${TERN_BIN:-$TH_REPO/build/tern}" guest_initrd="" guest_modules=""
 modules="" extra="" envs=() bins=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --scenario) scenario="$2"; shift 2 ;;
         --with-qemu) with_qemu=1; shift ;;
+        --with-qsd) with_qsd=1; shift ;;
         --tern) tern="$2"; shift 2 ;;
         --no-tern) tern=""; shift ;;
         --guest-initramfs) guest_initrd="$2"; shift 2 ;;
@@ -35,7 +38,7 @@ while [[ $# -gt 0 ]]; do
         --extra) extra="$2"; shift 2 ;;
         --bin) bins+=("$2"); shift 2 ;;
         --env) [[ "$2" == [A-Za-z_]*=* ]] || th_die "--env wants NAME=VALUE, got '$2'"; envs+=("$2"); shift 2 ;;
-        -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
         -*) th_die "unknown option $1" ;;
         *) [[ -z "$out" ]] || th_die "more than one output given"; out="$1"; shift ;;
     esac
@@ -104,6 +107,7 @@ fill_qemu() {
         cp -L "$f" "$root/opt/qemu-fw/"
     done
 }
+fill_qsd() { th_copy_with_libs "$(command -v qemu-storage-daemon)" "$1" /usr/bin/qemu-storage-daemon; }
 fill_tern() { th_copy_with_libs "$tern" "$1" /usr/local/bin/tern; }
 
 parts=()
@@ -115,6 +119,12 @@ if [[ "$with_qemu" == 1 ]]; then
     key="$(th_hash "$TH_DIR/build-l1.sh" "$(command -v qemu-system-x86_64)" \
         "$(ldd "$(command -v qemu-system-x86_64)" | awk '{print $1, $3}')")"
     parts+=("$(cached_layer qemu "$key" fill_qemu)")
+fi
+if [[ "$with_qsd" == 1 ]]; then
+    th_need_cmd qemu-storage-daemon qemu-system-common
+    key="$(th_hash "$TH_DIR/build-l1.sh" "$(command -v qemu-storage-daemon)" \
+        "$(ldd "$(command -v qemu-storage-daemon)" | awk '{print $1, $3}')")"
+    parts+=("$(cached_layer qsd "$key" fill_qsd)")
 fi
 if [[ -n "$tern" ]]; then
     key="$(th_hash "$TH_DIR/build-l1.sh" "$tern" "$(ldd "$tern" | awk '{print $1, $3}')")"
@@ -133,6 +143,7 @@ install -m 0755 "$scenario" "$top/testhost/scenario"
     echo "TH_TERN=$([[ -n "$tern" ]] && echo /usr/local/bin/tern)"
     echo "TH_QEMU=$([[ "$with_qemu" == 1 ]] && echo /usr/bin/qemu-system-x86_64)"
     echo "TH_QEMU_FW=/opt/qemu-fw"
+    echo "TH_QSD=$([[ "$with_qsd" == 1 ]] && echo /usr/bin/qemu-storage-daemon)"
     for e in ${envs[@]+"${envs[@]}"}; do printf '%s=%q\n' "${e%%=*}" "${e#*=}"; done
 } >"$top/testhost/env.sh"
 if [[ -n "$extra" ]]; then cp -a "$extra/." "$top/"; fi

@@ -2,7 +2,7 @@
 # Boots the nested test host (L1: QEMU TCG, AMD CPU with SVM + NPT, one vCPU) with a scenario script,
 # streams its console to stdout and to a log file, and exits with the scenario's exit code.
 #
-# Usage: run.sh --scenario FILE [--with-qemu] [--memory MB] [--timeout SEC] [--log FILE]
+# Usage: run.sh --scenario FILE [--with-qemu] [--with-qsd] [--memory MB] [--timeout SEC] [--log FILE]
 #               [--interactive] [--disk FILE] [--stall SEC]
 #               [build-l1.sh options: --tern PATH, --no-tern, --env NAME=VALUE, ...]
 #   --memory MB     L1 RAM (default 6144: room for a 3328 MiB nested guest plus the initramfs)
@@ -30,7 +30,7 @@ while [[ $# -gt 0 ]]; do
         --disk) disk="$2"; shift 2 ;;
         --stall) stall="$2"; shift 2 ;;
         --pidfile) pidfile="$2"; shift 2 ;;
-        --with-qemu | --no-tern) build_args+=("$1"); shift ;;
+        --with-qemu | --with-qsd | --no-tern) build_args+=("$1"); shift ;;
         --tern | --guest-initramfs | --guest-modules | --modules | --extra | --env | --bin) build_args+=("$1" "$2"); shift 2 ;;
         -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
         *) th_die "unknown argument $1; see --help" ;;
