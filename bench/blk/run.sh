@@ -165,7 +165,7 @@ timeout=$((300 + rounds * ncfg * per_boot))
 ((timeout >= 1800)) || timeout=1800
 log="$TH_CACHE/logs/bench-blk.log"
 bins=()
-[[ ! -x "$qsd" ]] || bins=(--bin "$qsd")  # qemu-storage-daemon and its libraries, for the -qsd rows
+[[ ! -x "$qsd" ]] || bins=(--with-qsd)  # qemu-storage-daemon and its libraries (TH_QSD), for the -qsd rows
 args=(--scenario "$here/scenario.sh" --with-qemu --no-tern --extra "$extra/root" --disk "$img" --modules "$mods"
     ${bins[@]+"${bins[@]}"} --memory 3072 --timeout "$timeout" --stall 180 --log "$log"
     --env "BLK_CONFIGS=$configs" --env "BLK_TERNS=$blk_terns" --env "BLK_ROUNDS=$rounds" --env "BLK_RUNTIME=$runtime"

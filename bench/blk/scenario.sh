@@ -24,7 +24,7 @@
 : "${BLK_JOBS:=}"
 trap '' PIPE  # a VMM that died must not take this script with it when it answers a job line
 CMDLINE="console=ttyS0 quiet loglevel=1 tern.action=fio-bench blk.runtime=$BLK_RUNTIME blk.engine=$BLK_ENGINE${BLK_JOBS:+ blk.jobs=$BLK_JOBS}"
-QSD=/usr/bin/qemu-storage-daemon SOCK=/tmp/vhost-user-blk.sock
+QSD=${TH_QSD:-/usr/bin/qemu-storage-daemon} SOCK=/tmp/vhost-user-blk.sock
 
 i=0
 while [ ! -b /dev/vda ] && [ "$i" -lt 100 ]; do usleep 100000; i=$((i + 1)); done
