@@ -12,7 +12,8 @@
 # So the VMM's CPU time is read around the I/O only: not around fio's start (loading ~80 MB of
 # libraries takes seconds here) nor its report.
 # Kernel command line: blk.runtime=SECONDS (default 5), blk.engine=libaio|io_uring (default libaio),
-# blk.jobs=PREFIX,PREFIX... (only the jobs whose names start with one of them; default all).
+# blk.jobs=NAME,NAME... (only these jobs, where NAME is a job or the start of job names up to a
+# dash: "randread" is randread-qd1 ... randread-qd64; default all).
 # As "/actions/fio-bench mark BEGIN|END NAME" it is the exec_prerun/exec_postrun helper (fio sends
 # that command's output to a file, so the helper talks to /dev/console itself).
 if [ "$1" = mark ]; then
@@ -28,9 +29,9 @@ for arg in $(cat /proc/cmdline); do
         blk.jobs=*) only=$(echo "${arg#*=}" | tr , ' ') ;;
     esac
 done
-wanted() {  # wanted JOB: true when blk.jobs is unset or JOB starts with one of its prefixes
+wanted() {  # wanted JOB: true when blk.jobs is unset or names JOB (JOB, or JOB's start up to a dash)
     [ -z "$only" ] && return 0
-    for p in $only; do case "$1" in "$p"*) return 0 ;; esac; done
+    for p in $only; do case "$1" in "$p" | "$p"-*) return 0 ;; esac; done
     return 1
 }
 i=0

@@ -18,7 +18,7 @@
 # and DIR/console.log (DIR: results/<date> unless --out says).
 #
 # Usage: bench/blk/run.sh [--tern NAME=PATH]... [--rounds N] [--configs LIST] [--runtime SEC]
-#                         [--jobs PREFIX,...] [--engine libaio|io_uring] [--tern-disk OPTS]
+#                         [--jobs NAME,...] [--engine libaio|io_uring] [--tern-disk OPTS]
 #                         [--data-mib N] [--out DIR/FILE.json]
 #   --tern NAME=PATH  a tern binary to measure, named NAME in the results (repeatable; default one,
 #                     tern=$TERN_BIN or build/tern, skipped when missing). Before/after in one run:
@@ -27,8 +27,8 @@
 #                     NAME-vub, qemu, ... (default 3); the results are medians with min-max
 #   --configs LIST    which configurations and in which order (default: qemu qemu-qsd, then NAME
 #                     NAME-qsd NAME-vub for every --tern NAME); --vmms is the old spelling
-#   --jobs PREFIXES   only the jobs whose names start with one of these (comma-separated; e.g.
-#                     randread,randwrite for the QD sweeps without the mixes; default all)
+#   --jobs NAMES      only these jobs (comma-separated job names, or their start up to a dash:
+#                     randread,randwrite = the QD sweeps without the mixes; default all)
 #   --tern-disk OPTS  what follows path=FILE in tern's --disk, built-in and back-end (default
 #                     cache=none,io=io_uring)
 # Environment: TERN_BIN (default build/tern), TESTHOST_CACHE (default build/testhost).
@@ -58,7 +58,7 @@ done
 [[ "$engine" == libaio || "$engine" == io_uring ]] || th_die "--engine must be libaio or io_uring, got '$engine'"
 [[ "$data_mib" =~ ^[1-9][0-9]*$ ]] || th_die "--data-mib wants a number of MiB, got '$data_mib'"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || th_die "--rounds wants a number of rounds, got '$rounds'"
-[[ -z "$jobs" || "$jobs" =~ ^[a-z0-9-]+(,[a-z0-9-]+)*$ ]] || th_die "--jobs wants PREFIX,PREFIX... of a-z 0-9 -, got '$jobs'"
+[[ -z "$jobs" || "$jobs" =~ ^[a-z0-9-]+(,[a-z0-9-]+)*$ ]] || th_die "--jobs wants NAME,NAME... of a-z 0-9 -, got '$jobs'"
 [[ -n "$out" ]] || out="$here/results/$(date -u +%Y-%m-%d)/blk.json"
 [[ "$out" == *.json ]] || th_die "--out wants a FILE.json, got '$out'"
 # The tern binaries: NAME=PATH each; without --tern, "tern" = $TERN_BIN (skipped when not built).

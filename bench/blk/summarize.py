@@ -2,7 +2,7 @@
 """Turns bench/blk's results directory (read from the test host's disk) into JSON (stdout).
 
 Usage: summarize.py RESULTS_DIR --log LOG --kernel VERSION --runtime S --engine E --data-mib N
-                    --jobs jobs.txt [--only PREFIX,...] --configs "qemu qemu-qsd tern ..." [--rounds N]
+                    --jobs jobs.txt [--only NAME,...] --configs "qemu qemu-qsd tern ..." [--rounds N]
                     [--git-rev REV] [--stamps FILE] [--tern NAME=PATH]... [--test-host DESC] [--host-load DESC]
 RESULTS_DIR/<config>/<round>/ (rounds 1..N) holds status ("rc=N jobs=M" or "skipped=<why>"), cpu.txt
 ("<job> begin|end vmm_utime vmm_stime vmm_guest be_utime be_stime l1_busy l1_total", clock ticks in
@@ -55,7 +55,7 @@ def job_list(path, only):
             line = line.strip()
             if line and not line.startswith("#"):
                 name, _, opts = line.partition(" ")
-                if not prefixes or any(name.startswith(p) for p in prefixes):
+                if not prefixes or any(name == p or name.startswith(p + "-") for p in prefixes):
                     jobs.append((name, " ".join(opts.split())))
     return jobs
 
