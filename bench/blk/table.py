@@ -20,7 +20,8 @@ FIGURES = [("iops", "IOPS", "{:.0f}"), ("lat_mean_us", "mean latency (µs)", "{:
            ("cpu_us_per_io", "host CPU per I/O, VMM + back-end (µs; includes guest mode)", "{:.0f}"),
            ("cpu_us_per_io_outside_guest", "host CPU per I/O outside guest mode, VMM + back-end (µs)", "{:.0f}"),
            ("backend_us_per_io", "of which the back-end process (µs per I/O)", "{:.0f}"),
-           ("l1_host_share", "share of a host core the test host had during the job", "{:.2f}")]
+           ("l1_host_share", "share of a host core the test host had during the job", "{:.2f}"),
+           ("iops_per_core", "IOPS / that share (estimate: as if the test host had had a whole core)", "{:.0f}")]
 GOALS = {"within10": "within 10% of", "ahead": "ahead of", None: "against"}
 
 
@@ -31,8 +32,10 @@ def cell(c, job, key, fmt, collapse):
 def verdict_cell(v, fmt="{:.2f}"):
     if not v:
         return "n/a"
-    return "no measurable difference" if v["ranges"].startswith("no") else \
-        f"{fmt.format(v['ratio_of_medians'])}x ({'better' if v['better'] else 'worse'})"
+    if v["better"] is None:
+        return f"{fmt.format(v['ratio_of_medians'])}x, one round" if v["ranges"].startswith("one") else \
+            "no measurable difference"
+    return f"{fmt.format(v['ratio_of_medians'])}x ({'better' if v['better'] else 'worse'})"
 
 
 def main():
