@@ -12,7 +12,7 @@
 # configuration serves the same blk.raw with O_DIRECT and io_uring. Per configuration and round the
 # scenario answers the guest's BLK-JOB-BEGIN/END lines after reading the CPU time of the VMM and the
 # back-end, and stores in results/<config>/<round>/:
-#   <job>.json   fio's report
+#   fio.json     fio's report (every job)
 #   cpu.txt      "<job> begin|end vmm_utime vmm_stime vmm_guest be_utime be_stime l1_busy l1_total"
 #                (clock ticks; be_* 0 0 without a back-end; l1_* from L1's /proc/stat cpu line)
 #   status       "rc=N jobs=M" of the VMM, or "skipped=<why>"
@@ -181,15 +181,15 @@ run_cfg() {  # run_cfg CFG ROUND
             BLK-JOB-RC*)
                 case "$line" in *rc=0) ;; *) echo "BLK-ERROR cfg=$cfg$tag fio failed: ${line#BLK-JOB-RC }" ;; esac ;;
             BLK-B64-END*)
-                job="${line#*name=}"
-                if base64 -d <"/tmp/$job.b64" | gunzip >"$out/$job.json" 2>/dev/null; then
-                    # fio's pretty JSON: the first "iops" is the read side, the second the write side.
-                    summary=$(awk -F: '/"iops" :/ { gsub(/[ ,]/, "", $2); v[++n] = $2 } END { printf "read_iops=%.0f write_iops=%.0f", v[1], v[2] }' "$out/$job.json")
-                    echo "BLK-PROGRESS cfg=$cfg$tag job=$job done $summary"
+                name="${line#*name=}"
+                if base64 -d <"/tmp/$name.b64" | gunzip >"$out/$name.json" 2>/dev/null; then
+                    # fio's pretty JSON: per job its name, then "iops" of the read, write, trim sides.
+                    awk -F: -v p="BLK-PROGRESS cfg=$cfg$tag" '/"jobname" :/ { gsub(/[ ",]/, "", $2); j = $2; n = 0 }
+                        /"iops" :/ { gsub(/[ ,]/, "", $2); n++; if (n == 1) r = $2; if (n == 2) printf "%s job=%s read_iops=%.0f write_iops=%.0f\n", p, j, r, $2 }' "$out/$name.json"
                 else
-                    echo "BLK-ERROR cfg=$cfg$tag job=$job fio report did not decode"
+                    echo "BLK-ERROR cfg=$cfg$tag the fio report did not decode"
                 fi
-                rm -f "/tmp/$job.b64" ;;
+                rm -f "/tmp/$name.b64" ;;
             BLK-VMM-EXIT*) vmm_rc="${line#*rc=}" ;;
             BLK-B64*)
                 rest="${line#BLK-B64 name=}"
@@ -207,6 +207,7 @@ run_cfg() {  # run_cfg CFG ROUND
     stop_backend
     [ ! -s "$out/backend.txt" ] || sed 's/^/  be| /' "$out/backend.txt" | tail -n 40
     echo "rc=${vmm_rc:-unknown} jobs=$(grep -c ' end ' "$out/cpu.txt")" >"$out/status"
+    rm -f /tmp/*.b64
     echo "BLK-PROGRESS cfg=$cfg$tag exited rc=${vmm_rc:-unknown} after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.0f", b - a }')s"
 }
 

@@ -6,7 +6,8 @@ Usage: summarize.py RESULTS_DIR --log LOG --kernel VERSION --runtime S --engine 
                     [--git-rev REV] [--stamps FILE] [--tern NAME=PATH]... [--test-host DESC] [--host-load DESC]
 RESULTS_DIR/<config>/<round>/ (rounds 1..N) holds status ("rc=N jobs=M" or "skipped=<why>"), cpu.txt
 ("<job> begin|end vmm_utime vmm_stime vmm_guest be_utime be_stime l1_busy l1_total", clock ticks in
-the test host; older runs have the first three only), <job>.json (fio's report) and backend.txt.
+the test host; older runs have the first three only), fio.json (fio's report, every job; older
+runs: <job>.json, one per job) and backend.txt.
 --tern NAME=PATH records which binary NAME was (path, sha256, git describe of its tree).
 Each job's figures are per round ("rounds"); "stats" has median/min/max over the rounds of each.
 "vs" has each configuration's per-round ratio to the reference configurations (qemu, qemu-qsd, the
@@ -99,10 +100,8 @@ def read_stamps(path):
     return out
 
 
-def job_result(path, cpu, share, backend):
-    """The figures of one job in one round (flat: every value a number or None)."""
-    with open(path) as f:
-        j = json.load(f)["jobs"][0]
+def job_result(j, cpu, share, backend):
+    """The figures of one job (fio's report of it) in one round (flat: every value a number or None)."""
     r, w = side(j["read"]), side(j["write"])
     ios = r["ios"] + w["ios"]
     res = {"iops": round(r["iops"] + w["iops"], 1), "read_iops": round(r["iops"], 1), "write_iops": round(w["iops"], 1),
@@ -133,12 +132,22 @@ def read_round(d, jobs, stamps, key, backend):
     sp = os.path.join(d, "status")
     status = open(sp).read().strip() if os.path.exists(sp) else "not run"
     cpu = read_cpu(os.path.join(d, "cpu.txt"))
-    results, errors = {}, []
+    results, errors, reports = {}, [], {}
+    try:  # fio.json: one report with every job; <job>.json: a report per job (runs before 2026-12-01)
+        if os.path.exists(os.path.join(d, "fio.json")):
+            with open(os.path.join(d, "fio.json")) as f:
+                reports = {j["jobname"]: j for j in json.load(f)["jobs"]}
+        for name, _ in jobs:
+            p = os.path.join(d, name + ".json")
+            if name not in reports and os.path.exists(p):
+                with open(p) as f:
+                    reports[name] = json.load(f)["jobs"][0]
+    except (ValueError, KeyError, IndexError) as e:
+        errors.append(f"unreadable fio report ({e})")
     for name, _ in jobs:
-        p = os.path.join(d, name + ".json")
-        if os.path.exists(p):
+        if name in reports:
             try:
-                results[name] = job_result(p, cpu.get(name), stamps.get((*key, name)), backend)
+                results[name] = job_result(reports[name], cpu.get(name), stamps.get((*key, name)), backend)
             except (ValueError, KeyError, IndexError) as e:
                 errors.append(f"{name}: unreadable fio report ({e})")
     return status, results, errors
