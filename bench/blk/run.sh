@@ -19,7 +19,7 @@
 #
 # Usage: bench/blk/run.sh [--tern NAME=PATH]... [--rounds N] [--configs LIST] [--runtime SEC]
 #                         [--jobs NAME,...] [--engine libaio|io_uring] [--tern-disk OPTS]
-#                         [--data-mib N] [--out DIR/FILE.json]
+#                         [--shmem-thp MODE] [--data-mib N] [--out DIR/FILE.json]
 #   --tern NAME=PATH  a tern binary to measure, named NAME in the results (repeatable; default one,
 #                     tern=$TERN_BIN or build/tern, skipped when missing). Before/after in one run:
 #                     --tern tern-before=/path/to/old/tern --tern tern=build/tern
@@ -31,6 +31,9 @@
 #                     randread,randwrite = the QD sweeps without the mixes; default all)
 #   --tern-disk OPTS  what follows path=FILE in tern's --disk, built-in and back-end (default
 #                     cache=none,io=io_uring)
+#   --shmem-thp MODE  the test host's /sys/kernel/mm/transparent_hugepage/shmem_enabled (default
+#                     advise: the memfd guest RAM of the vhost-user rows gets 2 MiB pages like the
+#                     built-in rows' anonymous RAM; never = Debian's default, 4 KiB pages)
 # Environment: TERN_BIN (default build/tern), TESTHOST_CACHE (default build/testhost).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -38,19 +41,20 @@ repo="$(cd "$here/../.." && pwd)"
 source "$repo/testhost/lib.sh"
 
 configs="" runtime=5 engine=libaio tern_disk="cache=none,io=io_uring" data_mib=512 rounds=3 terns=()
-out="" jobs=""
+out="" jobs="" shmem_thp=advise
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --tern) terns+=("$2"); shift 2 ;;
         --rounds) rounds="$2"; shift 2 ;;
         --configs | --vmms) configs="$2"; shift 2 ;;
         --jobs) jobs="$2"; shift 2 ;;
+        --shmem-thp) shmem_thp="$2"; shift 2 ;;
         --runtime) runtime="$2"; shift 2 ;;
         --engine) engine="$2"; shift 2 ;;
         --tern-disk) tern_disk="$2"; shift 2 ;;
         --data-mib) data_mib="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
-        -h | --help) sed -n '2,36p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,39p' "$0"; exit 0 ;;
         *) th_die "unknown argument $1; see --help" ;;
     esac
 done
@@ -59,6 +63,7 @@ done
 [[ "$data_mib" =~ ^[1-9][0-9]*$ ]] || th_die "--data-mib wants a number of MiB, got '$data_mib'"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || th_die "--rounds wants a number of rounds, got '$rounds'"
 [[ -z "$jobs" || "$jobs" =~ ^[a-z0-9-]+(,[a-z0-9-]+)*$ ]] || th_die "--jobs wants NAME,NAME... of a-z 0-9 -, got '$jobs'"
+[[ "$shmem_thp" =~ ^(never|advise|always|within_size)$ ]] || th_die "--shmem-thp must be never, advise, always or within_size, got '$shmem_thp'"
 [[ -n "$out" ]] || out="$here/results/$(date -u +%Y-%m-%d)/blk.json"
 [[ "$out" == *.json ]] || th_die "--out wants a FILE.json, got '$out'"
 # The tern binaries: NAME=PATH each; without --tern, "tern" = $TERN_BIN (skipped when not built).
@@ -169,7 +174,7 @@ bins=()
 args=(--scenario "$here/scenario.sh" --with-qemu --no-tern --extra "$extra/root" --disk "$img" --modules "$mods"
     ${bins[@]+"${bins[@]}"} --memory 3072 --timeout "$timeout" --stall 180 --log "$log"
     --env "BLK_CONFIGS=$configs" --env "BLK_TERNS=$blk_terns" --env "BLK_ROUNDS=$rounds" --env "BLK_RUNTIME=$runtime"
-    --env "BLK_ENGINE=$engine" --env "BLK_TERN_DISK=$tern_disk" --env "BLK_JOBS=$jobs" --env "BLK_TIMEOUT=$((per_boot * 2))")
+    --env "BLK_ENGINE=$engine" --env "BLK_TERN_DISK=$tern_disk" --env "BLK_JOBS=$jobs" --env "BLK_SHMEM_THP=$shmem_thp" --env "BLK_TIMEOUT=$((per_boot * 2))")
 pidfile="$work/l1.pid" stamps="$work/stamps.txt"
 args+=(--pidfile "$pidfile")
 # The BLK-MARK lines around each job get L1's host CPU time (stamp_cpu.py): the share of a host core

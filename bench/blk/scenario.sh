@@ -6,6 +6,7 @@
 # $BLK_ROUNDS times (default 1), boots the guest once per configuration of $BLK_CONFIGS, in that
 # order, so they interleave: qemu, qemu-qsd, tern, ... A configuration is VMM[-BACKEND]:
 #   VMM      qemu, or a tern NAME of $BLK_TERNS ("NAME=PATH ...", default "tern=$TH_TERN")
+# L1's shmem_enabled is set to $BLK_SHMEM_THP (default advise) first: see below.
 #   BACKEND  none: the VMM's own virtio-blk; qsd: qemu-storage-daemon; vub: `tern vhost-user-blk` of
 #            the first tern in $BLK_TERNS (the VMM's own binary when the VMM is a tern)
 # The two tables below (backend_cmd, disk_args) are all that differs between configurations. Every
@@ -21,7 +22,7 @@
 # at=begin|end" around each job, which the host stamps with L1's own host CPU time (stamp_cpu.py).
 : "${BLK_CONFIGS:=qemu tern}" "${BLK_RUNTIME:=5}" "${BLK_ENGINE:=libaio}" "${BLK_MEM_MIB:=1024}" "${BLK_TIMEOUT:=1200}"
 : "${BLK_TERN_DISK:=cache=none,io=io_uring}" "${BLK_ROUNDS:=1}" "${BLK_TERNS:=${TH_TERN:+tern=$TH_TERN}}"
-: "${BLK_JOBS:=}"
+: "${BLK_JOBS:=}" "${BLK_SHMEM_THP:=advise}"
 trap '' PIPE  # a VMM that died must not take this script with it when it answers a job line
 CMDLINE="console=ttyS0 quiet loglevel=1 tern.action=fio-bench blk.runtime=$BLK_RUNTIME blk.engine=$BLK_ENGINE${BLK_JOBS:+ blk.jobs=$BLK_JOBS}"
 QSD=${TH_QSD:-/usr/bin/qemu-storage-daemon} SOCK=/tmp/vhost-user-blk.sock
@@ -34,7 +35,13 @@ DATA=/mnt/blk.raw INITRD=/mnt/guest-fio.cpio
 [ -f "$DATA" ] && [ -f "$INITRD" ] || { echo "BLK-ERROR $DATA or $INITRD missing on the disk"; exit 1; }
 rm -rf /mnt/results
 mkdir -p /mnt/results
-echo "BLK-INFO l1_kernel=$(uname -r) data_bytes=$(stat -c %s "$DATA") initrd_bytes=$(stat -c %s "$INITRD") runtime=$BLK_RUNTIME engine=$BLK_ENGINE qsd=$([ -x $QSD ] && echo yes || echo no) shmem_enabled=$(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null | tr ' ' ,)"
+# Shared (memfd) guest RAM, which the vhost-user rows need, gets transparent huge pages only where
+# shmem_enabled allows; QEMU and tern both madvise(MADV_HUGEPAGE) it, so "advise" (the default here)
+# puts every row on 2 MiB pages like the anonymous RAM of the built-in rows; Debian's "never" leaves
+# the vhost-user rows on 4 KiB pages.
+echo "$BLK_SHMEM_THP" >/sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null ||
+    echo "BLK-WARN cannot set /sys/kernel/mm/transparent_hugepage/shmem_enabled to $BLK_SHMEM_THP"
+echo "BLK-INFO l1_kernel=$(uname -r) data_bytes=$(stat -c %s "$DATA") initrd_bytes=$(stat -c %s "$INITRD") runtime=$BLK_RUNTIME engine=$BLK_ENGINE qsd=$([ -x $QSD ] && echo yes || echo no) shmem_enabled=$(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null | tr ' ' ,) thp_enabled=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null | tr ' ' ,)"
 
 tern_path() {  # tern_path NAME: the binary of tern NAME in $BLK_TERNS (empty: none)
     for e in $BLK_TERNS; do [ "${e%%=*}" = "$1" ] && echo "${e#*=}" && return; done
@@ -197,7 +204,9 @@ run_cfg() {  # run_cfg CFG ROUND
             *)
                 echo "  | $line"
                 case "$line" in
-                    BLK-GUEST*) echo "BLK-PROGRESS cfg=$cfg$tag guest up after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')s: ${line#BLK-GUEST }" ;;
+                    BLK-GUEST*)
+                        echo "BLK-PROGRESS cfg=$cfg$tag guest up after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')s: ${line#BLK-GUEST }"
+                        echo "BLK-PROGRESS cfg=$cfg$tag l1 $(awk '/^(AnonHugePages|ShmemHugePages|Shmem):/ { printf "%s=%dMiB ", $1, $2 / 1024 }' /proc/meminfo | tr -d :)" ;;
                     BLK-ERROR* | BLK-WARN* | BLK-FIO-ERROR*) echo "${line%% *} cfg=$cfg$tag ${line#* }" ;;
                 esac ;;
         esac

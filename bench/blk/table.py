@@ -54,6 +54,7 @@ def main():
     print(f"fio in the guest ({g['fio_engine']}, direct I/O, {g['runtime_s']} s per point) on {g['disk']}; "
           f"kernel {r['kernel']}, {g['memory_mib']} MiB, {g['vcpus']} vCPU; bench scripts {r.get('git_rev', '?')}"
           + "".join(f"; tern {p} = {d} (sha256 {s})" for p, d, s in builds) + "."
+          + (f" Test host's shmem_enabled: {r['l1']['shmem_enabled']}." if r.get("l1", {}).get("shmem_enabled") else "")
           + (f" {rounds} rounds ({r['method']['order']}); median (min-max) over the rounds." if rounds > 1 else "")
           + "\n")
     print("\n".join(table(["configuration", "what serves the disk", "status"], "lll",
