@@ -13,6 +13,7 @@
 #include "cli/ctl_command.h"
 #include "cli/snapshot_command.h"
 #include "cli/stat_command.h"
+#include "cli/vhost_user_blk_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tern: a KVM virtual machine monitor"};
@@ -37,6 +38,8 @@ int main(int argc, char** argv) {
   CLI::App* snapshot = tern::add_snapshot_command(app, snapshot_opts);
   tern::RestoreOptions restore_opts;
   CLI::App* restore = tern::add_restore_command(app, restore_opts);
+  tern::VhostUserBlkOptions vub_opts;
+  CLI::App* vub = tern::add_vhost_user_blk_command(app, vub_opts);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -65,6 +68,7 @@ int main(int argc, char** argv) {
     if (ctl->parsed()) return tern::run_ctl(ctl_opts);
     if (stat->parsed()) return tern::run_stat(stat_opts);
     if (snapshot->parsed()) return tern::run_snapshot(snapshot_opts);
+    if (vub->parsed()) return tern::run_vhost_user_blk(vub_opts);
     if (restore->parsed()) {
       if (restore_opts.api_sock.empty()) restore_opts.api_sock = vmm_opts.api_sock;
       return tern::run_restore(restore_opts);

@@ -41,6 +41,15 @@ Result<void> check_readable_file(const std::string& path, const std::string& fie
   return {};
 }
 
+// tern extension "memory_backend": "anon" | "memfd" | "hugetlbfs"; errors name the field.
+Result<std::optional<MemoryBackend>> optional_memory_backend(JsonReader& r) {
+  ASSIGN_OR_RETURN(auto name, r.optional_string("memory_backend"));
+  if (!name) return std::optional<MemoryBackend>();
+  auto b = parse_memory_backend(*name);
+  if (!b) return fail(r.field("memory_backend"), "\"" + *name + "\": unknown backend (anon, memfd, hugetlbfs)");
+  return std::optional<MemoryBackend>(*b);
+}
+
 Result<void> reject_unsupported(JsonReader& r, const std::string& name, const std::string& what) {
   if (r.raw(name)) return fail(r.field(name), what + " is not supported by tern");
   return {};
@@ -71,6 +80,7 @@ Result<MachineConfigPatch> parse_machine_config_patch(const nlohmann::json& j,
   ASSIGN_OR_RETURN(p.smt, r.optional_bool("smt"));
   ASSIGN_OR_RETURN(p.track_dirty_pages, r.optional_bool("track_dirty_pages"));
   ASSIGN_OR_RETURN(p.huge_pages, r.optional_string("huge_pages"));
+  ASSIGN_OR_RETURN(p.memory_backend, optional_memory_backend(r));
   ASSIGN_OR_RETURN(auto tmpl, r.optional_string("cpu_template"));
   if (tmpl && *tmpl != "None")
     return fail(r.field("cpu_template"), "\"" + *tmpl + "\": CPU templates are not supported by tern");
@@ -104,9 +114,56 @@ Result<MachineConfig> parse_machine_config(const nlohmann::json& j, const std::s
   m.smt = p.smt.value_or(false);
   m.track_dirty_pages = p.track_dirty_pages.value_or(false);
   m.huge_pages = p.huge_pages.value_or("None");
+  m.memory_backend = p.memory_backend;
   TRY(check_machine_config(m, where));
   return m;
 }
+
+namespace {
+
+// tern's extensions of the Drive object (both kinds of drive): "queues" 1..64 and "queue_size"
+// (a power of two in 2..1024), as --disk queues= and queue_size=.
+Result<void> parse_drive_queues(JsonReader& r, DiskConfig& disk) {
+  ASSIGN_OR_RETURN(auto queues, r.optional_uint("queues", 1, 64));
+  if (queues) disk.queues = static_cast<uint16_t>(*queues);
+  ASSIGN_OR_RETURN(auto size, r.optional_uint("queue_size", 2, 1024));
+  if (size) {
+    if ((*size & (*size - 1)) != 0)
+      return fail(r.field("queue_size"), std::to_string(*size) + " is not a power of two");
+    disk.queue_size = static_cast<uint16_t>(*size);
+  }
+  return {};
+}
+
+// A vhost-user-block drive (Firecracker's Drive with "socket"): the back-end serves the image,
+// so the fields describing it (path_on_host, is_read_only true, cache_type, io_engine,
+// rate_limiter) are refused by name. Whether the back-end listens is checked at InstanceStart.
+Result<DriveSpec> parse_vhost_user_drive(JsonReader& r, DriveSpec d, std::string socket) {
+  const std::string why = "not with socket: a vhost-user drive's ";
+  if (r.raw("path_on_host"))
+    return fail(r.field("path_on_host"), why + "image is the back-end's (omit the field)");
+  ASSIGN_OR_RETURN(auto ro, r.optional_bool("is_read_only"));
+  if (ro.value_or(false))
+    return fail(r.field("is_read_only"),
+                "true: " + why + "read-only access is the back-end's (export the disk read-only)");
+  for (const char* f : {"cache_type", "io_engine", "rate_limiter"})
+    if (r.raw(f))
+      return fail(r.field(f), why + std::string(f) + " belongs to the back-end (omit the field)");
+  TRY(r.finish());
+  if (socket.empty()) return fail(r.field("socket"), "empty path");
+  if (socket.find('\0') != std::string::npos)
+    return fail(r.field("socket"), "path contains a NUL byte");
+  if (socket.size() > kMaxVhostUserSocketBytes)
+    return fail(r.field("socket"), "longer than " + std::to_string(kMaxVhostUserSocketBytes) +
+                                       " bytes (sockaddr_un.sun_path)");
+  d.disk.vhost_user_socket = std::move(socket);
+  d.cache_type.clear();  // not the drive's: GET /vm/config leaves them out
+  d.io_engine.clear();
+  TRY(validate_disk_config(d.disk));
+  return d;
+}
+
+}  // namespace
 
 Result<DriveSpec> parse_drive(const nlohmann::json& j, const std::string& where) {
   ASSIGN_OR_RETURN(JsonReader r, JsonReader::open(j, where));
@@ -120,9 +177,11 @@ Result<DriveSpec> parse_drive(const nlohmann::json& j, const std::string& where)
   if (!root) return fail(r.field("is_root_device"), "missing required field");
   d.is_root_device = *root;
   ASSIGN_OR_RETURN(d.partuuid, r.optional_string("partuuid"));
+  TRY(parse_drive_queues(r, d.disk));
+  ASSIGN_OR_RETURN(auto socket, r.optional_string("socket"));
+  if (socket) return parse_vhost_user_drive(r, std::move(d), std::move(*socket));
   ASSIGN_OR_RETURN(auto ro, r.optional_bool("is_read_only"));
   d.disk.read_only = ro.value_or(false);
-  TRY(reject_unsupported(r, "socket", "vhost-user-block (socket)"));
   TRY(reject_unsupported(r, "rate_limiter", "a drive rate limiter"));
   ASSIGN_OR_RETURN(auto path, r.optional_string("path_on_host"));
   if (!path) return fail(r.field("path_on_host"), "missing required field");
@@ -161,11 +220,13 @@ Result<DriveSpec> parse_drive(const nlohmann::json& j, const std::string& where)
 }
 
 nlohmann::json to_json(const MachineConfig& m) {
-  return {{"vcpu_count", m.vcpu_count},
-          {"mem_size_mib", m.mem_size_mib},
-          {"smt", m.smt},
-          {"track_dirty_pages", m.track_dirty_pages},
-          {"huge_pages", m.huge_pages}};
+  nlohmann::json j = {{"vcpu_count", m.vcpu_count},
+                      {"mem_size_mib", m.mem_size_mib},
+                      {"smt", m.smt},
+                      {"track_dirty_pages", m.track_dirty_pages},
+                      {"huge_pages", m.huge_pages}};
+  if (m.memory_backend) j["memory_backend"] = std::string(memory_backend_name(*m.memory_backend));
+  return j;
 }
 
 nlohmann::json to_json(const BootSource& b) {
@@ -176,13 +237,20 @@ nlohmann::json to_json(const BootSource& b) {
 }
 
 nlohmann::json to_json(const DriveSpec& d) {
-  nlohmann::json j = {{"drive_id", d.drive_id},
-                      {"is_root_device", d.is_root_device},
-                      {"cache_type", d.cache_type},
-                      {"is_read_only", d.disk.read_only},
-                      {"path_on_host", d.disk.path},
-                      {"io_engine", d.io_engine}};
+  nlohmann::json j = {{"drive_id", d.drive_id}, {"is_root_device", d.is_root_device}};
+  if (!d.disk.vhost_user_socket.empty()) {
+    // Firecracker's vhost-user-block drive: the back-end's fields are omitted.
+    j["socket"] = d.disk.vhost_user_socket;
+  } else {
+    j["cache_type"] = d.cache_type;
+    j["is_read_only"] = d.disk.read_only;
+    j["path_on_host"] = d.disk.path;
+    j["io_engine"] = d.io_engine;
+  }
   if (d.partuuid) j["partuuid"] = *d.partuuid;
+  const DiskConfig defaults;
+  if (d.disk.queues != defaults.queues) j["queues"] = d.disk.queues;
+  if (d.disk.queue_size != defaults.queue_size) j["queue_size"] = d.disk.queue_size;
   return j;
 }
 
@@ -314,6 +382,7 @@ Parsed parse_snapshot_load(std::string_view body) {
     }
     ASSIGN_OR_RETURN(auto resume, r.optional_bool("resume_vm"));
     s.resume_vm = resume.value_or(false);
+    ASSIGN_OR_RETURN(s.memory_backend, optional_memory_backend(r));
     for (const char* f : {"enable_diff_snapshots", "track_dirty_pages", "clock_realtime"}) {
       ASSIGN_OR_RETURN(auto v, r.optional_bool(f));
       if (v && *v) return fail(f, "true is not supported by tern");

@@ -36,10 +36,13 @@ inline constexpr size_t kMaxApiBodyBytes = 64 * 1024;
 /// Checks the values tern supports (smt, huge_pages, track_dirty_pages, vcpu_count range).
 [[nodiscard]] Result<void> check_machine_config(const MachineConfig& m, const std::string& where);
 /// Firecracker's Drive object. Maps cache_type (Unsafe, Writeback, or tern's writeback, none,
-/// unsafe, directsync) and io_engine (Sync → threads, Async → io_uring, or tern's names).
+/// unsafe, directsync) and io_engine (Sync → threads, Async → io_uring, or tern's names); tern's
+/// extensions queues (1..64) and queue_size (power of two, 2..1024). With "socket" a
+/// vhost-user-block drive (DiskConfig::vhost_user_socket): path_on_host, is_read_only true,
+/// cache_type, io_engine and rate_limiter are refused by name (the back-end's).
 [[nodiscard]] Result<DriveSpec> parse_drive(const nlohmann::json& j, const std::string& where);
 
-/// JSON forms for GET /machine-config and GET /vm/config.
+/// JSON forms for GET /machine-config and GET /vm/config (a drive: as parse_drive reads it).
 [[nodiscard]] nlohmann::json to_json(const MachineConfig& m);
 [[nodiscard]] nlohmann::json to_json(const BootSource& b);
 [[nodiscard]] nlohmann::json to_json(const DriveSpec& d);

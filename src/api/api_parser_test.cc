@@ -98,6 +98,113 @@ TEST(ApiParser, DriveCacheAndEngineMapping) {
             std::string::npos);
 }
 
+// tern extension "memory_backend" in PUT/PATCH /machine-config and PUT /snapshot/load.
+TEST(ApiParser, MemoryBackendExtension) {
+  auto put = parse_api_request("PUT", "/machine-config",
+                               R"({"vcpu_count": 1, "mem_size_mib": 128, "memory_backend": "memfd"})");
+  ASSERT_TRUE(put) << put.error().body;
+  const MachineConfig& m = std::get<api::PutMachineConfig>(*put).value;
+  EXPECT_EQ(m.memory_backend, MemoryBackend::kMemfd);
+  EXPECT_EQ(to_json(m)["memory_backend"], "memfd");
+  auto plain = parse_api_request("PUT", "/machine-config", R"({"vcpu_count": 1, "mem_size_mib": 128})");
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(std::get<api::PutMachineConfig>(*plain).value.memory_backend);
+  EXPECT_FALSE(to_json(std::get<api::PutMachineConfig>(*plain).value).contains("memory_backend"));
+  auto patch = parse_api_request("PATCH", "/machine-config", R"({"memory_backend": "hugetlbfs"})");
+  ASSERT_TRUE(patch) << patch.error().body;
+  EXPECT_EQ(std::get<api::PatchMachineConfig>(*patch).value.memory_backend,
+            MemoryBackend::kHugetlbfs);
+  EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config",
+                                    R"({"vcpu_count": 1, "mem_size_mib": 128, "memory_backend": "shm"})")),
+            "memory_backend: \"shm\": unknown backend (anon, memfd, hugetlbfs)");
+  EXPECT_EQ(fault(parse_api_request("PATCH", "/machine-config", R"({"memory_backend": 1})")),
+            "memory_backend: expected a string, got number");
+  auto load = parse_api_request("PUT", "/snapshot/load", R"({"snapshot_path": "/proc/self/exe",
+            "mem_backend": {"backend_path": "/proc/self/exe", "backend_type": "File"},
+            "memory_backend": "memfd"})");
+  ASSERT_TRUE(load) << load.error().body;
+  EXPECT_EQ(std::get<api::LoadSnapshot>(*load).value.memory_backend, MemoryBackend::kMemfd);
+  EXPECT_EQ(fault(parse_api_request("PUT", "/snapshot/load", R"({"snapshot_path": "/proc/self/exe",
+            "mem_file_path": "/proc/self/exe", "memory_backend": "x"})")),
+            "memory_backend: \"x\": unknown backend (anon, memfd, hugetlbfs)");
+}
+
+// Firecracker's vhost-user-block drive: "socket" instead of path_on_host; the back-end's
+// fields are refused by name.
+TEST(ApiParser, VhostUserDrive) {
+  auto parse = [](const std::string& fields) {
+    return parse_api_request("PUT", "/drives/vu",
+                             R"({"drive_id": "vu", "is_root_device": true, )" + fields + "}");
+  };
+  auto ok = parse(R"("socket": "/tmp/vu.sock")");
+  ASSERT_TRUE(ok) << ok.error().body;
+  const DriveSpec& d = std::get<api::PutDrive>(*ok).value;
+  EXPECT_EQ(d.disk.vhost_user_socket, "/tmp/vu.sock");
+  EXPECT_TRUE(d.disk.path.empty());
+  EXPECT_TRUE(d.is_root_device);
+  EXPECT_EQ(d.disk.queues, 1);
+  EXPECT_TRUE(validate_disk_config(d.disk));  // the back-end's fields at their defaults
+
+  auto mq = parse(R"("socket": "/tmp/vu.sock", "queues": 2, "queue_size": 512, "is_read_only": false, "partuuid": "abc")");
+  ASSERT_TRUE(mq) << mq.error().body;
+  EXPECT_EQ(std::get<api::PutDrive>(*mq).value.disk.queues, 2);
+  EXPECT_EQ(std::get<api::PutDrive>(*mq).value.disk.queue_size, 512);
+  EXPECT_EQ(std::get<api::PutDrive>(*mq).value.partuuid, "abc");
+
+  auto refused = [&](const std::string& extra, const std::string& field) {
+    std::string f = fault(parse(R"("socket": "/tmp/vu.sock", )" + extra));
+    EXPECT_TRUE(f.starts_with(field + ": ")) << f;
+    EXPECT_NE(f.find("back-end"), std::string::npos) << f;
+  };
+  refused(R"("path_on_host": "/proc/self/exe")", "path_on_host");
+  refused(R"("is_read_only": true)", "is_read_only");
+  refused(R"("cache_type": "Unsafe")", "cache_type");
+  refused(R"("io_engine": "Sync")", "io_engine");
+  refused(R"("rate_limiter": {"bandwidth": {"size": 1, "refill_time": 1}})", "rate_limiter");
+  EXPECT_EQ(fault(parse(R"("socket": "")")), "socket: empty path");
+  EXPECT_NE(fault(parse(R"("socket": ")" + std::string(108, 's') + "\"")).find("socket: longer"),
+            std::string::npos);
+  EXPECT_EQ(fault(parse(R"("socket": 1)")), "socket: expected a string, got integer");
+  EXPECT_EQ(fault(parse(R"("socket": "/tmp/vu.sock", "queues": 0)")),
+            "queues: 0 is out of range (1..64)");
+  EXPECT_EQ(fault(parse(R"("socket": "/tmp/vu.sock", "queue_size": 100)")),
+            "queue_size: 100 is not a power of two");
+  EXPECT_EQ(fault(parse(R"("socket": "/tmp/vu.sock", "sockets": 1)")), "sockets: unknown field");
+  // A plain drive still needs its image.
+  EXPECT_EQ(fault(parse(R"("is_read_only": false)")), "path_on_host: missing required field");
+}
+
+// GET /vm/config renders a drive as parse_drive reads it: a vhost-user drive without the
+// back-end's fields, tern's queue extensions only when not at their defaults.
+TEST(ApiParser, DriveJsonRoundTrip) {
+  auto vu = parse_drive(nlohmann::json::parse(
+                            R"({"drive_id": "vu", "is_root_device": false, "socket": "/s", "queues": 2})"),
+                        "");
+  ASSERT_TRUE(vu) << vu.error().message();
+  nlohmann::json j = to_json(*vu);
+  EXPECT_EQ(j, nlohmann::json::parse(
+                   R"({"drive_id": "vu", "is_root_device": false, "socket": "/s", "queues": 2})"))
+      << j.dump();
+  auto back = parse_drive(j, "");
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->disk.vhost_user_socket, "/s");
+  EXPECT_EQ(back->disk.queues, 2);
+
+  auto plain = parse_drive(nlohmann::json::parse(R"({"drive_id": "d", "is_root_device": true,
+      "path_on_host": "/proc/self/exe", "queue_size": 64})"),
+                           "");
+  ASSERT_TRUE(plain) << plain.error().message();
+  nlohmann::json pj = to_json(*plain);
+  EXPECT_FALSE(pj.contains("socket")) << pj.dump();
+  EXPECT_FALSE(pj.contains("queues")) << pj.dump();
+  EXPECT_EQ(pj["queue_size"], 64);
+  EXPECT_EQ(pj["path_on_host"], kFile);
+  EXPECT_EQ(pj["cache_type"], "Unsafe");
+  auto plain_back = parse_drive(pj, "");
+  ASSERT_TRUE(plain_back) << plain_back.error().message();
+  EXPECT_EQ(plain_back->disk.queue_size, 64);
+}
+
 TEST(ApiParser, ErrorsNameTheField) {
   EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config", R"({"vcpu_count": "2", "mem_size_mib": 1})")),
             "vcpu_count: expected an integer, got string");

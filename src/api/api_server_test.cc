@@ -315,6 +315,39 @@ TEST(ApiServer, DrivesBecomeDisksRootFirst) {
   EXPECT_EQ(h.started_config.cmdline, "console=ttyS0 root=/dev/vda ro");
 }
 
+// A vhost-user drive through the API: the root device (/dev/vda, root= as for an image), its
+// socket reaches the VM's configuration, GET /vm/config shows it without the back-end's fields.
+TEST(ApiServer, VhostUserDriveIsADisk) {
+  ApiHarness h;
+  EXPECT_EQ(h.call("PUT", "/drives/scratch",
+                   R"({"drive_id": "scratch", "path_on_host": "/proc/self/exe", "is_root_device": false})")
+                .status,
+            204);
+  EXPECT_EQ(h.call("PUT", "/drives/rootfs",
+                   R"({"drive_id": "rootfs", "socket": "/tmp/vu.sock", "is_root_device": true, "queues": 2})")
+                .status,
+            204);
+  EXPECT_EQ(fault_of(h.call("PUT", "/drives/bad",
+                            R"({"drive_id": "bad", "socket": "/tmp/vu.sock", "is_root_device": false, "cache_type": "Unsafe"})")),
+            "cache_type: not with socket: a vhost-user drive's cache_type belongs to the back-end "
+            "(omit the field)");
+  auto cfg = nlohmann::json::parse(h.call("GET", "/vm/config").body);
+  ASSERT_EQ(cfg["drives"].size(), 2u);
+  EXPECT_EQ(cfg["drives"][1], (nlohmann::json{{"drive_id", "rootfs"}, {"is_root_device", true},
+                                              {"socket", "/tmp/vu.sock"}, {"queues", 2}}));
+  ASSERT_EQ(h.call("PUT", "/boot-source",
+                   R"({"kernel_image_path": "/proc/self/exe", "boot_args": "console=ttyS0"})")
+                .status,
+            204);
+  ASSERT_EQ(h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})").status, 204);
+  ASSERT_EQ(h.started_config.devices.size(), 2u);
+  const auto& root = std::get<DiskSpec>(h.started_config.devices[0]);
+  EXPECT_EQ(root.vhost_user_socket, "/tmp/vu.sock");
+  EXPECT_EQ(root.queues, 2);
+  EXPECT_TRUE(root.path.empty());
+  EXPECT_EQ(h.started_config.cmdline, "console=ttyS0 root=/dev/vda rw");
+}
+
 TEST(ApiServer, PowerOffEndsWithStatusZero) {
   ApiHarness h;
   EXPECT_EQ(fault_of(h.call("PUT", "/tern/power-off")), "power-off: the VM is Not started");

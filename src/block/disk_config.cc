@@ -31,8 +31,40 @@ std::string_view io_engine_name(IoEngineKind k) {
   return k == IoEngineKind::kIoUring ? "io_uring" : "threads";
 }
 
+namespace {
+
+// A vhost-user disk: the image and how it is opened are the back-end's. Each field that is not
+// at its default is refused by its --disk key.
+Result<void> validate_vhost_user(const DiskConfig& c) {
+  const std::string& s = c.vhost_user_socket;
+  if (s.find('\0') != std::string::npos)
+    return fail("--disk vhost-user", "socket path contains a NUL byte");
+  if (s.size() > kMaxVhostUserSocketBytes)
+    return fail("--disk vhost-user=" + s, "socket path longer than " +
+                                              std::to_string(kMaxVhostUserSocketBytes) +
+                                              " bytes (sockaddr_un.sun_path)");
+  auto backends = [](const char* key, const char* what) {
+    return fail(std::string("--disk ") + key,
+                std::string("not with vhost-user= (") + what + " is the back-end's)");
+  };
+  const DiskConfig defaults;
+  if (!c.path.empty()) return backends("path", "the image");
+  if (c.cache != defaults.cache) return backends("cache", "the host cache mode");
+  if (c.read_only != defaults.read_only)
+    return backends("readonly", "read-only access (export it read-only)");
+  if (!c.serial.empty()) return backends("serial", "the serial (GET_ID)");
+  if (c.engine != defaults.engine) return backends("io", "the I/O engine");
+  return {};
+}
+
+}  // namespace
+
 Result<void> validate_disk_config(const DiskConfig& c) {
-  if (c.path.empty()) return fail("--disk path", "missing image path");
+  if (!c.vhost_user_socket.empty()) {
+    TRY(validate_vhost_user(c));
+  } else if (c.path.empty()) {
+    return fail("--disk path", "missing image path");
+  }
   if (c.serial.size() > kVirtioBlkIdBytes)
     return fail("--disk serial=" + c.serial, "longer than 20 bytes (VIRTIO_BLK_ID_BYTES)");
   if (c.queues == 0 || c.queues > 64)

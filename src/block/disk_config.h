@@ -30,6 +30,9 @@ enum class IoEngineKind {
 /// Maximum serial length: VIRTIO_BLK_ID_BYTES (virtio 1.2 §5.2.6).
 inline constexpr size_t kVirtioBlkIdBytes = 20;
 
+/// Longest vhost-user socket path: sizeof(sockaddr_un::sun_path) - 1 (a NUL-terminated path).
+inline constexpr size_t kMaxVhostUserSocketBytes = 107;
+
 /// One disk as configured by the user. Plain value; validated by VirtioBlock::create().
 struct DiskConfig {
   std::string path;                           ///< Raw image file or block device.
@@ -54,7 +57,10 @@ struct DiskConfig {
 [[nodiscard]] std::string_view io_engine_name(IoEngineKind k);
 
 /// Checks the fields that need no file system access (serial length, queue counts); the error
-/// names the --disk field. VirtioBlock::create() calls it first.
+/// names the --disk field. VirtioBlock::create() calls it first. A vhost-user disk
+/// (vhost_user_socket non-empty, at most kMaxVhostUserSocketBytes, no NUL) must leave path,
+/// cache, read_only, serial and engine at their defaults: each is refused naming its --disk key
+/// ("--disk cache: not with vhost-user= (the host cache mode is the back-end's)").
 [[nodiscard]] Result<void> validate_disk_config(const DiskConfig& c);
 
 }  // namespace tern

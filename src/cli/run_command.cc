@@ -29,13 +29,19 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
       ->each([&o](const std::string&) { o.cmdline_given = true; });
   run->add_option("--memory", o.memory, "Guest RAM, e.g. 512M, 2G (bare number: MiB)")
       ->capture_default_str();
+  run->add_option("--memory-backend", o.memory_backend,
+                  "What backs guest RAM: anon, memfd (another process can map it) or hugetlbfs "
+                  "(2 MiB pages, reserved in /proc/sys/vm/nr_hugepages). Default: memfd with a "
+                  "vhost-user disk, else anon");
   run->add_option("--cpus", o.cpus, "Number of vCPUs")->capture_default_str();
   run->add_option("--console", o.console, "Guest serial console: stdio or file:PATH")
       ->capture_default_str();
   run->add_option("--disk", o.disks,
                   "virtio-blk disk (repeatable; the first is /dev/vda): path=FILE[,cache=writeback|"
-                  "none|unsafe|directsync][,readonly=on][,serial=STR][,queues=N][,io=io_uring|"
-                  "threads]")
+                  "none|unsafe|directsync][,readonly=on][,serial=STR][,queues=N][,queue_size=N]"
+                  "[,io=io_uring|threads], or vhost-user=SOCKET[,queues=N][,queue_size=N]: a disk "
+                  "served by a vhost-user-blk back-end listening at SOCKET (qemu-storage-daemon, "
+                  "tern vhost-user-blk; docs/vhost-user.md)")
       ->take_all()
       ->allow_extra_args(false);
   for (const DeviceSurface& s : device_surfaces()) {
@@ -99,6 +105,12 @@ Result<VmResources> run_resources(const RunOptions& o) {
   }
   // Refused here, naming the option, rather than when the VM is built.
   TRY(check_devices_for_vm(r.devices, r.vcpus, /*cli=*/true));
+  if (!o.memory_backend.empty()) {
+    ASSIGN_OR_RETURN(r.memory_backend, parse_memory_backend(o.memory_backend));
+    std::vector<DeviceSpec> disks;
+    for (const DriveSpec& d : r.drives) disks.emplace_back(std::in_place_type<DiskSpec>, d.disk);
+    TRY(choose_memory_backend(r.memory_backend, disks, "--memory-backend"));
+  }
   return r;
 }
 

@@ -20,6 +20,7 @@ struct RunOptions {
   std::string cmdline;
   bool cmdline_given = false;
   std::string memory = "512M";
+  std::string memory_backend;  ///< --memory-backend anon|memfd|hugetlbfs; empty: automatic.
   uint32_t cpus = 1;
   std::string console = "stdio";
   bool stats_on_exit = false;  ///< --stats-on-exit: print a statistics summary on stderr at the end

@@ -54,6 +54,44 @@ TEST(RunCommand, ResourcesFromOptions) {
   EXPECT_EQ(run_resources(o).error().message(), "--rng ops: must be greater than 0");
 }
 
+TEST(RunCommand, MemoryBackend) {
+  auto automatic = run_resources(parse({"--kernel", "k"}));
+  ASSERT_TRUE(automatic);
+  EXPECT_FALSE(automatic->memory_backend);
+  auto memfd = run_resources(parse({"--kernel", "k", "--memory-backend", "memfd"}));
+  ASSERT_TRUE(memfd) << memfd.error().message();
+  EXPECT_EQ(memfd->memory_backend, MemoryBackend::kMemfd);
+  EXPECT_EQ(memfd->vm_config_json()["machine-config"]["memory_backend"], "memfd");
+  auto c = memfd->vm_config();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->memory_backend, MemoryBackend::kMemfd);
+  auto bad = run_resources(parse({"--kernel", "k", "--memory-backend", "huge"}));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(),
+            "--memory-backend: \"huge\": unknown backend (anon, memfd, hugetlbfs)");
+}
+
+// --disk vhost-user=: a drive like any --disk one (vda, ...); GET /vm/config shows its socket.
+TEST(RunCommand, VhostUserDisk) {
+  auto o = parse({"--kernel", "k", "--cpus", "2", "--disk", "vhost-user=/tmp/vu.sock,queues=2",
+                  "--disk", "path=/b"});
+  auto r = run_resources(o);
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_EQ(r->drives.size(), 2u);
+  EXPECT_EQ(r->drives[0].drive_id, "vda");
+  EXPECT_EQ(r->drives[0].disk.vhost_user_socket, "/tmp/vu.sock");
+  auto c = r->vm_config();
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(std::get<DiskSpec>(c->devices[0]).queues, 2);
+  auto drives = r->vm_config_json()["drives"];
+  EXPECT_EQ(drives[0], (nlohmann::json{{"drive_id", "vda"}, {"is_root_device", false},
+                                       {"socket", "/tmp/vu.sock"}, {"queues", 2}}));
+  EXPECT_EQ(drives[1]["path_on_host"], "/b");
+  o = parse({"--kernel", "k", "--disk", "vhost-user=/tmp/vu.sock,cache=none"});
+  EXPECT_EQ(run_resources(o).error().message(),
+            "--disk cache: not with vhost-user= (the host cache mode is the back-end's)");
+}
+
 // --net is repeatable; the i-th is iface_id "net<i>", in order; the devices follow the rng.
 TEST(RunCommand, NetIsRepeatable) {
   EXPECT_FALSE(parse({"--kernel", "k"}).keyed_devices.contains("--net"));

@@ -82,6 +82,10 @@ CLI::App* add_restore_command(CLI::App& app, RestoreOptions& o) {
       ->capture_default_str();
   c->add_flag("--stats-on-exit", o.stats_on_exit,
               "Print exit, device, KVM and CPU statistics on stderr when the VM stops");
+  c->add_option("--memory-backend", o.memory_backend,
+                "What backs the restored RAM: anon (the memory file mapped copy-on-write), memfd "
+                "or hugetlbfs (the file read into shared RAM). Default: memfd with a vhost-user "
+                "disk, else anon");
   return c;
 }
 
@@ -198,6 +202,14 @@ int run_restore(const RestoreOptions& o) {
     return kExitError;
   }
   SnapshotLoadSpec spec{o.state, o.mem, o.resume};
+  if (!o.memory_backend.empty()) {
+    auto b = parse_memory_backend(o.memory_backend);
+    if (!b) {
+      std::fprintf(stderr, "tern: %s\n", b.error().message().c_str());
+      return kExitError;
+    }
+    spec.memory_backend = *b;
+  }
   ControlLoop* l = loop->get();
   int status = run_vmm(**loop, events, o.api_sock, false,
                        [l, &spec, &o] { return l->restore(spec, o.console); });

@@ -27,6 +27,7 @@ struct RestoreOptions {
   bool resume = false;
   std::string console = "stdio";
   bool stats_on_exit = false;
+  std::string memory_backend;  ///< --memory-backend; empty: automatic from the restored devices.
 };
 
 CLI::App* add_snapshot_command(CLI::App& app, SnapshotOptions& o);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "block/disk_config.h"
+#include "memory/memory_backend.h"
 
 namespace tern {
 
@@ -29,6 +30,9 @@ struct MachineConfig {
   bool smt = false;                ///< Only false is supported.
   bool track_dirty_pages = false;  ///< Only false is supported (until snapshots exist).
   std::string huge_pages = "None"; ///< Only "None" is supported.
+  /// tern extension "memory_backend" (--memory-backend): unset = automatic (memfd when a
+  /// vhost-user disk is configured, else anon).
+  std::optional<MemoryBackend> memory_backend;
 };
 
 /// PUT /drives/{drive_id} (Firecracker Drive) mapped onto tern's DiskConfig. A `tern run --disk`
@@ -49,6 +53,7 @@ struct MachineConfigPatch {
   std::optional<bool> smt;
   std::optional<bool> track_dirty_pages;
   std::optional<std::string> huge_pages;
+  std::optional<MemoryBackend> memory_backend;
 };
 
 /// PUT /snapshot/create (Firecracker SnapshotCreateParams, Full only) plus tern's extensions.
@@ -64,6 +69,9 @@ struct SnapshotLoadSpec {
   std::string snapshot_path;
   std::string mem_file_path;  ///< mem_backend.backend_path (or the deprecated mem_file_path).
   bool resume_vm = false;
+  /// tern extension "memory_backend" (tern restore --memory-backend): unset = automatic, as at
+  /// boot, from the restored devices.
+  std::optional<MemoryBackend> memory_backend = std::nullopt;
 };
 
 }  // namespace tern

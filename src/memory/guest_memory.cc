@@ -15,15 +15,17 @@
 #endif
 
 #include "base/checked.h"
+#include "memory/memory_layout.h"
 
 namespace tern {
 
 namespace {
-
 constexpr uint64_t kPage = 4096;
 constexpr size_t kHuge = 2 << 20;
+}  // namespace
 
-/// Checks `specs` (page-aligned, non-zero, no overflow, no overlap); returns the total size.
+namespace memory_detail {
+
 Result<uint64_t> validate_specs(std::span<const RegionSpec> specs) {
   if (specs.empty()) return fail("guest memory", "no regions");
   uint64_t total = 0;
@@ -41,7 +43,6 @@ Result<uint64_t> validate_specs(std::span<const RegionSpec> specs) {
   return total;
 }
 
-/// Maps `total` bytes of private anonymous memory with `prot` at a 2 MiB-aligned address.
 Result<uint8_t*> map_aligned(uint64_t total, int prot) {
   size_t reserve = total + kHuge;
   void* raw = ::mmap(nullptr, reserve, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -53,6 +54,32 @@ Result<uint8_t*> map_aligned(uint64_t total, int prot) {
   if (uintptr_t end = aligned + total; end < base + reserve) ::munmap(reinterpret_cast<void*>(end), base + reserve - end);
   return reinterpret_cast<uint8_t*>(aligned);
 }
+
+Result<void> check_memory_file(std::span<const RegionSpec> specs, BorrowedFd fd) {
+  uint64_t need = 0;
+  for (const auto& s : specs) need = std::max(need, s.gpa + s.size);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail_errno("fstat", "guest memory file");
+  if (!S_ISREG(st.st_mode)) return fail("guest memory", "memory file is not a regular file");
+  if (static_cast<uint64_t>(st.st_size) < need)
+    return fail("guest memory", "memory file is " + std::to_string(st.st_size) +
+                                    " bytes, the regions need " + std::to_string(need));
+  return {};
+}
+
+std::string range_text(uint64_t gpa, uint64_t size) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "[%#llx, +%#llx)", static_cast<unsigned long long>(gpa),
+                static_cast<unsigned long long>(size));
+  return buf;
+}
+
+}  // namespace memory_detail
+
+namespace {
+
+using memory_detail::map_aligned;
+using memory_detail::validate_specs;
 
 bool by_gpa(const MemoryRegion& a, const MemoryRegion& b) { return a.gpa < b.gpa; }
 
@@ -85,14 +112,7 @@ Result<GuestMemory> GuestMemory::create(std::span<const RegionSpec> specs) {
 Result<GuestMemory> GuestMemory::create_from_file(std::span<const RegionSpec> specs, BorrowedFd fd) {
   ASSIGN_OR_RETURN(uint64_t total, validate_specs(specs));
   // A page beyond the end of the file would SIGBUS on first touch: check the length up front.
-  uint64_t need = 0;
-  for (const auto& s : specs) need = std::max(need, s.gpa + s.size);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return fail_errno("fstat", "guest memory file");
-  if (!S_ISREG(st.st_mode)) return fail("guest memory", "memory file is not a regular file");
-  if (static_cast<uint64_t>(st.st_size) < need)
-    return fail("guest memory", "memory file is " + std::to_string(st.st_size) +
-                                    " bytes, the regions need " + std::to_string(need));
+  TRY(memory_detail::check_memory_file(specs, fd));
 
   // Reserve the whole area inaccessible, then map each region's piece of the file over it
   // (MAP_FIXED) copy-on-write: one Unmapper frees everything, even after a partial failure.
@@ -105,10 +125,7 @@ Result<GuestMemory> GuestMemory::create_from_file(std::span<const RegionSpec> sp
     void* p = ::mmap(base + off, s.size, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd.get(), static_cast<off_t>(s.gpa));
     if (p == MAP_FAILED) {
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "memory file region [%#llx, +%#llx)",
-                    static_cast<unsigned long long>(s.gpa), static_cast<unsigned long long>(s.size));
-      return fail_errno("mmap", buf);
+      return fail_errno("mmap", "memory file region " + memory_detail::range_text(s.gpa, s.size));
     }
     m.regions_.push_back(MemoryRegion{s.gpa, s.size, base + off, off});
     off += s.size;

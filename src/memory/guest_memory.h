@@ -19,6 +19,7 @@
 
 #include "base/fd.h"
 #include "base/result.h"
+#include "memory/memory_backend.h"
 
 namespace tern {
 
@@ -33,19 +34,6 @@ struct MemoryRegion {
   /// -1 for anonymous memory and wrap().
   int fd = -1;
 };
-
-/// What backs guest RAM (--memory-backend).
-enum class MemoryBackend {
-  kAnon,       ///< "anon": private anonymous memory with MADV_HUGEPAGE (default without vhost-user).
-  kMemfd,      ///< "memfd": one memfd per region, MAP_SHARED (another process can map it); THP
-               ///< only where /sys/kernel/mm/transparent_hugepage/shmem_enabled allows (said once).
-  kHugetlbfs,  ///< "hugetlbfs": one MFD_HUGETLB|MFD_HUGE_2MB memfd per region (needs free 2 MiB
-               ///< huge pages: /proc/sys/vm/nr_hugepages; the error says how many are missing).
-};
-
-/// "anon" | "memfd" | "hugetlbfs"; the error names "--memory-backend".
-[[nodiscard]] Result<MemoryBackend> parse_memory_backend(std::string_view s);
-[[nodiscard]] std::string_view memory_backend_name(MemoryBackend b);
 
 /// Where one region of RAM lives: guest-physical start and size in bytes.
 struct RegionSpec {

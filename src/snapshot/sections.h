@@ -16,7 +16,9 @@ enum SectionId : uint32_t {
   kVcpuBase = 0x100,    ///< VcpuState of vCPU (id - kVcpuBase).
 };
 
-inline constexpr uint32_t kMachineSectionVersion = 2;  // 1 (disks only) is still read
+/// 3: a disk's spec ends with its vhost-user socket. 2 (before vhost-user) and 1 (disks only)
+/// are still read.
+inline constexpr uint32_t kMachineSectionVersion = 3;
 inline constexpr uint32_t kVmKvmSectionVersion = 1;
 inline constexpr uint32_t kLegacySectionVersion = 1;
 inline constexpr uint32_t kPciSectionVersion = 2;  ///< 2: functions keyed by kind.

@@ -71,10 +71,22 @@ class FrontendClient {
   [[nodiscard]] BorrowedFd fd() const { return channel_.fd(); }
 
  private:
+  /// Sends a request without a reply of its own (NEED_REPLY + ack when REPLY_ACK is negotiated).
+  Result<void> send_no_reply(uint32_t request, std::span<const uint8_t> body,
+                             std::span<const int> fds);
+  /// Sends a request and returns its reply, unparsed.
+  Result<Message> send_with_reply(uint32_t request, std::span<const uint8_t> body);
+  /// Names a parser's error after the socket; marks the connection broken on error.
+  template <class T>
+  Result<T> parsed(uint32_t request, Result<T> r);
+  Result<uint64_t> get_u64(uint32_t request);
+  Result<void> set_vring_fd(uint32_t request, uint32_t index, int fd);
+
   Channel channel_;
   std::string path_;
   std::chrono::milliseconds timeout_;
   uint64_t protocol_features_ = 0;
+  bool broken_ = false;  ///< an exchange failed half-way: nothing more is sent
 };
 
 }  // namespace tern::vhost_user

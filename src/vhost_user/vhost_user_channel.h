@@ -4,7 +4,8 @@
 // Reads are bounded: a header announcing more than kMaxPayload bytes or more than kMaxFds fds is a
 // protocol error (extra fds are closed), so a peer cannot make tern allocate more. Every receive
 // takes a timeout; a peer that closed the socket gives an error saying so ("vhost-user peer
-// closed the connection"), EPIPE on send never raises SIGPIPE (MSG_NOSIGNAL).
+// closed the connection"), EPIPE on send never raises SIGPIPE (MSG_NOSIGNAL), and a send to a peer
+// that stopped reading fails after the send timeout.
 #pragma once
 
 #include <chrono>
@@ -35,8 +36,13 @@ class Channel {
 
   [[nodiscard]] BorrowedFd fd() const { return sock_.borrow(); }
 
+  /// How long send() waits for a peer that stops reading (its socket buffer full) before it
+  /// fails; 5000 ms unless set (FrontendClient sets its reply timeout).
+  void set_send_timeout(std::chrono::milliseconds timeout) { send_timeout_ = timeout; }
+
  private:
   UniqueFd sock_;
+  std::chrono::milliseconds send_timeout_{5000};
 };
 
 /// The back-end's listening socket at a path; the destructor unlinks the path.

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -29,7 +30,10 @@ struct Message {
 /// A request from the front-end: version 1, NEED_REPLY when `need_reply`, `body`'s bytes.
 [[nodiscard]] Message make_request(uint32_t request, std::span<const uint8_t> body,
                                    bool need_reply = false);
+/// A request whose body is one wire struct (trivially copyable: a std::vector takes the span
+/// overload above instead of sending its own bytes).
 template <class T>
+  requires std::is_trivially_copyable_v<T>
 [[nodiscard]] Message make_request(uint32_t request, const T& body, bool need_reply = false) {
   return make_request(request,
                       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&body), sizeof body),
@@ -79,6 +83,16 @@ struct NoBody {};
 /// fds it takes (SET_MEM_TABLE: nregions ≤ 8 and one fd each; KICK/CALL: one unless NOFD), region
 /// sizes non-zero and not overflowing. Unknown requests are an error (the back-end answers a
 /// REPLY_ACK failure when asked, else ignores them).
+/// Also checked: SET_MEM_TABLE regions 1..8, not overlapping (guest-physical or userspace);
+/// mmap_offset + memory_size fits an off_t; REM_MEM_REG takes 0 or 1 fd (spec: SHOULD be none)
+/// and any fd is closed, not returned; KICK/CALL/ERR no bits beyond index and NOFD; VRING_NUM
+/// 1..32768; VRING_BASE ≤ 0xffff; VRING_ENABLE 0/1; VRING_ADDR flags ⊆ VHOST_VRING_F_LOG;
+/// GET/SET_CONFIG size ≤ 256, flags 0/1, payload 12 + size (GET_CONFIG's zeroed bytes are not
+/// kept); GET/SET_INFLIGHT_FD num_queues ≥ 1, queue_size 1..32768, SET's mmap_size covers the
+/// queues and mmap_offset + mmap_size fits an off_t (the back-end still bounds num_queues by its
+/// own queue count); SET_STATUS ≤ 0xff. SET_LOG_BASE/FD, SEND_RARP, NET_SET_MTU,
+/// SET_BACKEND_REQ_FD, IOTLB_MSG, SET_VRING_ENDIAN are refused as not supported. On error every
+/// fd that came is closed; the caller reads msg.hdr (request, NEED_REPLY) before moving it in.
 struct Request {
   uint32_t request = 0;
   bool need_reply = false;

@@ -71,7 +71,8 @@ enum VhostUserRequest : uint32_t {
 };
 
 /// The request's name as the spec spells it ("VHOST_USER_GET_FEATURES"); "request N" if unknown.
-/// For logs and errors ("vhost-user GET_CONFIG: ..."). Defined in vhost_user_message.cc.
+/// For logs and errors ("vhost-user GET_CONFIG: ..."). Defined in vhost_user_message.cc; the
+/// "request N" text lives in a thread-local buffer until the thread's next unknown code.
 const char* request_name(uint32_t request);
 
 // ---- feature bits ----

@@ -60,15 +60,20 @@ PopResult Virtqueue::pop() {
     return r;
   }
   ++last_avail_;
-  r.head = *head;
-  auto chain = walk_descriptor_chain(mem_, config_.desc_gpa, config_.size, *head, indirect_);
+  return walk(*head);
+}
+
+PopResult Virtqueue::walk(uint16_t head) const {
+  PopResult r;
+  r.head = head;
+  auto chain = walk_descriptor_chain(mem_, config_.desc_gpa, config_.size, head, indirect_);
   if (chain) {
     r.kind = PopResult::Kind::kChain;
     r.chain = std::move(*chain);
     return r;
   }
   r.error = chain.error();
-  r.reason = std::string(chain_error_name(chain.error())) + " (head " + std::to_string(*head) + ")";
+  r.reason = std::string(chain_error_name(chain.error())) + " (head " + std::to_string(head) + ")";
   // A head we cannot name in the used ring leaves the ring unusable (§2.1.2 NEEDS_RESET).
   r.kind = chain.error() == ChainError::kHeadOutOfRange ? PopResult::Kind::kFatal
                                                         : PopResult::Kind::kMalformed;

@@ -46,6 +46,11 @@ class Virtqueue {
   /// chain is reported once (the caller returns it with add_used(head, 0)), never re-parsed.
   [[nodiscard]] PopResult pop();
 
+  /// Walks the chain at `head` again without touching the available ring (a vhost-user
+  /// back-end resubmitting a chain its predecessor took but never returned). kFatal if `head`
+  /// is out of range, kMalformed for a bad chain, else kChain.
+  [[nodiscard]] PopResult walk(uint16_t head) const;
+
   /// Writes a used element (head, bytes written) at the next used slot; not visible to the driver
   /// until publish_used(). Fails only if the used ring is not in guest RAM.
   [[nodiscard]] Result<void> add_used(uint16_t head, uint32_t len);

@@ -28,7 +28,8 @@ QueueWorker::QueueWorker(QueueWorkerContext ctx, UniqueFd kick,
     : ctx_(std::move(ctx)),
       vq_(*ctx_.mem, ctx_.queue, ctx_.features),
       kick_(std::move(kick)),
-      handler_(std::move(handler)) {}
+      handler_(std::move(handler)),
+      published_(ctx_.queue.position.next_used) {}
 
 Result<std::unique_ptr<QueueWorker>> QueueWorker::start(QueueWorkerContext ctx, UniqueFd kick,
                                                         std::unique_ptr<QueueHandler> handler) {
@@ -130,8 +131,11 @@ void QueueWorker::drain() {
 void QueueWorker::process_queue() {
   while (!broken_) {
     while (!broken_ && handler_->ready(*this)) {
-      PopResult p = vq_.pop();
+      bool resubmitted = next_resubmit_ < ctx_.resubmit.size();
+      PopResult p = resubmitted ? vq_.walk(ctx_.resubmit[next_resubmit_++]) : vq_.pop();
       if (p.kind == PopResult::Kind::kEmpty) break;
+      if (ctx_.observer != nullptr && !resubmitted && p.kind != PopResult::Kind::kFatal)
+        ctx_.observer->on_pop(p.head);
       if (p.kind == PopResult::Kind::kFatal) {
         mark_broken(p.reason);
         break;
@@ -168,6 +172,7 @@ void QueueWorker::complete(uint16_t head, uint32_t used_len, uint64_t bytes, boo
     mark_broken(r.error().message());
     return;
   }
+  if (ctx_.observer != nullptr) ctx_.observer->on_used(head);
   ++unpublished_;
 }
 
@@ -188,6 +193,8 @@ void QueueWorker::watch_fd(uint32_t tag, bool watched) {
 
 bool QueueWorker::unpop(uint16_t n) {
   if (n == 0) return true;
+  // Inflight tracking has no way to take a popped head back (and virtio-blk never unpops).
+  TERN_CHECK(ctx_.observer == nullptr);
   if (n > served_since_malformed_) return false;
   vq_.unpop(n);
   served_since_malformed_ -= n;
@@ -197,11 +204,15 @@ bool QueueWorker::unpop(uint16_t n) {
 
 void QueueWorker::publish() {
   if (broken_) return;
+  bool observe = ctx_.observer != nullptr && vq_.used_idx() != published_;
+  if (observe) ctx_.observer->on_before_publish(vq_.used_idx());
   auto notify = vq_.publish_used();
   if (!notify) {
     mark_broken(notify.error().message());
     return;
   }
+  published_ = vq_.used_idx();
+  if (observe) ctx_.observer->on_published(published_);
   if (*notify) {
     QueueCounters::add(ctx_.counters->interrupts);
     ctx_.interrupt->signal_used_queue(ctx_.index);

@@ -37,6 +37,11 @@ Result<BootInputs> prepare_boot(const VmConfig& c) {
   if (c.memory_bytes > limit)
     return fail("--memory", format_size(c.memory_bytes) + " is more than this host can back (" +
                                 format_size(limit) + " of RAM + swap)");
+  ASSIGN_OR_RETURN(MemoryBackend backend,
+                   choose_memory_backend(c.memory_backend, c.devices, "--memory-backend"));
+  if (backend == MemoryBackend::kHugetlbfs && c.memory_bytes % kHugePageSize != 0)
+    return fail("--memory-backend hugetlbfs",
+                "--memory " + format_size(c.memory_bytes) + " is not a multiple of 2 MiB");
   auto console = ConsoleTarget::parse(c.console, "--console");
   if (!console) return tl::unexpected(console.error());
   in.console = *console;

@@ -1,6 +1,7 @@
 // libFuzzer target: the --config-file parser (Firecracker's config-file JSON) on arbitrary text.
 // Nothing may crash; an accepted file has a boot source, unique drive ids and at most one root
-// device, a valid entropy rate limiter, and serialises back (json_text) without throwing.
+// device, vhost-user drives without an image that read back from their GET /vm/config form, a
+// valid entropy rate limiter, and serialises back (json_text) without throwing.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -26,6 +27,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(ids.insert(d.drive_id).second);
     roots += d.is_root_device;
     (void)json_text(to_json(d));
+    // GET /vm/config's form of a vhost-user drive reads back the same (needs no file).
+    if (!d.disk.vhost_user_socket.empty()) {
+      auto back = parse_drive(to_json(d), "drive");
+      FUZZ_CHECK(back && back->disk.vhost_user_socket == d.disk.vhost_user_socket &&
+                 back->disk.queues == d.disk.queues && back->disk.queue_size == d.disk.queue_size);
+      FUZZ_CHECK(d.disk.path.empty() && !d.disk.read_only);
+    }
   }
   FUZZ_CHECK(roots <= 1);
   FUZZ_CHECK(c->machine.vcpu_count >= 1);

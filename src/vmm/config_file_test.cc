@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 namespace tern {
 namespace {
 
@@ -57,6 +59,33 @@ TEST(ConfigFile, AcceptsFirecrackerShape) {
   EXPECT_EQ(c->drives[0].disk.cache, CacheMode::kUnsafe);
 }
 
+// tern extension machine-config.memory_backend: parsed, kept through resources(), in VmConfig and
+// GET /vm/config; a bad value names the field.
+TEST(ConfigFile, MemoryBackend) {
+  auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+      "machine-config": {"vcpu_count": 1, "mem_size_mib": 128, "memory_backend": "memfd"}})");
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->machine.memory_backend, MemoryBackend::kMemfd);
+  VmResources r = c->resources();
+  EXPECT_EQ(r.vm_config_json()["machine-config"]["memory_backend"], "memfd");
+  auto config = r.vm_config();
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_EQ(config->memory_backend, MemoryBackend::kMemfd);
+  // PATCH /machine-config of another field keeps it.
+  ASSERT_TRUE(r.patch_machine_config(MachineConfigPatch{.vcpu_count = 2}));
+  EXPECT_EQ(r.memory_backend, MemoryBackend::kMemfd);
+
+  auto automatic = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"}})");
+  ASSERT_TRUE(automatic);
+  EXPECT_FALSE(automatic->resources().vm_config_json()["machine-config"].contains("memory_backend"));
+
+  auto bad = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+      "machine-config": {"vcpu_count": 1, "mem_size_mib": 128, "memory_backend": "tmpfs"}})");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(),
+            "machine-config.memory_backend: \"tmpfs\": unknown backend (anon, memfd, hugetlbfs)");
+}
+
 // Firecracker's network-interfaces array; queues over the vCPUs is refused when the VM config is
 // built, naming the element.
 TEST(ConfigFile, NetworkInterfaces) {
@@ -83,6 +112,52 @@ TEST(ConfigFile, NetworkInterfaces) {
   ASSERT_FALSE(over);
   EXPECT_EQ(over.error().message(),
             "network-interfaces[1].queues: eth1: 2 queue pairs, more than the VM's 1 vCPU");
+}
+
+// A vhost-user-block drive (Firecracker's Drive with "socket") as the root device: /dev/vda,
+// root= added as for an image; GET /vm/config gives it back without the back-end's fields.
+TEST(ConfigFile, VhostUserDrive) {
+  auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+      "machine-config": {"vcpu_count": 2, "mem_size_mib": 128},
+      "drives": [
+        {"drive_id": "scratch", "is_root_device": false, "path_on_host": "/proc/self/exe"},
+        {"drive_id": "rootfs", "is_root_device": true, "socket": "/tmp/vu.sock", "queues": 2,
+         "partuuid": null, "rate_limiter": null, "cache_type": null}]})");
+  ASSERT_TRUE(c) << c.error().message();
+  VmResources r = c->resources();
+  auto config = r.vm_config();
+  ASSERT_TRUE(config) << config.error().message();
+  ASSERT_EQ(config->devices.size(), 2u);
+  const auto& root = std::get<DiskSpec>(config->devices[0]);
+  EXPECT_EQ(root.vhost_user_socket, "/tmp/vu.sock");
+  EXPECT_EQ(root.queues, 2);
+  EXPECT_EQ(std::get<DiskSpec>(config->devices[1]).path, "/proc/self/exe");
+  EXPECT_NE(config->cmdline.find("root=/dev/vda rw"), std::string::npos) << config->cmdline;
+  auto drives = r.vm_config_json()["drives"];
+  ASSERT_EQ(drives.size(), 2u);
+  EXPECT_EQ(drives[1], (nlohmann::json{{"drive_id", "rootfs"}, {"is_root_device", true},
+                                       {"socket", "/tmp/vu.sock"}, {"queues", 2}}));
+  EXPECT_EQ(drives[0]["path_on_host"], "/proc/self/exe");
+}
+
+TEST(ConfigFile, VhostUserDriveErrorsNameTheField) {
+  auto bad = [](const std::string& drive) {
+    auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+        "drives": [)" + drive + "]}");
+    EXPECT_FALSE(c) << drive;
+    return c ? std::string() : c.error().message();
+  };
+  EXPECT_TRUE(bad(R"({"drive_id": "a", "is_root_device": true, "socket": "/s",
+                      "path_on_host": "/proc/self/exe"})")
+                  .starts_with("drives[0].path_on_host: not with socket"));
+  EXPECT_TRUE(bad(R"({"drive_id": "a", "is_root_device": true, "socket": "/s",
+                      "is_read_only": true})")
+                  .starts_with("drives[0].is_read_only: true: not with socket"));
+  EXPECT_TRUE(bad(R"({"drive_id": "a", "is_root_device": true, "socket": "/s",
+                      "io_engine": "Async"})")
+                  .starts_with("drives[0].io_engine: not with socket"));
+  EXPECT_EQ(bad(R"({"drive_id": "a", "is_root_device": true, "socket": ""})"),
+            "drives[0].socket: empty path");
 }
 
 // Two elements on one tap: refused when the VM config is built, naming the second's field.

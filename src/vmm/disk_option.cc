@@ -2,6 +2,8 @@
 
 #include "base/key_value_list.h"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <string>
 
@@ -9,28 +11,56 @@ namespace tern {
 
 namespace {
 
-Result<uint16_t> parse_queues(std::string_view v) {
+constexpr std::string_view kKeys =
+    "keys: path, vhost-user, cache, readonly, serial, queues, queue_size, io";
+
+Result<unsigned> parse_number(std::string_view key, std::string_view v, unsigned max,
+                              const char* range) {
   unsigned n = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc() || p != v.data() + v.size() || n == 0 || n > 64)
-    return fail("--disk queues=" + std::string(v), "must be a number in 1..64");
+  if (ec != std::errc() || p != v.data() + v.size() || v.empty() || n > max)
+    return fail("--disk " + std::string(key) + "=" + std::string(v), range);
+  return n;
+}
+
+Result<uint16_t> parse_queues(std::string_view v) {
+  ASSIGN_OR_RETURN(unsigned n, parse_number("queues", v, 64, "must be a number in 1..64"));
+  if (n == 0) return fail("--disk queues=" + std::string(v), "must be a number in 1..64");
   return static_cast<uint16_t>(n);
 }
+
+// The keys a vhost-user disk leaves to its back-end, and what each one is there.
+struct BackendKey {
+  std::string_view key;
+  std::string_view what;
+};
+constexpr std::array<BackendKey, 5> kBackendKeys = {{
+    {"path", "the image"},
+    {"cache", "the host cache mode"},
+    {"readonly", "read-only access (export the disk read-only)"},
+    {"serial", "the serial (GET_ID)"},
+    {"io", "the I/O engine"},
+}};
 
 }  // namespace
 
 Result<DiskConfig> parse_disk_option(std::string_view text) {
   DiskConfig c;
   bool have_path = false;
-  if (text.empty()) return fail("--disk", "empty value (expected path=FILE[,key=value...])");
-  ASSIGN_OR_RETURN(auto items,
-                   split_key_values(text, "--disk", "keys: path, cache, readonly, serial, queues, io"));
+  bool have_socket = false;
+  if (text.empty())
+    return fail("--disk", "empty value (expected path=FILE or vhost-user=SOCKET[,key=value...])");
+  ASSIGN_OR_RETURN(auto items, split_key_values(text, "--disk", kKeys));
   for (auto [k, value] : items) {
     std::string key(k);
     if (key == "path") {
       if (value.empty()) return fail("--disk path", "empty path");
       c.path = std::string(value);
       have_path = true;
+    } else if (key == "vhost-user") {
+      if (value.empty()) return fail("--disk vhost-user", "empty socket path");
+      c.vhost_user_socket = std::string(value);
+      have_socket = true;
     } else if (key == "cache") {
       ASSIGN_OR_RETURN(c.cache, parse_cache_mode(value));
     } else if (key == "readonly") {
@@ -47,6 +77,10 @@ Result<DiskConfig> parse_disk_option(std::string_view text) {
       c.serial = std::string(value);
     } else if (key == "queues") {
       ASSIGN_OR_RETURN(c.queues, parse_queues(value));
+    } else if (key == "queue_size") {
+      ASSIGN_OR_RETURN(unsigned n, parse_number("queue_size", value, 1024,
+                                                "must be a power of two in 2..1024"));
+      c.queue_size = static_cast<uint16_t>(n);  // power of two: validate_disk_config
     } else if (key == "io") {
       if (value == "io_uring")
         c.engine = IoEngineKind::kIoUring;
@@ -55,11 +89,20 @@ Result<DiskConfig> parse_disk_option(std::string_view text) {
       else
         return fail("--disk io=" + std::string(value), "unknown I/O engine (io_uring, threads)");
     } else {
-      return fail("--disk " + key,
-                  "unknown key (keys: path, cache, readonly, serial, queues, io)");
+      return fail("--disk " + key, "unknown key (" + std::string(kKeys) + ")");
     }
   }
-  if (!have_path) return fail("--disk path", "missing (--disk path=FILE[,...])");
+  if (have_socket) {
+    // Refused when given at all, even at its default value: the user meant something by it.
+    for (auto [k, value] : items) {
+      auto b = std::ranges::find(kBackendKeys, k, &BackendKey::key);
+      if (b != kBackendKeys.end())
+        return fail("--disk " + std::string(k), "not with vhost-user= (" + std::string(b->what) +
+                                                    " is the back-end's)");
+    }
+  } else if (!have_path) {
+    return fail("--disk path", "missing (--disk path=FILE[,...] or --disk vhost-user=SOCKET[,...])");
+  }
   TRY(validate_disk_config(c));
   return c;
 }

@@ -1,5 +1,7 @@
 // The --disk command-line option: "path=FILE[,cache=MODE][,readonly=on][,serial=STR][,queues=N]
-// [,io=io_uring|threads]" parsed into a DiskConfig (block/disk_config.h).
+// [,queue_size=N][,io=io_uring|threads]" (a virtio-blk disk tern serves), or
+// "vhost-user=SOCKET[,queues=N][,queue_size=N]" (a vhost-user-blk disk served by the back-end
+// listening at SOCKET, docs/vhost-user.md), parsed into a DiskConfig (block/disk_config.h).
 #pragma once
 
 #include <string_view>
@@ -9,12 +11,15 @@
 
 namespace tern {
 
-/// Parses one --disk value. Keys may come in any order, each at most once; `path` is required.
-/// Values: cache = writeback | none | unsafe | directsync; readonly = on | off; serial ≤ 20 bytes;
-/// queues = 1..64; io = io_uring | threads. Errors name the field ("--disk cache=fast: unknown
-/// cache mode ..."). Only the syntax and value ranges are checked here: whether the image exists,
-/// is writable or supports O_DIRECT is checked when it is opened (VirtioBlock::create), still
-/// before the guest boots.
+/// Parses one --disk value. Keys may come in any order, each at most once; `path` or
+/// `vhost-user` is required. Values: cache = writeback | none | unsafe | directsync; readonly =
+/// on | off; serial ≤ 20 bytes; queues = 1..64; queue_size = a power of two in 2..1024; io =
+/// io_uring | threads. With vhost-user=, the keys path, cache, readonly, serial and io are
+/// refused by name (the back-end's: "--disk cache: not with vhost-user= (the host cache mode is
+/// the back-end's)"). Errors name the field ("--disk cache=fast: unknown cache mode ..."). Only
+/// the syntax and value ranges are checked here: whether the image exists, is writable or
+/// supports O_DIRECT is checked when it is opened (VirtioBlock::create), whether the socket
+/// listens when the front-end connects (make_vhost_user_blk), both still before the guest boots.
 [[nodiscard]] Result<DiskConfig> parse_disk_option(std::string_view text);
 
 }  // namespace tern

@@ -24,8 +24,9 @@ Result<MachineState> decode_machine_state(ByteReader& r) {
 }
 
 Result<MachineState> decode_machine_state_version(ByteReader& r, uint32_t version) {
-  if (version != 1 && version != 2)
-    return fail(r.what(), "version " + std::to_string(version) + " (this tern reads 1 and 2)");
+  if (version < 1 || version > kMachineSectionVersion)
+    return fail(r.what(), "version " + std::to_string(version) + " (this tern reads 1 to " +
+                              std::to_string(kMachineSectionVersion) + ")");
   MachineState m;
   ASSIGN_OR_RETURN(m.memory_bytes, r.u64());
   if (m.memory_bytes % 4096 != 0 || m.memory_bytes < (1ull << 20) || m.memory_bytes > (1ull << 40))
@@ -47,7 +48,7 @@ Result<MachineState> decode_machine_state_version(ByteReader& r, uint32_t versio
       ASSIGN_OR_RETURN(auto d, decode_v1_disk(r, i));
       m.devices.push_back(std::move(d));
     } else {
-      auto d = decode_saved_device(r);
+      auto d = decode_saved_device(r, version);
       if (!d) return fail(r.what(), "device " + std::to_string(i) + ": " + d.error().message());
       m.devices.push_back(std::move(*d));
     }

@@ -13,9 +13,11 @@
 
 namespace tern::snap {
 
-/// The machine section. Version 2 (written): memory, vCPUs, command line, kernel and initrd
-/// paths, then per device its kind ("virtio-blk", "virtio-rng"), spec and facts. Version 1
-/// (tern ≤ 0.1 before the device registry; still read): memory, vCPUs, command line, disks only.
+/// The machine section. Version 3 (written): memory, vCPUs, command line, kernel and initrd
+/// paths, then per device its kind ("virtio-blk", "virtio-rng"), spec and facts. Version 2
+/// (before vhost-user; still read): the same with disk specs that end before the vhost-user
+/// socket. Version 1 (tern ≤ 0.1 before the device registry; still read): memory, vCPUs,
+/// command line, disks only.
 struct MachineState {
   uint64_t memory_bytes = 0;  ///< Guest RAM in bytes (multiple of 4 KiB).
   uint32_t vcpus = 0;
@@ -31,7 +33,7 @@ void encode_machine_state(ByteWriter& w, const MachineState& m);
 /// 1 MiB..1 TiB, vCPUs 1..254, at most 64 devices, each spec valid for its kind. Errors name the
 /// field.
 [[nodiscard]] Result<MachineState> decode_machine_state(ByteReader& r);
-/// Decodes `version` (1 or 2).
+/// Decodes `version` (1 to kMachineSectionVersion).
 [[nodiscard]] Result<MachineState> decode_machine_state_version(ByteReader& r, uint32_t version);
 
 }  // namespace tern::snap

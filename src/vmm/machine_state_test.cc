@@ -1,5 +1,6 @@
-// Unit tests: the machine section round-trips (version 2: devices keyed by kind), still reads
-// version 1 (disks only), and refuses out-of-range values naming them.
+// Unit tests: the machine section round-trips (version 3: devices keyed by kind), still reads
+// version 1 (disks only; version 2 in vmm/devices/disk_kind_test.cc), and refuses out-of-range
+// values naming them.
 #include "vmm/machine_state.h"
 
 #include <gtest/gtest.h>
@@ -111,8 +112,8 @@ TEST(MachineState, ReadsVersion1) {
   ASSERT_EQ(m->devices.size(), 1u);
   EXPECT_EQ(std::get<DiskSpec>(m->devices[0].spec).path, "/img/root.ext4");
   EXPECT_EQ(m->devices[0].facts, size_facts(8ull << 20));
-  ByteReader r3(bytes, "machine");
-  EXPECT_FALSE(decode_machine_state_version(r3, 3));
+  ByteReader next(bytes, "machine");
+  EXPECT_FALSE(decode_machine_state_version(next, kMachineSectionVersion + 1));
 }
 
 TEST(MachineState, EveryTruncationFails) {

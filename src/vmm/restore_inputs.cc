@@ -37,11 +37,12 @@ Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::s
   }
   in.state = std::move(*state);
 
-  // The machine section: version 2, or 1 from a tern before the device registry (disks only).
+  // The machine section: version 3, or an older one (2: before vhost-user; 1: before the
+  // device registry, disks only).
   const snap::StateSection* ms = in.state.find(snap::kMachineSection);
-  if (ms && ms->version == 1) {
+  if (ms && ms->version >= 1 && ms->version < snap::kMachineSectionVersion) {
     snap::ByteReader mr(ms->data, path + ": machine section");
-    ASSIGN_OR_RETURN(in.machine, snap::decode_machine_state_version(mr, 1));
+    ASSIGN_OR_RETURN(in.machine, snap::decode_machine_state_version(mr, ms->version));
   } else {
     ASSIGN_OR_RETURN(ms, section(in.state, snap::kMachineSection, snap::kMachineSectionVersion,
                                  "machine", path));
@@ -84,6 +85,18 @@ Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::s
         "memory file saved with it, {}",
         spec.mem_file_path, path, snap::previous_memory_path(spec.mem_file_path));
   in.mem_fd = std::move(mem.fd);
+
+  // The backend: the operator's, else what the restored devices need (a vhost-user disk: memfd).
+  // Not saved in the snapshot: it is a host choice (huge pages reserved on this host or not),
+  // and the guest cannot tell.
+  std::vector<DeviceSpec> saved_specs;
+  for (const auto& d : in.machine.devices) saved_specs.push_back(d.spec);
+  ASSIGN_OR_RETURN(in.memory_backend, choose_memory_backend(spec.memory_backend, saved_specs,
+                                                            "--memory-backend"));
+  if (in.memory_backend == MemoryBackend::kHugetlbfs && in.machine.memory_bytes % kHugePageSize)
+    return fail("--memory-backend hugetlbfs",
+                "the snapshot's guest RAM (" + format_size(in.machine.memory_bytes) +
+                    ") is not a multiple of 2 MiB");
 
   auto target = ConsoleTarget::parse(console, "--console");
   if (!target) return tl::unexpected(target.error());

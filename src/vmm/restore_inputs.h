@@ -26,13 +26,18 @@ struct RestoreInputs {
   ConsoleTarget console;
   std::vector<std::shared_ptr<VirtioDevice>> devices;  ///< Re-made, same order and names as saved.
   UniqueFd mem_fd;                ///< The memory file, open read-only.
+  /// What backs the restored RAM: SnapshotLoadSpec::memory_backend, else chosen from the
+  /// restored devices as at boot (choose_memory_backend). kAnon maps the memory file
+  /// copy-on-write; memfd / hugetlbfs read it into shared RAM a vhost-user back-end can map.
+  MemoryBackend memory_backend = MemoryBackend::kAnon;
 };
 
 /// Reads and checks a snapshot: the state file (magic, format version, checksum, every section
 /// present and decodable), the memory file (exists, long enough for the saved RAM layout, the
 /// same pairing token as the state file — snap::check_pairing), each
 /// device through the registry (a disk image: still there, same size as when saved, opened with
-/// the saved options) and the console target. Errors name the file and what is wrong; nothing is built.
+/// the saved options), the memory backend (anon with a vhost-user disk is refused; hugetlbfs
+/// needs RAM in whole 2 MiB pages) and the console target. Errors name the file and what is wrong; nothing is built.
 [[nodiscard]] Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec,
                                                     const std::string& console);
 

@@ -33,8 +33,16 @@ Result<void> Vm::build(const BootInputs& in) {
   TRY(build_kvm(c.vcpus));
   // 2. Guest RAM and memslots.
   auto specs = x86::ram_regions(c.memory_bytes);
-  auto mem = GuestMemory::create(specs);
-  if (!mem) return fail("--memory", mem.error().message());
+  ASSIGN_OR_RETURN(MemoryBackend backend,
+                   choose_memory_backend(c.memory_backend, c.devices, "--memory-backend"));
+  auto mem = GuestMemory::create(specs, backend);
+  if (!mem) {
+    if (backend == MemoryBackend::kAnon) return fail("--memory", mem.error().message());
+    return tl::unexpected(mem.error());  // names the backend, the region and its size
+  }
+  if (backend != MemoryBackend::kAnon)
+    spdlog::info("guest RAM: {} on {}{}", format_size(c.memory_bytes), memory_backend_name(backend),
+                 c.memory_backend ? "" : " (automatic: a vhost-user disk maps it)");
   TRY(add_memory(std::move(*mem)));
 
   // 3. Kernel, initrd, command line, boot_params, firmware tables, page tables.

@@ -4,6 +4,20 @@
 
 namespace tern {
 
+Result<MemoryBackend> choose_memory_backend(std::optional<MemoryBackend> chosen,
+                                            const std::vector<DeviceSpec>& devices,
+                                            const std::string& option) {
+  bool vhost_user = false;
+  for (const DeviceSpec& d : devices)
+    if (const auto* disk = std::get_if<DiskSpec>(&d); disk && !disk->vhost_user_socket.empty())
+      vhost_user = true;
+  if (!chosen) return vhost_user ? MemoryBackend::kMemfd : MemoryBackend::kAnon;
+  if (*chosen == MemoryBackend::kAnon && vhost_user)
+    return fail(option + " anon",
+                "a vhost-user disk needs shared memory (memfd or hugetlbfs)");
+  return *chosen;
+}
+
 std::string with_default_console(const std::string& cmdline) {
   std::istringstream words(cmdline);
   std::string w;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
+#include "memory/memory_backend.h"
 #include "vmm/devices/device_kinds.h"
 
 namespace tern {
@@ -18,9 +20,19 @@ struct VmConfig {
   uint64_t memory_bytes = 512ull << 20;   ///< Guest RAM in bytes (multiple of 4 KiB).
   uint32_t vcpus = 1;
   std::string console = "stdio";         ///< "stdio" or "file:PATH".
+  /// What backs guest RAM (--memory-backend); unset = automatic (choose_memory_backend()).
+  std::optional<MemoryBackend> memory_backend;
   /// In PCI slot order: the disks (the first is /dev/vda), then the rng.
   std::vector<DeviceSpec> devices;
 };
+
+/// The backend guest RAM gets: `chosen` when given, else memfd when a disk is served by a
+/// vhost-user back-end (DiskConfig::vhost_user_socket non-empty: the back-end maps guest RAM),
+/// else anon. An explicit anon with a vhost-user disk is refused; the error names `option`
+/// ("--memory-backend", "machine-config.memory_backend").
+[[nodiscard]] Result<MemoryBackend> choose_memory_backend(std::optional<MemoryBackend> chosen,
+                                                          const std::vector<DeviceSpec>& devices,
+                                                          const std::string& option);
 
 /// The command line tern uses when none is given.
 inline constexpr const char* kDefaultCmdline = "console=ttyS0 reboot=k panic=1";

@@ -46,6 +46,7 @@ tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine(
   auto vm = Vm::restore(*inputs);
   if (!vm) return tl::unexpected(StartFailure{kExitError, vm.error()});
   resources = VmResources::from_machine_state(inputs->machine, resources.console);
+  resources.memory_backend = spec.memory_backend;  // as given (GET /vm/config)
   return std::make_unique<VmMachine>(std::move(*vm));
 }
 

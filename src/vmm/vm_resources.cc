@@ -9,12 +9,14 @@ MachineConfig VmResources::machine_config() const {
   MachineConfig m;
   m.vcpu_count = vcpus;
   m.mem_size_mib = memory_bytes >> 20;
+  m.memory_backend = memory_backend;
   return m;
 }
 
 void VmResources::set_machine_config(const MachineConfig& m) {
   vcpus = m.vcpu_count;
   memory_bytes = m.mem_size_mib << 20;
+  memory_backend = m.memory_backend;
 }
 
 Result<void> VmResources::patch_machine_config(const MachineConfigPatch& p) {
@@ -24,10 +26,12 @@ Result<void> VmResources::patch_machine_config(const MachineConfigPatch& p) {
   if (p.smt) m.smt = *p.smt;
   if (p.track_dirty_pages) m.track_dirty_pages = *p.track_dirty_pages;
   if (p.huge_pages) m.huge_pages = *p.huge_pages;
+  if (p.memory_backend) m.memory_backend = p.memory_backend;
   TRY(check_machine_config(m, ""));
   // A patch that leaves the size alone keeps a --memory size that is not a whole MiB.
   if (p.mem_size_mib) memory_bytes = m.mem_size_mib << 20;
   vcpus = m.vcpu_count;
+  memory_backend = m.memory_backend;
   return {};
 }
 
@@ -78,6 +82,9 @@ Result<VmConfig> VmResources::vm_config() const {
   }
   TRY(check_devices_for_vm(devices, vcpus, /*cli=*/false));
   c.devices.insert(c.devices.end(), devices.begin(), devices.end());
+  // Refused now, before anything is built: anon RAM a vhost-user back-end cannot map.
+  TRY(choose_memory_backend(memory_backend, c.devices, "machine-config.memory_backend"));
+  c.memory_backend = memory_backend;
   return c;
 }
 
@@ -121,8 +128,10 @@ DriveSpec drive_for_disk(const DiskConfig& disk, size_t index) {
   DriveSpec d;
   d.drive_id = "vd" + letters;
   d.is_root_device = false;
-  d.cache_type = std::string(cache_mode_name(disk.cache));
-  d.io_engine = std::string(io_engine_name(disk.engine));
+  if (disk.vhost_user_socket.empty()) {  // a vhost-user disk's are the back-end's
+    d.cache_type = std::string(cache_mode_name(disk.cache));
+    d.io_engine = std::string(io_engine_name(disk.engine));
+  }
   d.disk = disk;
   return d;
 }

@@ -23,6 +23,8 @@ struct VmResources {
   uint32_t vcpus = 1;                    ///< Checked when the VM is built (--cpus / vcpu_count).
   uint64_t memory_bytes = 128ull << 20;  ///< Guest RAM in bytes (Firecracker's default 128 MiB).
   std::string console = "stdio";         ///< "stdio" or "file:PATH".
+  /// --memory-backend / machine-config "memory_backend"; unset = automatic.
+  std::optional<MemoryBackend> memory_backend;
   std::vector<DriveSpec> drives;         ///< In the order configured (--disk or PUT /drives).
   /// The other devices configured (device_surfaces.h), in kind order (after the drives in the
   /// PCI slot order): at most one of a single-instance kind (--rng, PUT /entropy), those of a
@@ -73,7 +75,7 @@ struct VmResources {
 
 /// A `tern run --disk` disk as a drive: drive_id "vda", "vdb", ... (index 0 → "vda", 26 →
 /// "vdaa", as Linux names virtio disks), not a root device, cache_type and io_engine by tern's
-/// names ("writeback", "io_uring").
+/// names ("writeback", "io_uring"; empty for a vhost-user disk, whose back-end has them).
 [[nodiscard]] DriveSpec drive_for_disk(const DiskConfig& disk, size_t index);
 
 }  // namespace tern

@@ -29,6 +29,27 @@ struct Unquiesce {
   ~Unquiesce() { pci->unquiesce(); }
 };
 
+// The memory file read into shared RAM of `in.memory_backend`, with a progress line each second
+// (a large guest takes a while) and one at the end.
+Result<GuestMemory> read_memory_file(std::span<const RegionSpec> specs, const RestoreInputs& in) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto last = t0;
+  auto progress = [&](uint64_t done, uint64_t total) {
+    auto now = Clock::now();
+    if (now - last < std::chrono::seconds(1)) return;
+    last = now;
+    spdlog::info("restore: reading guest RAM into {}: {} of {}", memory_backend_name(in.memory_backend),
+                 format_size(done), format_size(total));
+  };
+  auto mem = GuestMemory::create_from_file(specs, in.mem_fd.borrow(), in.memory_backend, progress);
+  if (!mem) return fail("snapshot memory file", mem.error().message());
+  spdlog::info("restore: guest RAM ({}) read into {} in {:.3f} s", format_size(mem->total_size()),
+               memory_backend_name(in.memory_backend),
+               std::chrono::duration<double>(Clock::now() - t0).count());
+  return mem;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Vm>> Vm::restore(const RestoreInputs& inputs) {
@@ -45,15 +66,23 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
   spdlog::debug("restore: KVM VM");
   TRY(build_kvm(m.vcpus));
   spdlog::debug("restore: memory");
-  // 2. RAM: the memory file mapped MAP_PRIVATE at the same guest-physical layout. Pages are read
-  //    on first touch, so this costs the same for 128 MiB and 128 GiB.
+  // 2. RAM at the same guest-physical layout. anon: the memory file mapped MAP_PRIVATE; pages
+  //    are read on first touch, so this costs the same for 128 MiB and 128 GiB. memfd /
+  //    hugetlbfs (a vhost-user back-end maps guest RAM): the file's data read into new shared
+  //    RAM, which costs a read of the non-zero RAM (progress logged each second).
   auto specs = x86::ram_regions(m.memory_bytes);
-  auto mem = GuestMemory::create_from_file(specs, in.mem_fd.borrow());
-  if (!mem) return fail("snapshot memory file", mem.error().message());
-  ASSIGN_OR_RETURN(
-      memory_backing_,
-      snap::protected_file(in.mem_fd.get(), "the memory file this VM was restored from",
-                           /*memory_target_ok=*/true));
+  Result<GuestMemory> mem = fail("restore", "no memory");
+  if (in.memory_backend == MemoryBackend::kAnon) {
+    mem = GuestMemory::create_from_file(specs, in.mem_fd.borrow());
+    if (!mem) return fail("snapshot memory file", mem.error().message());
+    ASSIGN_OR_RETURN(
+        memory_backing_,
+        snap::protected_file(in.mem_fd.get(), "the memory file this VM was restored from",
+                             /*memory_target_ok=*/true));
+  } else {
+    mem = read_memory_file(specs, in);
+    if (!mem) return tl::unexpected(mem.error());
+  }
   TRY(add_memory(std::move(*mem)));
   // 3. VM-wide KVM state: PIC, IOAPIC and PIT, then kvmclock. KVM_SET_CLOCK must come before any
   //    vCPU runs (the guest's kvmclock pages are computed from it on first entry).

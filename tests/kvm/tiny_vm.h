@@ -47,8 +47,9 @@ class TinyVm {
   static constexpr uint64_t kRamBytes = 2 * MiB;
   static constexpr uint64_t kCodeAddr = x86::kHimemStart;
 
-  /// Builds the VM with `code` at 1 MiB. Skips the test when /dev/kvm is unusable.
-  static std::unique_ptr<TinyVm> create(std::span<const uint8_t> code) {
+  /// Builds the VM with `code` at 1 MiB, its RAM on `backend`. nullptr when /dev/kvm is unusable.
+  static std::unique_ptr<TinyVm> create(std::span<const uint8_t> code,
+                                        MemoryBackend backend = MemoryBackend::kAnon) {
     auto vm = std::unique_ptr<TinyVm>(new TinyVm());
     auto sys = KvmSystem::open();
     if (!sys) return nullptr;
@@ -59,8 +60,8 @@ class TinyVm {
     EXPECT_TRUE(vm->vm_->set_tss_addr(x86::kTssAddr));
     EXPECT_TRUE(vm->vm_->create_irqchip());
     std::array<RegionSpec, 1> spec{{{0, kRamBytes}}};
-    auto mem = GuestMemory::create(spec);
-    EXPECT_TRUE(mem);
+    auto mem = GuestMemory::create(spec, backend);
+    EXPECT_TRUE(mem) << mem.error().message();
     vm->mem_.emplace(std::move(*mem));
     const auto& r = vm->mem_->regions()[0];
     EXPECT_TRUE(vm->vm_->set_user_memory_region(0, r.gpa, r.size, r.host));
@@ -87,6 +88,7 @@ class TinyVm {
   [[nodiscard]] const ExitStats& stats() const { return thread_->stats(); }
   [[nodiscard]] VcpuThread& vcpu_thread() { return *thread_; }
   [[nodiscard]] KvmVm& kvm_vm() { return *vm_; }
+  [[nodiscard]] const GuestMemory& memory() const { return *mem_; }
 
   Bus pio{"pio"};
   Bus mmio{"mmio"};

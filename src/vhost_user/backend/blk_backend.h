@@ -5,7 +5,7 @@
 // serves one front-end at a time and accepts the next when it disconnects (a restarted VMM, a
 // restore), keeps inflight descriptors in the front-end's INFLIGHT_SHMFD region so a restarted
 // back-end resubmits them, and once the image and socket are open confines itself with a seccomp
-// filter (docs/vhost-user.md lists what is allowed).
+// filter (docs/vhost-user-backend.md lists what is allowed).
 #pragma once
 
 #include <atomic>
@@ -29,5 +29,8 @@ struct BlkBackendOptions {
 /// error drops that connection only (counted, logged) and the next one is accepted.
 [[nodiscard]] Result<void> run_blk_backend(const BlkBackendOptions& options,
                                            const std::atomic<bool>& stop);
+
+/// Asks a running run_blk_backend to log its counters (async-signal-safe: SIGUSR1).
+void request_blk_backend_stats() noexcept;
 
 }  // namespace tern::vhost_user

@@ -8,7 +8,7 @@
 // Life cycle:
 //  - create() (before the guest boots): connect, GET_FEATURES, GET/SET_PROTOCOL_FEATURES (the
 //    intersection with kTernProtocolFeatures), GET_QUEUE_NUM (queues ≤ the back-end's), SET_OWNER,
-//    GET_CONFIG at offset 0 (sizeof(VirtioBlkConfig); num_queues patched to the configured count).
+//    GET_CONFIG at offset 0 (kBlkConfigBytes = 60: QEMU 7.2 refuses more; num_queues patched).
 //    A back-end that is missing, refuses, times out or answers garbage fails the start, naming
 //    the socket and the request. Guest features = the back-end's & what tern's transport supports
 //    (no PROTOCOL_FEATURES bit, no packed ring, no ACCESS_PLATFORM).

@@ -5,18 +5,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include "virtio/block/blk_config.h"
 #include "virtio/block/block_queue_handler.h"
 #include "virtio/virtio_spec.h"
 
 namespace tern {
 
 using namespace virtio;
-
-namespace {
-constexpr uint32_t kMaxDiscardSectors = 0x3fffff;  // 2 GiB - 512 per segment
-constexpr uint32_t kMaxDiscardSeg = 32;
-constexpr uint32_t kSizeMax = 1u << 20;  // bytes per descriptor the driver should use
-}  // namespace
 
 Result<std::shared_ptr<VirtioBlock>> VirtioBlock::create(const DiskConfig& config,
                                                          std::string name) {
@@ -25,23 +20,8 @@ Result<std::shared_ptr<VirtioBlock>> VirtioBlock::create(const DiskConfig& confi
   return std::shared_ptr<VirtioBlock>(new VirtioBlock(config, std::move(disk), std::move(name)));
 }
 
-namespace {
-uint64_t offered_features(const DiskConfig& config, const DiskImage& disk) {
-  uint64_t f = feature(VIRTIO_F_VERSION_1) | feature(VIRTIO_F_INDIRECT_DESC) |
-               feature(VIRTIO_F_EVENT_IDX) | feature(VIRTIO_BLK_F_SIZE_MAX) |
-               feature(VIRTIO_BLK_F_SEG_MAX) | feature(VIRTIO_BLK_F_BLK_SIZE) |
-               feature(VIRTIO_BLK_F_FLUSH);
-  if (disk.read_only())
-    f |= feature(VIRTIO_BLK_F_RO);
-  else
-    f |= feature(VIRTIO_BLK_F_DISCARD) | feature(VIRTIO_BLK_F_WRITE_ZEROES);
-  if (config.queues > 1) f |= feature(VIRTIO_BLK_F_MQ);
-  return f;
-}
-}  // namespace
-
 VirtioBlock::VirtioBlock(DiskConfig config, DiskImage disk, std::string name)
-    : VirtioDeviceBase(VIRTIO_ID_BLOCK, std::move(name), offered_features(config, disk),
+    : VirtioDeviceBase(VIRTIO_ID_BLOCK, std::move(name), blk_device_features(config, disk),
                        config.queues, config.queue_size),
       config_(std::move(config)),
       disk_(std::move(disk)) {
@@ -51,21 +31,7 @@ VirtioBlock::VirtioBlock(DiskConfig config, DiskImage disk, std::string name)
                  this->name());
     engine_ = IoEngineKind::kThreads;
   }
-
-  auto& c = config_space_;
-  c.capacity = disk_.capacity_sectors();
-  c.size_max = kSizeMax;
-  c.seg_max = static_cast<uint32_t>(config_.queue_size - 2);
-  c.blk_size = disk_.logical_block_size();
-  c.writeback = config_.cache == CacheMode::kDirectSync ? 0 : 1;
-  c.num_queues = config_.queues;
-  uint32_t align_sectors = disk_.logical_block_size() / 512;
-  c.max_discard_sectors = kMaxDiscardSectors;
-  c.max_discard_seg = kMaxDiscardSeg;
-  c.discard_sector_alignment = align_sectors;
-  c.max_write_zeroes_sectors = kMaxDiscardSectors;
-  c.max_write_zeroes_seg = kMaxDiscardSeg;
-  c.write_zeroes_may_unmap = 1;
+  config_space_ = make_blk_config(config_, disk_);
 }
 
 VirtioBlock::~VirtioBlock() { reset(); }
@@ -83,17 +49,7 @@ void VirtioBlock::write_config(uint64_t, std::span<const uint8_t>) {
 
 Result<std::unique_ptr<QueueHandler>> VirtioBlock::make_queue_handler(
     uint16_t index, const VirtqueueConfig& queue, uint64_t acked) {
-  BlockLimits limits;
-  limits.capacity_sectors = disk_.capacity_sectors();
-  limits.read_only = disk_.read_only();
-  limits.discard = (acked & feature(VIRTIO_BLK_F_DISCARD)) != 0;
-  limits.write_zeroes = (acked & feature(VIRTIO_BLK_F_WRITE_ZEROES)) != 0;
-  limits.max_discard_sectors = config_space_.max_discard_sectors;
-  limits.max_discard_seg = config_space_.max_discard_seg;
-  limits.max_write_zeroes_sectors = config_space_.max_write_zeroes_sectors;
-  limits.max_write_zeroes_seg = config_space_.max_write_zeroes_seg;
-  limits.size_max = config_space_.size_max;
-  limits.seg_max = config_space_.seg_max;
+  BlockLimits limits = blk_limits(config_space_, disk_, acked);
 
   IoEngineFactory factory;
   {

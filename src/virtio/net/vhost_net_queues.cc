@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "base/log.h"
-#include "virtio/net/vhost_call_relay.h"
+#include "virtio/vhost_call_relay.h"
 #include "virtio/net/vhost_net_fd.h"
 #include "virtio/virtio_spec.h"
 
@@ -21,6 +21,7 @@ namespace {
 
 using virtio::ExternalQueue;
 using virtio::ExternalQueues;
+using virtio::VhostCallRelay;
 
 // VHOST_NET_VQ_RX = 0, VHOST_NET_VQ_TX = 1 (drivers/vhost/net.c): device queue 2k + v is vring
 // v of pair k's instance.

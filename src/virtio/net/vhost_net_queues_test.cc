@@ -21,7 +21,7 @@
 #include <fstream>
 
 #include "virtio/net/net_header.h"
-#include "virtio/net/testing/signal_counting_interrupt.h"
+#include "virtio/testing/signal_counting_interrupt.h"
 #include "virtio/net/vhost_net_fd.h"
 #include "virtio/testing/fake_virtqueue_driver.h"
 #include "virtio/virtio_spec.h"
@@ -30,7 +30,7 @@ namespace tern::net {
 namespace {
 
 using tern::testing::FakeGuestRam;
-using testing::SignalCountingInterrupt;
+using virtio::testing::SignalCountingInterrupt;
 using tern::testing::FakeVirtqueueDriver;
 using virtio::ExternalQueue;
 

@@ -28,7 +28,8 @@ namespace tern {
 
 class VirtioDevice;
 
-/// A virtio-blk disk (--disk, PUT /drives): the image and how it is opened.
+/// A virtio-blk disk (--disk, PUT /drives): the image and how it is opened, or the vhost-user
+/// back-end's socket (vhost_user_socket).
 using DiskSpec = DiskConfig;
 /// The virtio-rng entropy device (--rng, PUT /entropy): its rate limit.
 using RngSpec = RngConfig;
@@ -40,7 +41,8 @@ using NetSpec = NetConfig;
 //   kKind                     snapshot key and device-name prefix ("virtio-blk" → "virtio-blk0")
 //   kLabel                    how restore errors name it ("snapshot disk 0")
 //   make(spec, name)          creates the device (opens files; errors name the user's field)
-//   encode / decode           the spec in the machine section (decode validates untrusted bytes)
+//   encode / decode           the spec in the machine section (decode validates untrusted bytes;
+//                             a kind whose spec grew a field also takes the section's version)
 //   save_facts / check_facts  host facts a restore must find unchanged (a disk: its image size)
 //   protected_files           host files a snapshot must not overwrite (a disk: its image)
 //   flush                     makes completed guest writes durable before a snapshot commits
@@ -65,20 +67,29 @@ using NetSpec = NetConfig;
 //   cli_key(field)            the option's key for a JSON field check_* names ("tap")
 // Disks are configured as drives (drive_id, root device) and have no such members.
 
-/// virtio-blk (src/virtio/block): one per disk, in --disk / drive order.
+/// virtio-blk: one per disk, in --disk / drive order. A disk tern serves (VirtioBlock,
+/// src/virtio/block) or, with a vhost_user_socket, a vhost-user-blk front-end (VhostUserBlk,
+/// src/vhost_user/frontend) whose image is the back-end's: no size fact, no protected file,
+/// nothing to flush.
 struct DiskKind {
   using Spec = DiskSpec;
   static constexpr std::string_view kKind = "virtio-blk";
   static constexpr std::string_view kLabel = "disk";
+  /// VirtioBlock::create(), or make_vhost_user_blk() (connects to the back-end now) whose
+  /// errors become "--disk vhost-user=PATH: ...".
   static Result<std::shared_ptr<VirtioDevice>> make(const Spec& s, const std::string& name);
+  /// The current machine section version's layout (3: with the vhost-user socket).
   static void encode(snap::ByteWriter& w, const Spec& s);
-  static Result<Spec> decode(snap::ByteReader& r);
-  /// The image size in bytes (u64).
+  /// Reads machine section `version`'s layout (1 and 2: no socket; 3: the socket last).
+  static Result<Spec> decode(snap::ByteReader& r, uint32_t version);
+  /// The image size in bytes (u64); nothing for a vhost-user disk.
   static void save_facts(snap::ByteWriter& w, const Spec& s, const VirtioDevice& d);
   /// Refuses an image whose size changed since the save.
   static Result<void> check_facts(snap::ByteReader& r, const Spec& s, const VirtioDevice& d);
+  /// The image; none for a vhost-user disk.
   static Result<std::vector<snap::ProtectedFile>> protected_files(const VirtioDevice& d,
                                                                   size_t index);
+  /// fdatasync of the image; nothing for a vhost-user disk (the back-end's business).
   static Result<void> flush(const VirtioDevice& d);
 };
 

@@ -48,13 +48,20 @@ decltype(auto) visit_kind(const DeviceSpec& spec, F&& f) {
 /// Decodes a record of the kind named `kind`.
 template <size_t I = 0>
 Result<SavedDevice> decode_kind(std::string_view kind, snap::ByteReader& spec,
-                                std::vector<uint8_t> facts, const std::string& what) {
+                                std::vector<uint8_t> facts, const std::string& what,
+                                uint32_t version) {
   if constexpr (I == kNumKinds) {
     return fail(what, "device kind \"" + printable(kind) + "\" is unknown to this tern");
   } else {
     using K = std::tuple_element_t<I, Kinds>;
-    if (kind != K::kKind) return decode_kind<I + 1>(kind, spec, std::move(facts), what);
-    ASSIGN_OR_RETURN(auto s, K::decode(spec));
+    if (kind != K::kKind) return decode_kind<I + 1>(kind, spec, std::move(facts), what, version);
+    auto decoded = [&] {
+      if constexpr (requires { K::decode(spec, version); })
+        return K::decode(spec, version);  // its layout depends on the section version
+      else
+        return K::decode(spec);
+    };
+    ASSIGN_OR_RETURN(auto s, decoded());
     TRY(spec.expect_end());
     return SavedDevice{DeviceSpec(std::in_place_type<typename K::Spec>, std::move(s)),
                        std::move(facts)};
@@ -101,17 +108,17 @@ void encode_saved_device(snap::ByteWriter& w, const SavedDevice& d) {
   w.blob(d.facts);
 }
 
-Result<SavedDevice> decode_saved_device(snap::ByteReader& r) {
+Result<SavedDevice> decode_saved_device(snap::ByteReader& r, uint32_t version) {
   ASSIGN_OR_RETURN(std::string kind, r.string(64));
   ASSIGN_OR_RETURN(auto spec_bytes, r.blob(64 * 1024));
   ASSIGN_OR_RETURN(auto facts, r.blob(4096));
   snap::ByteReader spec(spec_bytes, r.what() + ": " + kind);
-  return decode_kind(kind, spec, std::move(facts), r.what());
+  return decode_kind(kind, spec, std::move(facts), r.what(), version);
 }
 
 Result<SavedDevice> decode_v1_disk(snap::ByteReader& r, uint32_t i) {
   // Version 1 records are DiskKind's encoding followed by the image size.
-  auto c = DiskKind::decode(r);
+  auto c = DiskKind::decode(r, 1);
   if (!c) return fail(r.what(), "disk " + std::to_string(i) + ": " + c.error().context);
   ASSIGN_OR_RETURN(uint64_t size, r.u64());
   snap::ByteWriter facts;

@@ -41,10 +41,12 @@ struct SavedDevice {
 
 /// The SavedDevice of a live `device` built from `spec`.
 [[nodiscard]] SavedDevice save_device(const DeviceSpec& spec, const VirtioDevice& device);
-/// Machine section v2 record: kind string, spec blob, facts blob.
+/// Machine section v2/v3 record: kind string, spec blob (the current version's layout), facts
+/// blob.
 void encode_saved_device(snap::ByteWriter& w, const SavedDevice& d);
-/// Decodes and validates one record (untrusted); an unknown kind is an error naming it.
-[[nodiscard]] Result<SavedDevice> decode_saved_device(snap::ByteReader& r);
+/// Decodes and validates one record of machine section `version` (2 or 3; untrusted); an
+/// unknown kind is an error naming it.
+[[nodiscard]] Result<SavedDevice> decode_saved_device(snap::ByteReader& r, uint32_t version);
 /// Machine section v1 disk record (path, cache, read-only, serial, queues, queue size, engine,
 /// image size) as a SavedDevice: v1 state files still restore.
 [[nodiscard]] Result<SavedDevice> decode_v1_disk(snap::ByteReader& r, uint32_t i);

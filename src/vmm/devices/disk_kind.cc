@@ -1,21 +1,56 @@
-// DiskKind (device_kinds.h): virtio-blk in the device registry.
+// DiskKind (device_kinds.h): virtio-blk in the device registry. A disk is one of two devices:
+//  - a disk tern serves (VirtioBlock): tern opens the image, so a snapshot checks its size,
+//    protects the file and flushes it;
+//  - a vhost-user-blk disk (DiskConfig::vhost_user_socket non-empty; VhostUserBlk): the image,
+//    if there is one, is the back-end process's. tern knows no size, no file and cannot flush
+//    it, so those hooks do nothing for it (the back-end keeps its own data durable; a snapshot
+//    keeps the back-end running, docs/vhost-user.md).
+// Each hook dispatches on the spec (or, where it only has the device, on the device's type):
+// a vhost-user device is never taken for a VirtioBlock.
+#include <string>
+
+#include "vhost_user/frontend/vhost_user_blk.h"
 #include "virtio/block/virtio_block.h"
 #include "vmm/devices/device_kinds.h"
 
 namespace tern {
 
 namespace {
-const VirtioBlock& as_block(const VirtioDevice& d) {
-  // Only DiskKind::make() creates the devices these hooks are called with.
-  return static_cast<const VirtioBlock&>(d);
+
+bool is_vhost_user(const DiskSpec& s) { return !s.vhost_user_socket.empty(); }
+
+/// The VirtioBlock `d` is, or null for a vhost-user disk.
+const VirtioBlock* as_block(const VirtioDevice& d) { return dynamic_cast<const VirtioBlock*>(&d); }
+
+/// The front-end's error as the user sees it: "--disk vhost-user=PATH: <what failed>" (the
+/// socket named once, however the device worded it), for CLI, API and config-file users alike.
+Error vhost_user_error(const DiskSpec& s, Error e) {
+  std::string what = e.op;
+  if (!e.context.empty()) what += (what.empty() ? "" : ": ") + e.context;
+  const std::string dup = s.vhost_user_socket + ": ";
+  if (what.starts_with(dup)) what.erase(0, dup.size());
+  e.op = "--disk vhost-user=" + s.vhost_user_socket;
+  e.context = std::move(what);
+  return e;
 }
+
 }  // namespace
 
 Result<std::shared_ptr<VirtioDevice>> DiskKind::make(const Spec& s, const std::string& name) {
+  if (is_vhost_user(s)) {
+    TRY(validate_disk_config(s));
+    // Connects and negotiates now (before the guest boots): a back-end that is not listening,
+    // refuses or does not answer fails the start here.
+    auto dev = make_vhost_user_blk(s, name);
+    if (!dev) return tl::unexpected(vhost_user_error(s, std::move(dev.error())));
+    return std::shared_ptr<VirtioDevice>(std::move(*dev));
+  }
   ASSIGN_OR_RETURN(auto blk, VirtioBlock::create(s, name));
   return std::shared_ptr<VirtioDevice>(std::move(blk));
 }
 
+// Machine section v2: path, cache, read-only, serial, queues, queue size, engine. v3 adds the
+// vhost-user socket (empty: a disk tern serves).
 void DiskKind::encode(snap::ByteWriter& w, const Spec& c) {
   w.string(c.path);
   w.u8(static_cast<uint8_t>(c.cache));
@@ -24,9 +59,10 @@ void DiskKind::encode(snap::ByteWriter& w, const Spec& c) {
   w.u16(c.queues);
   w.u16(c.queue_size);
   w.u8(static_cast<uint8_t>(c.engine));
+  w.string(c.vhost_user_socket);
 }
 
-Result<DiskKind::Spec> DiskKind::decode(snap::ByteReader& r) {
+Result<DiskKind::Spec> DiskKind::decode(snap::ByteReader& r, uint32_t version) {
   Spec c;
   ASSIGN_OR_RETURN(c.path, r.string());
   ASSIGN_OR_RETURN(uint8_t cache, r.u8());
@@ -40,19 +76,30 @@ Result<DiskKind::Spec> DiskKind::decode(snap::ByteReader& r) {
   if (engine > static_cast<uint8_t>(IoEngineKind::kThreads))
     return fail(r.what(), "bad I/O engine");
   c.engine = static_cast<IoEngineKind>(engine);
+  if (version >= 3) {
+    ASSIGN_OR_RETURN(c.vhost_user_socket, r.string(kMaxVhostUserSocketBytes));
+  }
   if (auto ok = validate_disk_config(c); !ok) return fail(r.what(), ok.error().message());
   return c;
 }
 
-void DiskKind::save_facts(snap::ByteWriter& w, const Spec&, const VirtioDevice& d) {
-  w.u64(as_block(d).disk().size_bytes());
+// A vhost-user disk has no fact tern can check: its size is the back-end's (it may have grown
+// or shrunk between save and restore, like any disk behind another process).
+void DiskKind::save_facts(snap::ByteWriter& w, const Spec& s, const VirtioDevice& d) {
+  if (is_vhost_user(s)) return;
+  const VirtioBlock* blk = as_block(d);
+  TERN_CHECK(blk != nullptr);  // make() built a VirtioBlock from a spec without a socket
+  w.u64(blk->disk().size_bytes());
 }
 
 // Disk contents live in the image, so it must still be there (make() opened it) with its size.
 Result<void> DiskKind::check_facts(snap::ByteReader& r, const Spec& s, const VirtioDevice& d) {
+  if (is_vhost_user(s)) return r.expect_end();
+  const VirtioBlock* blk = as_block(d);
+  TERN_CHECK(blk != nullptr);
   ASSIGN_OR_RETURN(uint64_t saved, r.u64());
   TRY(r.expect_end());
-  uint64_t now = as_block(d).disk().size_bytes();
+  uint64_t now = blk->disk().size_bytes();
   if (now != saved)
     return fail(s.path + ": image is " + std::to_string(now) +
                 " bytes, the snapshot was taken with " + std::to_string(saved) +
@@ -60,17 +107,24 @@ Result<void> DiskKind::check_facts(snap::ByteReader& r, const Spec& s, const Vir
   return {};
 }
 
+// A vhost-user disk: no file of tern's (the back-end's image is out of tern's sight).
 Result<std::vector<snap::ProtectedFile>> DiskKind::protected_files(const VirtioDevice& d,
                                                                    size_t index) {
-  const DiskImage& img = as_block(d).disk();
+  const VirtioBlock* blk = as_block(d);
+  if (!blk) return std::vector<snap::ProtectedFile>{};
+  const DiskImage& img = blk->disk();
   ASSIGN_OR_RETURN(
       auto f, snap::protected_file(img.fd().get(), "the VM's disk " + std::to_string(index) + " (" +
                                                        img.path() + ")"));
   return std::vector<snap::ProtectedFile>{std::move(f)};
 }
 
+// A vhost-user disk: nothing tern can do. The back-end completed the guest's writes under its
+// own cache mode and keeps them (a guest FLUSH reached it as a request); tern has no fd to sync.
 Result<void> DiskKind::flush(const VirtioDevice& d) {
-  return as_block(d).disk().flush();
+  const VirtioBlock* blk = as_block(d);
+  if (!blk) return {};
+  return blk->disk().flush();
 }
 
 }  // namespace tern

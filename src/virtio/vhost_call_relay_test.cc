@@ -1,14 +1,14 @@
 // VhostCallRelay: each count in a call eventfd becomes one signal_used_queue() of its queue, and
 // nothing written before the destructor is lost or delivered twice.
-#include "virtio/net/vhost_call_relay.h"
+#include "virtio/vhost_call_relay.h"
 
 #include <gtest/gtest.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "virtio/net/testing/signal_counting_interrupt.h"
+#include "virtio/testing/signal_counting_interrupt.h"
 
-namespace tern::net {
+namespace tern::virtio {
 namespace {
 
 using testing::SignalCountingInterrupt;
@@ -66,4 +66,4 @@ TEST(VhostCallRelay, StopsWithNothingPending) {
 }
 
 }  // namespace
-}  // namespace tern::net
+}  // namespace tern::virtio

@@ -1,4 +1,4 @@
-#include "virtio/net/vhost_call_relay.h"
+#include "virtio/vhost_call_relay.h"
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -8,7 +8,7 @@
 
 #include "base/log.h"
 
-namespace tern::net {
+namespace tern::virtio {
 
 namespace {
 constexpr uint64_t kStopTag = ~uint64_t{0};
@@ -79,4 +79,4 @@ void VhostCallRelay::run() {
   }
 }
 
-}  // namespace tern::net
+}  // namespace tern::virtio

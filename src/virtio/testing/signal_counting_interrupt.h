@@ -1,10 +1,11 @@
-// SignalCountingInterrupt: a VirtioInterrupt for the vhost-net tests that counts used-buffer
+// SignalCountingInterrupt: a VirtioInterrupt for the vhost-net and vhost-user tests that counts used-buffer
 // signals per queue and lets a test wait for a count (condition variable + timeout; the timeout
 // fails the test instead of hanging it). Unlike testing::FakeVirtioInterrupt, the wait predicate
 // is a count, so no lock is taken twice. queue_irqfd() is invalid (calls are relayed) except for
 // a queue given one with set_irqfd().
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -13,7 +14,7 @@
 
 #include "virtio/virtio_device.h"
 
-namespace tern::net::testing {
+namespace tern::virtio::testing {
 
 class SignalCountingInterrupt final : public VirtioInterrupt {
  public:
@@ -34,7 +35,9 @@ class SignalCountingInterrupt final : public VirtioInterrupt {
     irqfds_.insert_or_assign(queue, fd);
   }
   void signal_config_change() override {}
-  void set_needs_reset() override {}
+  void set_needs_reset() override { needs_reset_.fetch_add(1); }
+  /// set_needs_reset() calls so far.
+  [[nodiscard]] uint64_t needs_reset() const { return needs_reset_.load(); }
   /// Signals of `queue` so far.
   [[nodiscard]] uint64_t used(uint16_t queue) const {
     std::lock_guard lock(mu_);
@@ -56,6 +59,7 @@ class SignalCountingInterrupt final : public VirtioInterrupt {
   }
 
  private:
+  std::atomic<uint64_t> needs_reset_{0};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<uint16_t, uint64_t> used_;
@@ -63,4 +67,4 @@ class SignalCountingInterrupt final : public VirtioInterrupt {
   std::map<uint16_t, BorrowedFd> irqfds_;
 };
 
-}  // namespace tern::net::testing
+}  // namespace tern::virtio::testing

@@ -1,7 +1,8 @@
 // VhostCallRelay: for vrings whose used-buffer notification has no KVM irqfd (INTx, no MSI-X
-// vector), vhost-net signals a plain eventfd (VHOST_SET_VRING_CALL) and one tern thread relays it:
-// an epoll over those eventfds and a stop eventfd; a readable call fd is read (clearing its count)
-// and becomes VirtioInterrupt::signal_used_queue(queue). vhost has already applied EVENT_IDX /
+// vector), the back-end (kernel vhost-net, or a vhost-user process) signals a plain eventfd
+// (VHOST_SET_VRING_CALL / VHOST_USER_SET_VRING_CALL) and one tern thread relays it: an epoll over
+// those eventfds and a stop eventfd; a readable call fd is read (clearing its count) and becomes
+// VirtioInterrupt::signal_used_queue(queue). The back-end has already applied EVENT_IDX /
 // VRING_AVAIL_F_NO_INTERRUPT suppression before writing the fd, so every count is one interrupt.
 #pragma once
 
@@ -16,7 +17,7 @@
 #include "base/result.h"
 #include "virtio/virtio_device.h"
 
-namespace tern::net {
+namespace tern::virtio {
 
 /// See the file comment. The call fds are borrowed: they must outlive the relay.
 class VhostCallRelay {
@@ -54,4 +55,4 @@ class VhostCallRelay {
   std::thread thread_;
 };
 
-}  // namespace tern::net
+}  // namespace tern::virtio

@@ -1,0 +1,154 @@
+// BackendSession through VhostUserBlk: pause/resume positions, the back-end going away and
+// coming back (counters, replay with base = used->idx and the kept inflight fd, one kick), a
+// back-end that came back with fewer features (NEEDS_RESET), and call relaying vs irqfds.
+#include <gtest/gtest.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/testing/eventually.h"
+#include "vhost_user/frontend/testing/vu_blk_fixture.h"
+
+namespace tern::vhost_user {
+namespace {
+
+using tern::testing::eventually;
+using testing::Received;
+using testing::SharedRam;
+
+ino_t inode(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 ? st.st_ino : 0;
+}
+
+// The fd of the first `request` on `connection` (-1 if none), under the fake's lock.
+int fd_of(testing::FakeBackend& b, uint32_t request, int connection) {
+  for (const Received& r : b.log())
+    if (r.msg.hdr.request == request && r.connection == connection && !r.msg.fds.empty())
+      return r.msg.fds[0].get();
+  return -1;
+}
+
+std::vector<uint32_t> nums(testing::FakeBackend& b, uint32_t request, int connection) {
+  std::vector<uint32_t> out;
+  for (const Received& r : b.log())
+    if (r.msg.hdr.request == request && r.connection == connection)
+      out.push_back(r.body<VhostVringState>().num);
+  return out;
+}
+
+class SessionTest : public VuBlkTest {
+ protected:
+  void SetUp() override {
+    be.start();
+    auto d = create(1);
+    ASSERT_TRUE(d) << d.error().message();
+    dev = std::move(*d);
+  }
+  void activate_one() {
+    ASSERT_TRUE(activate(*dev, ram, 1, dev->device_features(), irq));
+    ASSERT_TRUE(be.wait_for(VHOST_USER_SET_VRING_ENABLE, 1, 1));
+  }
+
+  SharedRam ram;
+  std::shared_ptr<virtio::testing::SignalCountingInterrupt> irq =
+      std::make_shared<virtio::testing::SignalCountingInterrupt>();
+  std::shared_ptr<VhostUserBlk> dev;
+};
+
+TEST_F(SessionTest, PauseReturnsTheBackendsBaseAndTheUsedIdxAndResumeRestartsFromThem) {
+  activate_one();
+  be.locked([](auto& b) { b.vring_base = 7; });
+  ram.set_used_idx(SharedRam::queue(0), 5);
+  dev->quiesce();
+  EXPECT_EQ(dev->queue_positions(), (std::vector<QueuePosition>{{7, 5}}));
+  EXPECT_EQ(be.requests(1).back(), VHOST_USER_GET_VRING_BASE);
+  dev->unquiesce();
+  ASSERT_TRUE(be.wait_for(VHOST_USER_SET_VRING_ENABLE, 2, 1));
+  be.locked([](auto& b) {
+    EXPECT_EQ(nums(b, VHOST_USER_SET_VRING_BASE, 1), (std::vector<uint32_t>{0, 7}));
+  });
+  EXPECT_EQ(irq->needs_reset(), 0u);
+}
+
+TEST_F(SessionTest, BackendKilledIsCountedAndTheReconnectReplaysFromTheUsedIdxWithTheInflightFd) {
+  activate_one();
+  const ino_t inflight = be.inflight_inode();
+  ASSERT_NE(inflight, 0u);
+  ino_t kick = be.locked([](auto& b) { return inode(fd_of(b, VHOST_USER_SET_VRING_KICK, 1)); });
+  ram.set_used_idx(SharedRam::queue(0), 3);
+  be.hang_up();
+  ASSERT_TRUE(be.wait_for(VHOST_USER_SET_VRING_ENABLE, 1, 2));
+  ASSERT_TRUE(eventually([&] { return counter(*dev, "backend_reconnects") == 1; }));
+  EXPECT_EQ(counter(*dev, "backend_connected"), 1u);
+  EXPECT_EQ(counter(*dev, "backend_disconnects"), 1u);
+  EXPECT_EQ(counter(*dev, "backend_protocol_errors"), 0u);
+  be.locked([&](auto& b) {
+    EXPECT_EQ(nums(b, VHOST_USER_SET_VRING_BASE, 2), (std::vector<uint32_t>{3}));
+    EXPECT_EQ(testing::FakeBackend::count(b.log(), VHOST_USER_GET_INFLIGHT_FD, 2), 0u);
+    EXPECT_EQ(inode(fd_of(b, VHOST_USER_SET_INFLIGHT_FD, 2)), inflight);
+    int k = fd_of(b, VHOST_USER_SET_VRING_KICK, 2);
+    EXPECT_EQ(inode(k), kick);
+    uint64_t n = 0;  // the kick after the replay reached the eventfd the back-end watches
+    EXPECT_EQ(::read(k, &n, sizeof n), static_cast<ssize_t>(sizeof n));
+    EXPECT_GE(n, 1u);
+  });
+  std::vector<uint32_t> r2 = be.requests(2);
+  ASSERT_GE(r2.size(), 6u);
+  EXPECT_EQ(r2[0], VHOST_USER_GET_FEATURES);
+  EXPECT_EQ(irq->needs_reset(), 0u);
+}
+
+TEST_F(SessionTest, BackendAwayAtPauseGivesTheUsedIdxForBothPositions) {
+  activate_one();
+  ram.set_used_idx(SharedRam::queue(0), 9);
+  be.stop();  // gone for good: no reconnect can succeed
+  ASSERT_TRUE(eventually([&] { return counter(*dev, "backend_connected") == 0; }));
+  dev->quiesce();
+  EXPECT_EQ(dev->queue_positions(), (std::vector<QueuePosition>{{9, 9}}));
+  dev->unquiesce();
+  EXPECT_EQ(irq->needs_reset(), 0u);
+  ASSERT_TRUE(eventually([&] { return counter(*dev, "backend_reconnect_attempts") >= 2; }));
+}
+
+TEST_F(SessionTest, BackendBackWithoutAnAckedFeatureMakesTheDeviceNeedReset) {
+  activate_one();
+  be.locked([](auto& b) { b.features &= ~virtio::feature(virtio::VIRTIO_F_EVENT_IDX); });
+  be.hang_up();
+  ASSERT_TRUE(eventually([&] { return irq->needs_reset() == 1; }));
+  EXPECT_EQ(counter(*dev, "backend_needs_reset"), 1u);
+  EXPECT_EQ(be.requests(2).back(), VHOST_USER_SET_OWNER);  // handshake, no replay
+}
+
+TEST_F(SessionTest, CallsWithoutAnIrqfdAreRelayedAndCounted) {
+  activate_one();
+  be.locked([](auto& b) {
+    uint64_t one = 1;
+    ASSERT_EQ(::write(fd_of(b, VHOST_USER_SET_VRING_CALL, 1), &one, sizeof one), 8);
+  });
+  EXPECT_GE(irq->wait_more(0, 0), 1u);
+  ASSERT_TRUE(eventually([&] { return counter(*dev, "relayed_calls") >= 1; }));
+}
+
+TEST_F(SessionTest, QueueWithAnIrqfdHandsTheIrqfdToTheBackend) {
+  UniqueFd irqfd = make_eventfd(0, EFD_NONBLOCK).value();
+  irq->set_irqfd(0, irqfd.borrow());
+  activate_one();
+  be.locked([&](auto& b) {
+    EXPECT_EQ(inode(fd_of(b, VHOST_USER_SET_VRING_CALL, 1)), inode(irqfd.get()));
+  });
+}
+
+TEST_F(SessionTest, DeviceResetStopsTheVringsAndTheNextActivationGetsAFreshInflightRegion) {
+  activate_one();
+  dev->reset();
+  ASSERT_TRUE(be.wait_for(VHOST_USER_GET_VRING_BASE, 1, 1));
+  activate_one();
+  ASSERT_TRUE(be.wait_for(VHOST_USER_SET_VRING_ENABLE, 2, 1));
+  be.locked([](auto& b) {
+    EXPECT_EQ(testing::FakeBackend::count(b.log(), VHOST_USER_GET_INFLIGHT_FD, 1), 2u);
+  });
+}
+
+}  // namespace
+}  // namespace tern::vhost_user
