@@ -51,7 +51,7 @@ Result<void> validate_vhost_user(const DiskConfig& c) {
   if (!c.path.empty()) return backends("path", "the image");
   if (c.cache != defaults.cache) return backends("cache", "the host cache mode");
   if (c.read_only != defaults.read_only)
-    return backends("readonly", "read-only access (export it read-only)");
+    return backends("readonly", "read-only access");
   if (!c.serial.empty()) return backends("serial", "the serial (GET_ID)");
   if (c.engine != defaults.engine) return backends("io", "the I/O engine");
   return {};

@@ -192,8 +192,12 @@ struct VhostUserInflight {
   uint64_t mmap_offset = 0;
   uint16_t num_queues = 0;
   uint16_t queue_size = 0;
+  /// Not in the spec's table, but on the wire: QEMU and libvhost-user declare this struct
+  /// unpacked, so it is padded to 24 bytes and hdr.size is 24 (a 20-byte GET_INFLIGHT_FD is
+  /// refused by QEMU, and QEMU's 24-byte one was refused by a 20-byte parser).
+  uint32_t padding = 0;
 };
-static_assert(sizeof(VhostUserInflight) == 20);
+static_assert(sizeof(VhostUserInflight) == 24);
 
 /// Inflight region layout for split virtqueues (spec "Inflight I/O tracking"): one QueueRegion
 /// per queue, each followed by queue_size DescStateSplit entries, every queue region padded up to

@@ -33,13 +33,14 @@ Result<uint16_t> parse_queues(std::string_view v) {
 struct BackendKey {
   std::string_view key;
   std::string_view what;
+  std::string_view hint;  ///< What to do instead ("" when obvious).
 };
 constexpr std::array<BackendKey, 5> kBackendKeys = {{
-    {"path", "the image"},
-    {"cache", "the host cache mode"},
-    {"readonly", "read-only access (export the disk read-only)"},
-    {"serial", "the serial (GET_ID)"},
-    {"io", "the I/O engine"},
+    {"path", "the image", ""},
+    {"cache", "the host cache mode", ""},
+    {"readonly", "read-only access", ": export the disk read-only"},
+    {"serial", "the serial (GET_ID)", ""},
+    {"io", "the I/O engine", ""},
 }};
 
 }  // namespace
@@ -98,7 +99,8 @@ Result<DiskConfig> parse_disk_option(std::string_view text) {
       auto b = std::ranges::find(kBackendKeys, k, &BackendKey::key);
       if (b != kBackendKeys.end())
         return fail("--disk " + std::string(k), "not with vhost-user= (" + std::string(b->what) +
-                                                    " is the back-end's)");
+                                                    " is the back-end's" + std::string(b->hint) +
+                                                    ")");
     }
   } else if (!have_path) {
     return fail("--disk path", "missing (--disk path=FILE[,...] or --disk vhost-user=SOCKET[,...])");

@@ -20,7 +20,7 @@ def u64(v): return struct.pack("<Q", v)
 
 def hdr(request, flags, payload): return u32(request) + u32(flags) + u32(len(payload)) + payload
 def region(gpa, size, uaddr, off): return u64(gpa) + u64(size) + u64(uaddr) + u64(off)
-def inflight(size, off, nq, qs): return u64(size) + u64(off) + u16(nq) + u16(qs)
+def inflight(size, off, nq, qs): return u64(size) + u64(off) + u16(nq) + u16(qs) + b"\0" * 4  # padded to 24 (QEMU)
 def config(off, size, flags, data): return u32(off) + u32(size) + u32(flags) + data
 
 

@@ -36,9 +36,7 @@ Result<void> validate(const DiskConfig& c) {
   if (c.read_only) return fail(field, "readonly= is the back-end's");
   if (!c.serial.empty()) return fail(field, "serial= is the back-end's");
   if (c.engine != IoEngineKind::kIoUring) return fail(field, "engine= is the back-end's");
-  DiskConfig probe = c;
-  probe.path = "vhost-user";  // validate_disk_config's remaining checks: queues, queue_size
-  return validate_disk_config(probe);
+  return validate_disk_config(c);  // queues, queue_size (it knows vhost-user disks now)
 }
 
 }  // namespace

@@ -25,11 +25,14 @@ const VirtioBlock* as_block(const VirtioDevice& d) { return dynamic_cast<const V
 /// The front-end's error as the user sees it: "--disk vhost-user=PATH: <what failed>" (the
 /// socket named once, however the device worded it), for CLI, API and config-file users alike.
 Error vhost_user_error(const DiskSpec& s, Error e) {
+  const std::string option = "--disk vhost-user=" + s.vhost_user_socket;
+  if (e.op.starts_with("--disk ")) return e;  // already names the option (a validation error)
   std::string what = e.op;
   if (!e.context.empty()) what += (what.empty() ? "" : ": ") + e.context;
-  const std::string dup = s.vhost_user_socket + ": ";
-  if (what.starts_with(dup)) what.erase(0, dup.size());
-  e.op = "--disk vhost-user=" + s.vhost_user_socket;
+  for (const std::string& dup : {"vhost-user " + s.vhost_user_socket + ": ",
+                                 s.vhost_user_socket + ": "})
+    if (what.starts_with(dup)) what.erase(0, dup.size());
+  e.op = option;
   e.context = std::move(what);
   return e;
 }

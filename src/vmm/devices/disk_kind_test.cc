@@ -222,6 +222,13 @@ TEST(DiskKind, VhostUserErrorsNameTheOption) {
   ASSERT_FALSE(dev);
   const std::string msg = dev.error().message();
   EXPECT_TRUE(msg.starts_with("--disk vhost-user=" + s.vhost_user_socket + ": ")) << msg;
+  // A spec the validation refuses already names its --disk key: not prefixed twice.
+  DiskSpec both = s;
+  both.path = "/img";
+  auto refused = DiskKind::make(both, "virtio-blk0");
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(refused.error().message().starts_with("--disk path: not with vhost-user="))
+      << refused.error().message();
   // Restore names the snapshot's disk first.
   std::vector<SavedDevice> saved{{DeviceSpec(std::in_place_type<DiskSpec>, s), {}}};
   auto restored = make_restored_devices(saved);
