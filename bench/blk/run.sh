@@ -1,43 +1,60 @@
 #!/usr/bin/env bash
-# Block benchmark (not a test): fio inside the stock-kernel guest on a virtio-blk disk, for QEMU
-# (virtio-blk-pci, cache=none, aio=io_uring) and for one or more tern binaries (--disk
-# path=...,cache=none,io=io_uring; a tern whose `tern run --help` lists no --disk is skipped), all in
-# ONE nested test-host run:
-#   4 KiB random read and random write at queue depth 1, 4, 16, 64, and the Iometer web-server,
+# Block benchmark (not a test): fio inside the stock-kernel guest on a virtio-blk disk, served in
+# several ways, all in ONE nested test-host run on the same disk file (configurations):
+#   qemu          QEMU virtio-blk-pci (cache=none, aio=io_uring)
+#   qemu-qsd      QEMU vhost-user-blk-pci + qemu-storage-daemon (cache.direct=on, aio=io_uring)
+#   NAME          tern NAME's built-in virtio-blk (--disk path=...,cache=none,io=io_uring)
+#   NAME-qsd      tern NAME's vhost-user-blk front-end (--disk vhost-user=SOCK) + qemu-storage-daemon
+#   NAME-vub      tern NAME's front-end + tern NAME's own back-end (tern vhost-user-blk --socket SOCK
+#                 --disk path=...,cache=none,io=io_uring)
+#   qemu-vub      QEMU's front-end + the first tern's back-end (not in the default list)
+# (a configuration whose VMM or back-end lacks the feature is skipped and says why).
+#   Jobs: 4 KiB random read and random write at queue depth 1, 4, 16, 64, and the Iometer web-server,
 #   file-server and database mixes (bench/blk/jobs.txt), each for a fixed time (default 5 s);
-#   IOPS, mean and p99 latency (fio JSON), and the VMM's CPU time per I/O (/proc/PID/stat in L1).
+#   IOPS, mean and p99 latency (fio JSON), and the host CPU time per I/O: utime+stime of the VMM
+#   process PLUS the back-end process (/proc/PID/stat in L1, all threads).
 # The data disk is a 512 MiB file of random bytes on an ext4 disk of the test host (tmpfs has no
-# O_DIRECT), the same file for every VMM. Writes results/blk.json, results/blk.md and
-# results/blk-iops.svg (IOPS vs queue depth).
+# O_DIRECT), the same file for every configuration. Writes DIR/blk.json, DIR/blk.md, DIR/blk-*.svg
+# and DIR/console.log (DIR: results/<date> unless --out says).
 #
-# Usage: bench/blk/run.sh [--tern NAME=PATH]... [--rounds N] [--vmms "qemu NAME..."] [--runtime SEC]
-#                         [--engine libaio|io_uring] [--tern-disk OPTS] [--data-mib N] [--out FILE.json]
+# Usage: bench/blk/run.sh [--tern NAME=PATH]... [--rounds N] [--configs LIST] [--runtime SEC]
+#                         [--jobs NAME,...] [--engine libaio|io_uring] [--tern-disk OPTS]
+#                         [--shmem-thp MODE] [--data-mib N] [--out DIR/FILE.json]
 #   --tern NAME=PATH  a tern binary to measure, named NAME in the results (repeatable; default one,
 #                     tern=$TERN_BIN or build/tern, skipped when missing). Before/after in one run:
 #                     --tern tern-before=/path/to/old/tern --tern tern=build/tern
-#   --rounds N        boot every VMM N times, interleaved: qemu, NAME1, NAME2, qemu, ... (default 1);
-#                     with N > 1 the results are medians with min-max over the rounds
-#   --vmms LIST       which VMMs and in which order (default "qemu" then every --tern NAME)
-#   --tern-disk OPTS  what follows path=FILE in tern's --disk (default cache=none,io=io_uring)
+#   --rounds N        boot every configuration N times, interleaved: qemu, qemu-qsd, NAME, NAME-qsd,
+#                     NAME-vub, qemu, ... (default 3); the results are medians with min-max
+#   --configs LIST    which configurations and in which order (default: qemu qemu-qsd, then NAME
+#                     NAME-qsd NAME-vub for every --tern NAME); --vmms is the old spelling
+#   --jobs NAMES      only these jobs (comma-separated job names, or their start up to a dash:
+#                     randread,randwrite = the QD sweeps without the mixes; default all)
+#   --tern-disk OPTS  what follows path=FILE in tern's --disk, built-in and back-end (default
+#                     cache=none,io=io_uring)
+#   --shmem-thp MODE  the test host's /sys/kernel/mm/transparent_hugepage/shmem_enabled (default
+#                     advise: the memfd guest RAM of the vhost-user rows gets 2 MiB pages like the
+#                     built-in rows' anonymous RAM; never = Debian's default, 4 KiB pages)
 # Environment: TERN_BIN (default build/tern), TESTHOST_CACHE (default build/testhost).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 source "$repo/testhost/lib.sh"
 
-vmms="" runtime=5 engine=libaio tern_disk="cache=none,io=io_uring" data_mib=512 rounds=1 terns=()
-out="$here/results/blk.json"
+configs="" runtime=5 engine=libaio tern_disk="cache=none,io=io_uring" data_mib=512 rounds=3 terns=()
+out="" jobs="" shmem_thp=advise
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --tern) terns+=("$2"); shift 2 ;;
         --rounds) rounds="$2"; shift 2 ;;
-        --vmms) vmms="$2"; shift 2 ;;
+        --configs | --vmms) configs="$2"; shift 2 ;;
+        --jobs) jobs="$2"; shift 2 ;;
+        --shmem-thp) shmem_thp="$2"; shift 2 ;;
         --runtime) runtime="$2"; shift 2 ;;
         --engine) engine="$2"; shift 2 ;;
         --tern-disk) tern_disk="$2"; shift 2 ;;
         --data-mib) data_mib="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
-        -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,39p' "$0"; exit 0 ;;
         *) th_die "unknown argument $1; see --help" ;;
     esac
 done
@@ -45,6 +62,10 @@ done
 [[ "$engine" == libaio || "$engine" == io_uring ]] || th_die "--engine must be libaio or io_uring, got '$engine'"
 [[ "$data_mib" =~ ^[1-9][0-9]*$ ]] || th_die "--data-mib wants a number of MiB, got '$data_mib'"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || th_die "--rounds wants a number of rounds, got '$rounds'"
+[[ -z "$jobs" || "$jobs" =~ ^[a-z0-9-]+(,[a-z0-9-]+)*$ ]] || th_die "--jobs wants NAME,NAME... of a-z 0-9 -, got '$jobs'"
+[[ "$shmem_thp" =~ ^(never|advise|always|within_size)$ ]] || th_die "--shmem-thp must be never, advise, always or within_size, got '$shmem_thp'"
+[[ -n "$out" ]] || out="$here/results/$(date -u +%Y-%m-%d)/blk.json"
+[[ "$out" == *.json ]] || th_die "--out wants a FILE.json, got '$out'"
 # The tern binaries: NAME=PATH each; without --tern, "tern" = $TERN_BIN (skipped when not built).
 declare -A tern_path=()
 tern_names=()
@@ -57,19 +78,28 @@ if ((${#terns[@]} == 0)); then
 fi
 for t in ${terns[@]+"${terns[@]}"}; do
     name="${t%%=*}" path="${t#*=}"
-    [[ "$t" == *=* && "$name" =~ ^[a-z][a-z0-9._-]*$ && "$name" != qemu ]] ||
-        th_die "--tern wants NAME=PATH with NAME of a-z 0-9 . _ - (not qemu), got '$t'"
+    [[ "$t" == *=* && "$name" =~ ^[a-z][a-z0-9._-]*$ && "$name" != qemu* && "$name" != *-qsd && "$name" != *-vub ]] ||
+        th_die "--tern wants NAME=PATH with NAME of a-z 0-9 . _ - (not qemu..., not ending in -qsd or -vub), got '$t'"
     [[ -z "${tern_path[$name]:-}" ]] || th_die "--tern: the name '$name' is given twice"
     [[ -x "$path" && -f "$path" ]] || th_die "--tern $name: not an executable: $path"
     tern_path[$name]="$(cd "$(dirname "$path")" && pwd)/$(basename "$path")"
     tern_names+=("$name")
 done
-[[ -n "$vmms" ]] || vmms="qemu ${tern_names[*]}"
-for v in $vmms; do
+if [[ -z "$configs" ]]; then
+    configs="qemu qemu-qsd"
+    for n in ${tern_names[@]+"${tern_names[@]}"}; do configs+=" $n $n-qsd $n-vub"; done
+fi
+for c in $configs; do
+    v="${c%-qsd}" && v="${v%-vub}"
     [[ "$v" == qemu || " ${tern_names[*]} " == *" $v "* ]] ||
-        th_die "--vmms: '$v' is neither qemu nor a --tern NAME (${tern_names[*]})"
+        th_die "--configs: '$c' is neither qemu[-qsd|-vub] nor a --tern NAME[-qsd|-vub] (${tern_names[*]})"
+    [[ "$c" != *-vub || ${#tern_names[@]} -gt 0 ]] || th_die "--configs: '$c' needs a tern (its back-end)"
 done
-nvmms="$(wc -w <<<"$vmms")"
+[[ "$(tr ' ' '\n' <<<"$configs" | sort | uniq -d)" == "" ]] || th_die "--configs: a configuration is given twice"
+ncfg="$(wc -w <<<"$configs")"
+qsd=/usr/bin/qemu-storage-daemon
+[[ -x "$qsd" ]] || [[ " $configs " != *-qsd\ * ]] ||
+    th_die "no $qsd for the -qsd configurations; install the Debian package 'qemu-system-common'"
 th_need_cmd fio fio
 th_need_cmd python3 python3
 th_need_cmd mke2fs e2fsprogs
@@ -132,21 +162,30 @@ done
 rm -rf "$extra/stripped"
 mkdir -p "$extra/root"
 
-# 4. One test-host run. Per VMM and round: ~30 s to boot the 80 MB initramfs, then 11 jobs of
-#    $runtime s plus fio's start and its report on the serial console (a few s each). Each VMM run
-#    has BLK_TIMEOUT s in L1; the whole test host the sum of those (at least 1800 s) as last resort.
-timeout=$((120 + rounds * nvmms * 840))
+# 4. One test-host run. Per configuration and round: ~30 s to boot the 80 MB initramfs, then the
+#    jobs of $runtime s plus fio's start and its report on the serial console (a few s each). Each
+#    run has BLK_TIMEOUT s in L1; the whole test host the sum of those (at least 1800 s) as last resort.
+per_boot=$((120 + 11 * (runtime + 20)))
+timeout=$((300 + rounds * ncfg * per_boot))
 ((timeout >= 1800)) || timeout=1800
 log="$TH_CACHE/logs/bench-blk.log"
+bins=()
+[[ ! -x "$qsd" ]] || bins=(--with-qsd)  # qemu-storage-daemon and its libraries (TH_QSD), for the -qsd rows
 args=(--scenario "$here/scenario.sh" --with-qemu --no-tern --extra "$extra/root" --disk "$img" --modules "$mods"
-    --memory 3072 --timeout "$timeout" --stall 180 --log "$log"
-    --env "BLK_VMMS=$vmms" --env "BLK_TERNS=$blk_terns" --env "BLK_ROUNDS=$rounds" --env "BLK_RUNTIME=$runtime"
-    --env "BLK_ENGINE=$engine" --env "BLK_TERN_DISK=$tern_disk" --env BLK_TIMEOUT=840)
+    ${bins[@]+"${bins[@]}"} --memory 3072 --timeout "$timeout" --stall 180 --log "$log"
+    --env "BLK_CONFIGS=$configs" --env "BLK_TERNS=$blk_terns" --env "BLK_ROUNDS=$rounds" --env "BLK_RUNTIME=$runtime"
+    --env "BLK_ENGINE=$engine" --env "BLK_TERN_DISK=$tern_disk" --env "BLK_JOBS=$jobs" --env "BLK_SHMEM_THP=$shmem_thp" --env "BLK_TIMEOUT=$((per_boot * 2))")
+pidfile="$work/l1.pid" stamps="$work/stamps.txt"
+args+=(--pidfile "$pidfile")
+# The BLK-MARK lines around each job get L1's host CPU time (stamp_cpu.py): the share of a host core
+# the test host had during the job, which this shared machine's load moves.
 blk_host_run() {
-    "$repo/testhost/run.sh" "${args[@]}" | grep --line-buffered -E '^(BLK-|TESTHOST-)'
+    : >"$stamps"
+    "$repo/testhost/run.sh" "${args[@]}" |
+        python3 "$repo/bench/lib/stamp_cpu.py" "$pidfile" '^(BLK-(PROGRESS|ERROR|WARN|SKIP|INFO|CMD|FIO-ERROR)|TESTHOST-)' '^BLK-MARK' "$stamps"
     return "${PIPESTATUS[0]}"
 }
-th_log "VMMs: $vmms; $rounds round(s)$(for n in ${tern_names[@]+"${tern_names[@]}"}; do printf '; %s = %s' "$n" "${tern_path[$n]:-missing}"; done)"
+th_log "configurations: $configs; $rounds round(s)${jobs:+; jobs $jobs}$(for n in ${tern_names[@]+"${tern_names[@]}"}; do printf '; %s = %s' "$n" "${tern_path[$n]:-missing}"; done)"
 load_before="$(th_loadavg)"
 set +e
 th_run_retrying "$log" -- blk_host_run  # a wedged test host is booted once more, saying so
@@ -155,15 +194,17 @@ set -e
 load_after="$(th_loadavg)"
 [[ "$rc" == 0 ]] || th_die "test host run failed (rc=$rc); console log: $log"
 
-# 5. Results out of the image, then JSON, Markdown table and SVG plot.
+# 5. Results out of the image, then JSON, Markdown tables and SVG plots.
 rm -rf "$work/results"
 debugfs -R "rdump /results $work" "$img" >/dev/null 2>&1 || th_die "cannot read results/ from $img"
+rev="$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)"
 python3 "$here/summarize.py" "$work/results" --log "$log" --kernel "$ver" --runtime "$runtime" \
-    --engine "$engine" --data-mib "$data_mib" --jobs "$here/jobs.txt" --vmms "$vmms" --rounds "$rounds" \
-    ${sum_terns[@]+"${sum_terns[@]}"} \
+    --engine "$engine" --data-mib "$data_mib" --jobs "$here/jobs.txt" --only "$jobs" --configs "$configs" \
+    --rounds "$rounds" --git-rev "$rev" --stamps "$stamps" ${sum_terns[@]+"${sum_terns[@]}"} \
     --test-host "$(th_test_host_desc 3072)" \
     --host-load "$(th_host_load "$load_before" "$load_after")" >"$out.tmp"
 mv "$out.tmp" "$out"
-python3 "$here/plot.py" "$out" >"${out%.json}-iops.svg"
+python3 "$here/plot.py" "$out" "${out%.json}"
 python3 "$here/table.py" "$out" | tee "${out%.json}.md"
-th_log "wrote $out, ${out%.json}.md and ${out%.json}-iops.svg (console log: $log)"
+cp "$log" "$(dirname "$out")/console.log"
+th_log "wrote $out, ${out%.json}.md, ${out%.json}-*.svg and $(dirname "$out")/console.log"

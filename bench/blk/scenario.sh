@@ -3,19 +3,29 @@
 #   blk.raw              the data disk the guest sees as /dev/vda (random bytes, fully allocated)
 #   guest-fio.cpio       guest initramfs with fio and /actions/fio-bench (bench/blk/guest-fio-bench.sh)
 #   results/             filled here, read by the host from the image afterwards (debugfs)
-# $BLK_ROUNDS times (default 1), boots the guest once per VMM in $BLK_VMMS (qemu, or a tern NAME of
-# $BLK_TERNS = "NAME=PATH ...", default "tern=$TH_TERN"), in that order, so the VMMs interleave:
-# qemu, tern-a, tern-b, qemu, ... Each boot has the same data disk as virtio-blk; the scenario answers
-# the guest's BLK-JOB-BEGIN/END lines after reading the VMM's CPU time, and stores per VMM and round
-# in results/<vmm>/<round>/:
-#   <job>.json  fio's report     cpu.txt  "<job> begin|end utime stime guest_time" (clock ticks)
-#   status      "rc=N" of the VMM, or "skipped=<why>"
-# Prints BLK-PROGRESS / BLK-SKIP / BLK-ERROR lines for the host. ext4 (not tmpfs) under the data disk
-# is what makes O_DIRECT (cache=none) possible.
-: "${BLK_VMMS:=qemu tern}" "${BLK_RUNTIME:=5}" "${BLK_ENGINE:=libaio}" "${BLK_MEM_MIB:=1024}" "${BLK_TIMEOUT:=1200}"
+# $BLK_ROUNDS times (default 1), boots the guest once per configuration of $BLK_CONFIGS, in that
+# order, so they interleave: qemu, qemu-qsd, tern, ... A configuration is VMM[-BACKEND]:
+#   VMM      qemu, or a tern NAME of $BLK_TERNS ("NAME=PATH ...", default "tern=$TH_TERN")
+# L1's shmem_enabled is set to $BLK_SHMEM_THP (default advise) first: see below.
+#   BACKEND  none: the VMM's own virtio-blk; qsd: qemu-storage-daemon; vub: `tern vhost-user-blk` of
+#            the first tern in $BLK_TERNS (the VMM's own binary when the VMM is a tern)
+# The two tables below (backend_cmd, disk_args) are all that differs between configurations. Every
+# configuration serves the same blk.raw with O_DIRECT and io_uring. Per configuration and round the
+# scenario answers the guest's BLK-JOB-BEGIN/END lines after reading the CPU time of the VMM and the
+# back-end, and stores in results/<config>/<round>/:
+#   fio.json     fio's report (every job)
+#   cpu.txt      "<job> begin|end vmm_utime vmm_stime vmm_guest be_utime be_stime l1_busy l1_total"
+#                (clock ticks; be_* 0 0 without a back-end; l1_* from L1's /proc/stat cpu line)
+#   status       "rc=N jobs=M" of the VMM, or "skipped=<why>"
+#   backend.txt  the back-end's output (its counters at exit, errors)
+# Prints BLK-PROGRESS / BLK-SKIP / BLK-ERROR lines for the host, and "BLK-MARK cfg= round= job=
+# at=begin|end" around each job, which the host stamps with L1's own host CPU time (stamp_cpu.py).
+: "${BLK_CONFIGS:=qemu tern}" "${BLK_RUNTIME:=5}" "${BLK_ENGINE:=libaio}" "${BLK_MEM_MIB:=1024}" "${BLK_TIMEOUT:=1200}"
 : "${BLK_TERN_DISK:=cache=none,io=io_uring}" "${BLK_ROUNDS:=1}" "${BLK_TERNS:=${TH_TERN:+tern=$TH_TERN}}"
+: "${BLK_JOBS:=}" "${BLK_SHMEM_THP:=advise}"
 trap '' PIPE  # a VMM that died must not take this script with it when it answers a job line
-CMDLINE="console=ttyS0 quiet loglevel=1 tern.action=fio-bench blk.runtime=$BLK_RUNTIME blk.engine=$BLK_ENGINE"
+CMDLINE="console=ttyS0 quiet loglevel=1 tern.action=fio-bench blk.runtime=$BLK_RUNTIME blk.engine=$BLK_ENGINE${BLK_JOBS:+ blk.jobs=$BLK_JOBS}"
+QSD=${TH_QSD:-/usr/bin/qemu-storage-daemon} SOCK=/tmp/vhost-user-blk.sock
 
 i=0
 while [ ! -b /dev/vda ] && [ "$i" -lt 100 ]; do usleep 100000; i=$((i + 1)); done
@@ -25,77 +35,168 @@ DATA=/mnt/blk.raw INITRD=/mnt/guest-fio.cpio
 [ -f "$DATA" ] && [ -f "$INITRD" ] || { echo "BLK-ERROR $DATA or $INITRD missing on the disk"; exit 1; }
 rm -rf /mnt/results
 mkdir -p /mnt/results
-echo "BLK-INFO l1_kernel=$(uname -r) data_bytes=$(stat -c %s "$DATA") initrd_bytes=$(stat -c %s "$INITRD") runtime=$BLK_RUNTIME engine=$BLK_ENGINE"
+# Shared (memfd) guest RAM, which the vhost-user rows need, gets transparent huge pages only where
+# shmem_enabled allows; QEMU and tern both madvise(MADV_HUGEPAGE) it, so "advise" (the default here)
+# puts every row on 2 MiB pages like the anonymous RAM of the built-in rows; Debian's "never" leaves
+# the vhost-user rows on 4 KiB pages.
+echo "$BLK_SHMEM_THP" >/sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null ||
+    echo "BLK-WARN cannot set /sys/kernel/mm/transparent_hugepage/shmem_enabled to $BLK_SHMEM_THP"
+echo "BLK-INFO l1_kernel=$(uname -r) data_bytes=$(stat -c %s "$DATA") initrd_bytes=$(stat -c %s "$INITRD") runtime=$BLK_RUNTIME engine=$BLK_ENGINE qsd=$([ -x $QSD ] && echo yes || echo no) shmem_enabled=$(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null | tr ' ' ,) thp_enabled=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null | tr ' ' ,)"
 
 tern_path() {  # tern_path NAME: the binary of tern NAME in $BLK_TERNS (empty: none)
     for e in $BLK_TERNS; do [ "${e%%=*}" = "$1" ] && echo "${e#*=}" && return; done
 }
+first_tern() { for e in $BLK_TERNS; do echo "${e#*=}"; return; done; }
 
-vmm_cmd() {
+# split_cfg CFG: sets vmm (qemu or a tern NAME) and backend (none, qsd, vub) of a configuration.
+split_cfg() {
+    vmm="$1" backend=none
     case "$1" in
-        qemu) echo "$TH_QEMU -enable-kvm -M pc -L $TH_QEMU_FW -m ${BLK_MEM_MIB}M -smp 1 -kernel $TH_GUEST_KERNEL -initrd $INITRD -display none -nodefaults -serial stdio -no-reboot -drive file=$DATA,if=none,id=vda,cache=none,aio=io_uring,format=raw -device virtio-blk-pci,drive=vda -append" ;;
-        *) echo "$(tern_path "$1") run --kernel $TH_GUEST_KERNEL --initrd $INITRD --memory ${BLK_MEM_MIB}M --cpus 1 --disk path=$DATA,$BLK_TERN_DISK --cmdline" ;;
+        *-qsd | *-vub) [ "$1" = qemu ] || [ -n "$(tern_path "$1")" ] || { vmm="${1%-*}" backend="${1##*-}"; } ;;
+    esac
+    vubin=$(tern_path "$vmm")
+    [ -n "$vubin" ] || vubin=$(first_tern)
+}
+
+# --- The configuration tables --------------------------------------------------------------------
+# backend_cmd BACKEND: how to start the back-end, listening at $SOCK (empty for none).
+backend_cmd() {
+    case "$1" in
+        qsd) echo "$QSD --blockdev driver=file,node-name=f0,filename=$DATA,cache.direct=on,aio=io_uring --export type=vhost-user-blk,id=e0,node-name=f0,addr.type=unix,addr.path=$SOCK,writable=on" ;;
+        vub) echo "$vubin vhost-user-blk --socket $SOCK --disk path=$DATA,$BLK_TERN_DISK" ;;
+    esac
+}
+# disk_args VMM BACKEND: the VMM's disk options: its own virtio-blk on blk.raw, or a vhost-user-blk
+# front-end on $SOCK (QEMU needs guest RAM another process can map: a shared memfd as the NUMA
+# node's memory; tern picks memfd itself when a vhost-user disk is configured).
+disk_args() {
+    case "$1:$2" in
+        qemu:none) echo "-drive file=$DATA,if=none,id=vda,cache=none,aio=io_uring,format=raw -device virtio-blk-pci,drive=vda" ;;
+        qemu:*) echo "-object memory-backend-memfd,id=mem,size=${BLK_MEM_MIB}M,share=on -numa node,memdev=mem -chardev socket,id=c0,path=$SOCK -device vhost-user-blk-pci,chardev=c0" ;;
+        *:none) echo "--disk path=$DATA,$BLK_TERN_DISK" ;;
+        *) echo "--disk vhost-user=$SOCK" ;;
+    esac
+}
+# -------------------------------------------------------------------------------------------------
+
+vmm_cmd() {  # vmm_cmd VMM BACKEND
+    case "$1" in
+        qemu) echo "$TH_QEMU -enable-kvm -M pc -L $TH_QEMU_FW -m ${BLK_MEM_MIB}M -smp 1 -kernel $TH_GUEST_KERNEL -initrd $INITRD -display none -nodefaults -serial stdio -no-reboot $(disk_args "$1" "$2") -append" ;;
+        *) echo "$(tern_path "$1") run --kernel $TH_GUEST_KERNEL --initrd $INITRD --memory ${BLK_MEM_MIB}M --cpus 1 $(disk_args "$1" "$2") --cmdline" ;;
     esac
 }
 
-# cpu_ticks PID: "utime stime guest_time" of PID, in clock ticks (fields 14, 15, 43 of /proc/PID/stat).
-cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12, $13, $41 }'; }
-
-run_vmm() {  # run_vmm VMM ROUND
-    v="$1" out="/mnt/results/$1/$2" tag=""
-    [ "$BLK_ROUNDS" = 1 ] || tag=" round=$2"
-    mkdir -p "$out"
-    case "$v" in
-        qemu) [ -n "$TH_QEMU" ] || { echo "skipped=qemu not in the test host" >"$out/status"; echo "BLK-SKIP vmm=qemu reason=qemu not in the test host"; return; } ;;
+# why_skip VMM BACKEND: why this configuration cannot run in this test host (empty: it can).
+why_skip() {
+    case "$1" in
+        qemu) [ -n "$TH_QEMU" ] || { echo "qemu not in the test host"; return; } ;;
         *)
-            bin=$(tern_path "$v")
-            if [ -z "$bin" ] || [ ! -x "$bin" ]; then
-                echo "skipped=tern not in the test host" >"$out/status"; echo "BLK-SKIP vmm=$v reason=tern not in the test host"; return
-            fi
-            if ! "$bin" run --help 2>&1 | grep -q -- '--disk'; then
-                echo "skipped=tern has no --disk yet" >"$out/status"
-                echo "BLK-SKIP vmm=$v reason=tern has no --disk yet (tern run --help does not list it)"
-                return
+            bin=$(tern_path "$1")
+            [ -n "$bin" ] && [ -x "$bin" ] || { echo "tern not in the test host"; return; }
+            "$bin" run --help 2>&1 | grep -q -- '--disk' || { echo "tern has no --disk yet"; return; }
+            if [ "$2" != none ] && ! "$bin" run --help 2>&1 | grep -q -- 'vhost-user'; then
+                echo "tern has no vhost-user-blk front-end yet (tern run --help does not mention vhost-user)"; return
             fi ;;
     esac
-    echo "BLK-CMD vmm=$v cmd=$(vmm_cmd "$v") \"$CMDLINE\""
+    case "$2" in
+        qsd) [ -x "$QSD" ] || echo "qemu-storage-daemon not in the test host" ;;
+        vub)
+            if [ -z "$vubin" ] || ! "$vubin" --help 2>&1 | grep -q '^ *vhost-user-blk'; then
+                echo "tern has no vhost-user-blk back-end yet (tern --help lists no such subcommand)"
+            fi ;;
+    esac
+}
+
+# cpu_ticks PID: "utime stime guest_time" of PID, in clock ticks (fields 14, 15, 43 of /proc/PID/stat;
+# all its threads); 0 0 0 for no PID.
+cpu_ticks() {
+    if [ -n "$1" ]; then sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $12, $13, $41 }'; else echo 0 0 0; fi
+}
+# sample: the cpu.txt fields after the job name and begin|end.
+sample() {
+    set -- $(cpu_ticks "$pid") $(cpu_ticks "$bepid")
+    echo "$1 $2 $3 ${4:-0} ${5:-0} $(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)"
+}
+
+# start_backend BACKEND OUT: starts it in the background (bepid), waits up to 20 s for its socket.
+start_backend() {
+    bepid=""
+    [ "$1" != none ] || return 0
+    rm -f "$SOCK" /tmp/be.pid
+    echo "BLK-CMD cfg=$cfg backend=$(backend_cmd "$1")"
+    # shellcheck disable=SC2046,SC2016
+    sh -c 'echo $$ >/tmp/be.pid; exec "$@"' sh $(backend_cmd "$1") >"$2/backend.txt" 2>&1 </dev/null &
+    i=0
+    while { [ ! -S "$SOCK" ] || [ ! -s /tmp/be.pid ]; } && [ "$i" -lt 200 ]; do usleep 100000; i=$((i + 1)); done
+    bepid=$(cat /tmp/be.pid 2>/dev/null)
+    [ -S "$SOCK" ] && [ -d "/proc/$bepid" ] && return 0
+    echo "BLK-ERROR cfg=$cfg$tag the $1 back-end did not listen at $SOCK within 20 s: $(tail -n 3 "$2/backend.txt" | tr '\n' ' ')"
+    stop_backend
+    return 1
+}
+stop_backend() {  # SIGTERM (both back-ends log their counters then), SIGKILL after 10 s
+    [ -n "$bepid" ] || return 0
+    kill -TERM "$bepid" 2>/dev/null
+    i=0
+    while [ -d "/proc/$bepid" ] && [ "$(cut -d' ' -f3 "/proc/$bepid/stat" 2>/dev/null)" != Z ] && [ "$i" -lt 100 ]; do
+        usleep 100000; i=$((i + 1))
+    done
+    kill -KILL "$bepid" 2>/dev/null
+    wait "$bepid" 2>/dev/null
+    bepid=""
+}
+
+run_cfg() {  # run_cfg CFG ROUND
+    cfg="$1" round="$2" out="/mnt/results/$1/$2" tag=""
+    [ "$BLK_ROUNDS" = 1 ] || tag=" round=$2"
+    mkdir -p "$out"
+    split_cfg "$cfg"
+    why=$(why_skip "$vmm" "$backend")
+    if [ -n "$why" ]; then
+        echo "skipped=$why" >"$out/status"; echo "BLK-SKIP cfg=$cfg reason=$why"; return
+    fi
+    start_backend "$backend" "$out" || { echo "skipped=the back-end did not start" >"$out/status"; return; }
+    echo "BLK-CMD cfg=$cfg cmd=$(vmm_cmd "$vmm" "$backend") \"$CMDLINE\""
     rm -f /tmp/in /tmp/out /tmp/vmm.pid
     mkfifo /tmp/in /tmp/out
     # The inner shell writes its pid and execs busybox timeout, which execs the VMM in the same
     # process: that pid is the VMM's. The VMM's exit status follows its output as BLK-VMM-EXIT.
     # shellcheck disable=SC2046,SC2016
-    { sh -c 'echo $$ >/tmp/vmm.pid; exec "$@"' sh timeout -s KILL "$BLK_TIMEOUT" $(vmm_cmd "$v") "$CMDLINE"
+    { sh -c 'echo $$ >/tmp/vmm.pid; exec "$@"' sh timeout -s KILL "$BLK_TIMEOUT" $(vmm_cmd "$vmm" "$backend") "$CMDLINE"
       echo "BLK-VMM-EXIT rc=$?"; } </tmp/in 2>&1 | tr -d '\r' >/tmp/out &
+    vmmjob=$!
     exec 4>/tmp/in 3</tmp/out
     while [ ! -s /tmp/vmm.pid ]; do usleep 10000; done
     pid=$(cat /tmp/vmm.pid)
     vmm_rc=""
     : >"$out/cpu.txt"
     t0=$(cut -d' ' -f1 /proc/uptime)
-    echo "BLK-PROGRESS vmm=$v$tag booting (pid $pid)"
+    echo "BLK-PROGRESS cfg=$cfg$tag booting (pid $pid${bepid:+, back-end pid $bepid})"
     while IFS= read -r line <&3; do
         case "$line" in
             BLK-JOB-BEGIN*)
                 job="${line#*name=}"
-                echo "$job begin $(cpu_ticks "$pid")" >>"$out/cpu.txt"
+                echo "BLK-MARK cfg=$cfg round=$round job=$job at=begin"
+                echo "$job begin $(sample)" >>"$out/cpu.txt"
                 echo go >&4
-                echo "BLK-PROGRESS vmm=$v$tag job=$job running (${BLK_RUNTIME}s) l1_uptime=$(cut -d' ' -f1 /proc/uptime)" ;;
+                echo "BLK-PROGRESS cfg=$cfg$tag job=$job running (${BLK_RUNTIME}s) l1_uptime=$(cut -d' ' -f1 /proc/uptime)" ;;
             BLK-JOB-END*)
                 job="${line#*name=}"
-                echo "$job end $(cpu_ticks "$pid")" >>"$out/cpu.txt"
+                echo "$job end $(sample)" >>"$out/cpu.txt"
+                echo "BLK-MARK cfg=$cfg round=$round job=$job at=end"
                 echo go >&4 ;;
             BLK-JOB-RC*)
-                case "$line" in *rc=0) ;; *) echo "BLK-ERROR vmm=$v$tag fio failed: ${line#BLK-JOB-RC }" ;; esac ;;
+                case "$line" in *rc=0) ;; *) echo "BLK-ERROR cfg=$cfg$tag fio failed: ${line#BLK-JOB-RC }" ;; esac ;;
             BLK-B64-END*)
-                job="${line#*name=}"
-                if base64 -d <"/tmp/$job.b64" | gunzip >"$out/$job.json" 2>/dev/null; then
-                    # fio's pretty JSON: the first "iops" is the read side, the second the write side.
-                    summary=$(awk -F: '/"iops" :/ { gsub(/[ ,]/, "", $2); v[++n] = $2 } END { printf "read_iops=%.0f write_iops=%.0f", v[1], v[2] }' "$out/$job.json")
-                    echo "BLK-PROGRESS vmm=$v$tag job=$job done $summary"
+                name="${line#*name=}"
+                if base64 -d <"/tmp/$name.b64" | gunzip >"$out/$name.json" 2>/dev/null; then
+                    # fio's pretty JSON: per job its name, then "iops" of the read, write, trim sides.
+                    awk -F: -v p="BLK-PROGRESS cfg=$cfg$tag" '/"jobname" :/ { gsub(/[ ",]/, "", $2); j = $2; n = 0 }
+                        /"iops" :/ { gsub(/[ ,]/, "", $2); n++; if (n == 1) r = $2; if (n == 2) printf "%s job=%s read_iops=%.0f write_iops=%.0f\n", p, j, r, $2 }' "$out/$name.json"
                 else
-                    echo "BLK-ERROR vmm=$v$tag job=$job fio report did not decode"
+                    echo "BLK-ERROR cfg=$cfg$tag the fio report did not decode"
                 fi
-                rm -f "/tmp/$job.b64" ;;
+                rm -f "/tmp/$name.b64" ;;
             BLK-VMM-EXIT*) vmm_rc="${line#*rc=}" ;;
             BLK-B64*)
                 rest="${line#BLK-B64 name=}"
@@ -103,20 +204,25 @@ run_vmm() {  # run_vmm VMM ROUND
             *)
                 echo "  | $line"
                 case "$line" in
-                    BLK-GUEST*) echo "BLK-PROGRESS vmm=$v$tag guest up after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')s: ${line#BLK-GUEST }" ;;
-                    BLK-ERROR* | BLK-WARN* | BLK-FIO-ERROR*) echo "${line%% *} vmm=$v$tag ${line#* }" ;;
+                    BLK-GUEST*)
+                        echo "BLK-PROGRESS cfg=$cfg$tag guest up after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')s: ${line#BLK-GUEST }"
+                        echo "BLK-PROGRESS cfg=$cfg$tag l1 $(awk '/^(AnonHugePages|ShmemHugePages|Shmem):/ { printf "%s=%dMiB ", $1, $2 / 1024 }' /proc/meminfo | tr -d :)" ;;
+                    BLK-ERROR* | BLK-WARN* | BLK-FIO-ERROR*) echo "${line%% *} cfg=$cfg$tag ${line#* }" ;;
                 esac ;;
         esac
     done
     exec 3<&- 4>&-
-    wait
+    wait "$vmmjob"
+    stop_backend
+    [ ! -s "$out/backend.txt" ] || sed 's/^/  be| /' "$out/backend.txt" | tail -n 40
     echo "rc=${vmm_rc:-unknown} jobs=$(grep -c ' end ' "$out/cpu.txt")" >"$out/status"
-    echo "BLK-PROGRESS vmm=$v$tag exited rc=${vmm_rc:-unknown} after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.0f", b - a }')s"
+    rm -f /tmp/*.b64
+    echo "BLK-PROGRESS cfg=$cfg$tag exited rc=${vmm_rc:-unknown} after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.0f", b - a }')s"
 }
 
 r=1
 while [ "$r" -le "$BLK_ROUNDS" ]; do
-    for v in $BLK_VMMS; do run_vmm "$v" "$r"; done
+    for c in $BLK_CONFIGS; do run_cfg "$c" "$r"; done
     r=$((r + 1))
 done
 sync

@@ -2,39 +2,62 @@
 """Turns bench/blk's results directory (read from the test host's disk) into JSON (stdout).
 
 Usage: summarize.py RESULTS_DIR --log LOG --kernel VERSION --runtime S --engine E --data-mib N
-                    --jobs jobs.txt [--vmms "qemu tern"] [--rounds N] [--tern NAME=PATH]...
-                    [--test-host DESC] [--host-load DESC]
-RESULTS_DIR/<vmm>/<round>/ (rounds 1..N) holds status ("rc=N jobs=M" or "skipped=<why>"), cpu.txt
-("<job> begin|end utime stime guest_time", clock ticks of the VMM in the test host) and <job>.json
-(fio's report). --tern NAME=PATH records which binary the VMM NAME was (path, size, sha256).
-With N > 1 each job's figures are the medians over the rounds, with the rounds themselves and the
-median/min/max of the main figures next to them; vs_qemu has each VMM's per-round IOPS ratio to
-QEMU's in the same round (median/min/max over the rounds).
+                    --jobs jobs.txt [--only NAME,...] --configs "qemu qemu-qsd tern ..." [--rounds N]
+                    [--git-rev REV] [--stamps FILE] [--tern NAME=PATH]... [--test-host DESC] [--host-load DESC]
+RESULTS_DIR/<config>/<round>/ (rounds 1..N) holds status ("rc=N jobs=M" or "skipped=<why>"), cpu.txt
+("<job> begin|end vmm_utime vmm_stime vmm_guest be_utime be_stime l1_busy l1_total", clock ticks in
+the test host; older runs have the first three only), fio.json (fio's report, every job; older
+runs: <job>.json, one per job) and backend.txt.
+--tern NAME=PATH records which binary NAME was (path, sha256, git describe of its tree).
+Each job's figures are per round ("rounds"); "stats" has median/min/max over the rounds of each.
+"vs" has each configuration's per-round ratio to the reference configurations (qemu, qemu-qsd, the
+first tern's built-in disk); "goals" the issue's comparisons with a verdict that claims a difference
+only when the min-max ranges of the two configurations do not overlap.
 """
 import argparse
 import hashlib
 import json
 import os
 import re
-import statistics
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from console_fields import stats  # noqa: E402
+from console_fields import fields, stats  # noqa: E402
 from results import add_common_args, stamp  # noqa: E402
 
 CLK_TCK = 100  # USER_HZ on x86 Linux: the unit of /proc/PID/stat times
-SPREAD_KEYS = ["iops", "lat_mean_us", "lat_p99_us"]
+BACKENDS = {"none": "the VMM's own virtio-blk", "qsd": "qemu-storage-daemon (vhost-user-blk export)",
+            "vub": "tern vhost-user-blk"}
 
 
-def job_list(path):
+def split_cfg(cfg, terns):
+    """(vmm, backend) of a configuration name: VMM[-qsd|-vub]."""
+    for b in ("qsd", "vub"):
+        if cfg.endswith("-" + b) and cfg not in terns and cfg != "qemu":
+            return cfg[: -len(b) - 1], b
+    return cfg, "none"
+
+
+def describe(cfg, vmm, backend, first_tern):
+    front = ("QEMU virtio-blk-pci" if vmm == "qemu" else f"{vmm} built-in virtio-blk") if backend == "none" else \
+        ("QEMU vhost-user-blk-pci" if vmm == "qemu" else f"{vmm} vhost-user-blk front-end")
+    if backend == "none":
+        return front
+    return front + " + " + (BACKENDS["qsd"] if backend == "qsd" else
+                            f"{vmm if vmm != 'qemu' else first_tern} vhost-user-blk back-end")
+
+
+def job_list(path, only):
+    prefixes = [p for p in (only or "").split(",") if p]
     jobs = []
     with open(path) as f:
         for line in f:
             line = line.strip()
             if line and not line.startswith("#"):
                 name, _, opts = line.partition(" ")
-                jobs.append((name, " ".join(opts.split())))
+                if not prefixes or any(name == p or name.startswith(p + "-") for p in prefixes):
+                    jobs.append((name, " ".join(opts.split())))
     return jobs
 
 
@@ -43,75 +66,88 @@ def side(d):
     lat = d.get("lat_ns", {})
     pct = lat.get("percentile", {})
     p99 = next((v for k, v in pct.items() if k.startswith("99.000")), None)
-    return {"iops": round(d["iops"], 1), "ios": d["total_ios"], "bw_kib_s": d["bw"],
-            "lat_mean_us": round(lat.get("mean", 0) / 1000, 1),
-            "lat_p99_us": None if p99 is None else round(p99 / 1000, 1)}
+    return {"iops": d["iops"], "ios": d["total_ios"], "lat_mean_us": lat.get("mean", 0) / 1000,
+            "lat_p99_us": None if p99 is None else p99 / 1000}
 
 
 def read_cpu(path):
-    """{job: {"begin": (utime, stime, guest), "end": (...)}} in ticks."""
+    """{job: {"begin": (8 ints), "end": (...)}} in ticks (missing back-end/L1 fields as 0)."""
     cpu = {}
     if os.path.exists(path):
         with open(path) as f:
             for line in f:
                 parts = line.split()
-                if len(parts) == 5 and parts[1] in ("begin", "end"):
-                    cpu.setdefault(parts[0], {})[parts[1]] = tuple(int(x) for x in parts[2:])
+                if len(parts) in (5, 9) and parts[1] in ("begin", "end"):
+                    vals = [int(x) for x in parts[2:]] + [0] * (9 - len(parts))
+                    cpu.setdefault(parts[0], {})[parts[1]] = vals
     return cpu
 
 
-def job_result(path, cpu):
-    with open(path) as f:
-        report = json.load(f)
-    j = report["jobs"][0]
+def read_stamps(path):
+    """{(cfg, round, job): l1_host_share} from stamp_cpu.py's BLK-MARK lines."""
+    marks, out = {}, {}
+    if path and os.path.exists(path):
+        with open(path, errors="replace") as f:
+            for line in f:
+                kv = fields(line)
+                if line.startswith("BLK-MARK") and kv.get("l1_cpu_s") not in (None, "null"):
+                    marks[(kv["cfg"], kv["round"], kv["job"], kv["at"])] = (float(kv["l1_cpu_s"]), float(kv["host_wall_s"]))
+    for (c, r, j, at), (cpu, wall) in marks.items():
+        if at == "begin" and (c, r, j, "end") in marks:
+            cpu1, wall1 = marks[(c, r, j, "end")]
+            if wall1 > wall:
+                out[(c, r, j)] = round((cpu1 - cpu) / (wall1 - wall), 3)
+    return out
+
+
+def job_result(j, cpu, share, backend):
+    """The figures of one job (fio's report of it) in one round (flat: every value a number or None)."""
     r, w = side(j["read"]), side(j["write"])
     ios = r["ios"] + w["ios"]
-    res = {"iops": round(r["iops"] + w["iops"], 1), "read": r if r["ios"] else None,
-           "write": w if w["ios"] else None,
+    res = {"iops": round(r["iops"] + w["iops"], 1), "read_iops": round(r["iops"], 1), "write_iops": round(w["iops"], 1),
+           "ios": ios,
            "lat_mean_us": round((r["lat_mean_us"] * r["ios"] + w["lat_mean_us"] * w["ios"]) / ios, 1) if ios else None,
-           "lat_p99_us": max(x for x in (r["lat_p99_us"] if r["ios"] else None, w["lat_p99_us"] if w["ios"] else None, -1) if x is not None),
-           "guest_cpu_usr_pct": round(j["usr_cpu"], 1), "guest_cpu_sys_pct": round(j["sys_cpu"], 1),
-           "runtime_ms": j["job_runtime"] if "job_runtime" in j else j.get("elapsed", 0) * 1000,
-           "fio_error": j.get("error", 0)}
-    if res["lat_p99_us"] == -1:
-        res["lat_p99_us"] = None
+           "lat_p99_us": max([x["lat_p99_us"] for x in (r, w) if x["ios"] and x["lat_p99_us"] is not None], default=None),
+           "guest_cpu_pct": round(j["usr_cpu"] + j["sys_cpu"], 1), "fio_error": j.get("error", 0),
+           "l1_host_share": share,
+           "iops_per_core": round((r["iops"] + w["iops"]) / min(share, 1.0), 1) if share else None}
+    if res["lat_p99_us"] is not None:
+        res["lat_p99_us"] = round(res["lat_p99_us"], 1)
     if cpu and "begin" in cpu and "end" in cpu and ios:
-        (u0, s0, g0), (u1, s1, g1) = cpu["begin"], cpu["end"]
-        total_s = (u1 - u0 + s1 - s0) / CLK_TCK
-        guest_s = (g1 - g0) / CLK_TCK
-        res["vmm_cpu"] = {"total_s": total_s, "guest_mode_s": guest_s,
-                          "us_per_io": round(total_s * 1e6 / ios, 1),
-                          "us_per_io_outside_guest": round(max(total_s - guest_s, 0) * 1e6 / ios, 1)}
-    else:
-        res["vmm_cpu"] = None
+        d = [b - a for a, b in zip(cpu["begin"], cpu["end"])]
+        vmm_s, guest_s, be_s = (d[0] + d[1]) / CLK_TCK, d[2] / CLK_TCK, (d[3] + d[4]) / CLK_TCK
+        per_io = lambda s: round(s * 1e6 / ios, 1)  # noqa: E731
+        res.update({"vmm_cpu_s": vmm_s, "vmm_guest_mode_s": guest_s, "backend_cpu_s": be_s,
+                    "cpu_us_per_io": per_io(vmm_s + be_s),
+                    "cpu_us_per_io_outside_guest": per_io(max(vmm_s - guest_s, 0) + be_s),
+                    "vmm_us_per_io": per_io(vmm_s), "vmm_us_per_io_outside_guest": per_io(max(vmm_s - guest_s, 0)),
+                    "backend_us_per_io": per_io(be_s) if backend != "none" else None})
+        if d[6] > 0:
+            res.update({"l1_busy_pct": round(100 * d[5] / d[6], 1), "l1_busy_us_per_io": per_io(d[5] / CLK_TCK)})
     return res
 
 
-def median_of(values):
-    """Field by field median of job results of one shape (dicts recursively; numbers to 1 decimal,
-    whole when all inputs are ints and it is whole; None when every value is None)."""
-    present = [v for v in values if v is not None]
-    if not present:
-        return None
-    if isinstance(present[0], dict):
-        return {k: median_of([v.get(k) for v in present]) for k in present[0]}
-    if isinstance(present[0], (int, float)) and not isinstance(present[0], bool):
-        m = round(statistics.median(present), 1)
-        return int(m) if all(isinstance(v, int) for v in present) and m == int(m) else m
-    return present[0]
-
-
-def read_round(d, jobs):
-    """status, {job: result}, errors of one VMM's run (results/<vmm>/<round>/)."""
+def read_round(d, jobs, stamps, key, backend):
+    """status, {job: result}, errors of one configuration's boot (results/<cfg>/<round>/)."""
     sp = os.path.join(d, "status")
     status = open(sp).read().strip() if os.path.exists(sp) else "not run"
     cpu = read_cpu(os.path.join(d, "cpu.txt"))
-    results, errors = {}, []
+    results, errors, reports = {}, [], {}
+    try:  # fio.json: one report with every job; <job>.json: a report per job (runs before 2026-12-01)
+        if os.path.exists(os.path.join(d, "fio.json")):
+            with open(os.path.join(d, "fio.json")) as f:
+                reports = {j["jobname"]: j for j in json.load(f)["jobs"]}
+        for name, _ in jobs:
+            p = os.path.join(d, name + ".json")
+            if name not in reports and os.path.exists(p):
+                with open(p) as f:
+                    reports[name] = json.load(f)["jobs"][0]
+    except (ValueError, KeyError, IndexError) as e:
+        errors.append(f"unreadable fio report ({e})")
     for name, _ in jobs:
-        p = os.path.join(d, name + ".json")
-        if os.path.exists(p):
+        if name in reports:
             try:
-                results[name] = job_result(p, cpu.get(name))
+                results[name] = job_result(reports[name], cpu.get(name), stamps.get((*key, name)), backend)
             except (ValueError, KeyError, IndexError) as e:
                 errors.append(f"{name}: unreadable fio report ({e})")
     return status, results, errors
@@ -122,101 +158,173 @@ def binary_info(path):
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
-    return {"path": os.path.abspath(path), "bytes": os.path.getsize(path), "sha256": h.hexdigest()}
+    try:
+        rev = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(path)), "describe", "--always", "--dirty"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        rev = None
+    return {"path": os.path.abspath(path), "bytes": os.path.getsize(path), "sha256": h.hexdigest(), "git_describe": rev}
+
+
+def verdict(a, b, higher_is_better=True):
+    """Compares two stats() dicts: a difference is claimed only when the min-max ranges do not overlap."""
+    if not a or not b or not b["median"]:
+        return None
+    ratio = round(a["median"] / b["median"], 3)
+    if a["n"] < 2 or b["n"] < 2:
+        v = "one round: no ranges to compare"
+    elif a["min"] > b["max"]:
+        v = "higher"
+    elif a["max"] < b["min"]:
+        v = "lower"
+    else:
+        v = "no measurable difference"
+    better = (v == "higher") == higher_is_better if v in ("higher", "lower") else None
+    return {"ratio_of_medians": ratio, "ranges": v, "better": better}
+
+
+def goal(kind, iops):
+    """Whether an IOPS verdict meets the goal: within 10% of (kind=within10) or ahead of (kind=ahead):
+    "met", "not met", "not shown" (ranges overlap: no measurable difference), or "one round"."""
+    if not iops or not kind:
+        return None
+    if iops["ranges"].startswith("one"):
+        return "one round"
+    if iops["better"] is None:
+        return "no measurable difference" if kind == "within10" else "not shown"
+    if kind == "within10":
+        return "met" if iops["ratio_of_medians"] >= 0.9 else "not met"
+    return "met" if iops["better"] else "not met"
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("results")
-    ap.add_argument("--log", required=True)
+    for a in ("--log", "--engine", "--jobs", "--configs"):
+        ap.add_argument(a, required=True)
     ap.add_argument("--runtime", type=int, required=True)
-    ap.add_argument("--engine", required=True)
     ap.add_argument("--data-mib", type=int, required=True)
-    ap.add_argument("--jobs", required=True)
-    ap.add_argument("--vmms", default="qemu tern")
+    ap.add_argument("--only", default="")
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--git-rev", default="unknown")
+    ap.add_argument("--stamps")
     ap.add_argument("--tern", action="append", default=[], metavar="NAME=PATH")
     add_common_args(ap)
     args = ap.parse_args()
-    vmms = args.vmms.split()
+    configs = args.configs.split()
     binaries = dict(t.split("=", 1) for t in args.tern)
+    terns = list(binaries) or sorted({split_cfg(c, [])[0] for c in configs} - {"qemu"})
+    first_tern = terns[0] if terns else None
+    jobs = job_list(args.jobs, args.only)
+    stamps = read_stamps(args.stamps)
 
-    jobs = job_list(args.jobs)
-    commands, errors = {}, {v: [] for v in vmms}
+    commands, backends, errors, l1 = {}, {}, {c: [] for c in configs}, {}
     with open(args.log, errors="replace") as f:
         for line in f:
             line = line.rstrip("\n")
-            m = re.match(r"BLK-CMD vmm=(\S+) cmd=(.*)", line)
+            m = re.match(r"BLK-CMD cfg=(\S+) (cmd|backend)=(.*)", line)
             if m:
-                commands[m.group(1)] = m.group(2)
-            m = re.match(r"BLK-(ERROR|WARN|FIO-ERROR) vmm=(\S+) (.*)", line)
+                (commands if m.group(2) == "cmd" else backends)[m.group(1)] = m.group(3)
+            m = re.match(r"BLK-(ERROR|WARN|FIO-ERROR) cfg=(\S+) (.*)", line)
             if m and m.group(2) in errors:
                 errors[m.group(2)].append(m.group(3))
+            if line.startswith("BLK-INFO"):
+                l1 = fields(line)
 
-    out_vmms, curves, per_round = {}, {}, {}
-    for v in vmms:
-        rounds = [read_round(os.path.join(args.results, v, str(i)), jobs) for i in range(1, args.rounds + 1)]
+    out, per_round, curves = {}, {}, {}
+    for c in configs:
+        vmm, backend = split_cfg(c, terns)
+        rounds = [read_round(os.path.join(args.results, c, str(i)), jobs, stamps, (c, str(i)), backend)
+                  for i in range(1, args.rounds + 1)]
         statuses = [s for s, _, _ in rounds]
         status = statuses[0] if len(set(statuses)) == 1 else "; ".join(
             f"round {i}: {s}" for i, s in enumerate(statuses, 1))
-        entry = {"command": commands.get(v), "status": status,
-                 "errors": (errors[v] + [e for _, _, es in rounds for e in es])[:10], "jobs": {}}
-        if v in binaries:
-            entry["binary"] = binary_info(binaries[v])
+        entry = {"vmm": vmm, "backend": backend, "description": describe(c, vmm, backend, first_tern),
+                 "command": commands.get(c), "backend_command": backends.get(c), "status": status,
+                 "errors": (errors[c] + [f"round {i}: {e}" for i, (_, _, es) in enumerate(rounds, 1) for e in es])[:12],
+                 "jobs": {}}
+        bin_name = vmm if vmm != "qemu" else (first_tern if backend == "vub" else None)
+        if bin_name in binaries:
+            entry["binary"] = binary_info(binaries[bin_name])
         if statuses[0].startswith("skipped="):
             entry["skipped"] = statuses[0][len("skipped="):]
-        per_round[v] = [res for _, res, _ in rounds]
+        per_round[c] = [res for _, res, _ in rounds]
         for name, _ in jobs:
-            got = [res.get(name) for res in per_round[v]]
+            got = [res.get(name) for res in per_round[c]]
             if not any(got):
                 continue
-            if args.rounds == 1:
-                entry["jobs"][name] = got[0]
-                continue
-            j = median_of(got)
-            j["spread"] = {k: stats([g[k] if g else None for g in got]) for k in SPREAD_KEYS}
-            j["spread"]["us_per_io_outside_guest"] = stats(
-                [(g.get("vmm_cpu") or {}).get("us_per_io_outside_guest") if g else None for g in got])
-            j["rounds"] = got
-            entry["jobs"][name] = j
-        for name, r in entry["jobs"].items():
+            keys = [k for k in next(g for g in got if g)]
+            st = {k: stats([g.get(k) if g else None for g in got], digits=3 if k == "l1_host_share" else 1)
+                  for k in keys}
+            entry["jobs"][name] = {"stats": {k: v for k, v in st.items() if v}, "rounds": got}
             m = re.match(r"(randread|randwrite)-qd(\d+)$", name)
-            if m:
-                curves.setdefault(v, {}).setdefault(m.group(1), {})[m.group(2)] = r["iops"]
-        out_vmms[v] = entry
+            if m and st.get("iops"):
+                curves.setdefault(c, {}).setdefault(m.group(1), {})[m.group(2)] = st["iops"]["median"]
+        out[c] = entry
 
-    # Each VMM's IOPS over QEMU's in the same round: interleaving makes these the least noisy figures.
-    vs_qemu = {}
-    for v in vmms:
-        if v == "qemu" or "qemu" not in per_round:
-            continue
-        for name, _ in jobs:
-            ratios = [mine[name]["iops"] / q[name]["iops"] for mine, q in zip(per_round[v], per_round["qemu"])
-                      if name in mine and name in q and q[name]["iops"]]
-            if ratios:
-                vs_qemu.setdefault(v, {})[name] = {"iops_ratio": stats([round(x, 3) for x in ratios], digits=3)}
+    # Per-round ratios to each reference configuration: interleaving makes these the least noisy figures.
+    refs = [x for x in ("qemu", "qemu-qsd", first_tern) if x in configs]
+    vs = {}
+    for c in configs:
+        for ref in refs:
+            if ref == c:
+                continue
+            for name, _ in jobs:
+                for key in ("iops", "cpu_us_per_io", "cpu_us_per_io_outside_guest"):
+                    ratios = [m[name][key] / t[name][key] for m, t in zip(per_round[c], per_round[ref])
+                              if name in m and name in t and m[name].get(key) is not None and t[name].get(key)]
+                    if ratios:
+                        vs.setdefault(c, {}).setdefault(ref, {}).setdefault(name, {})[key] = \
+                            stats([round(x, 3) for x in ratios], digits=3)
+
+    # The issue's goal: the out-of-process path within 10% of tern's built-in device, ahead of QEMU's.
+    goals = []
+    if first_tern:
+        pairs = [(f"{first_tern}-vub", first_tern, "within10"), (f"{first_tern}-qsd", first_tern, "within10"),
+                 (f"{first_tern}-vub", "qemu-qsd", "ahead"), (f"{first_tern}-qsd", "qemu-qsd", "ahead"),
+                 (first_tern, "qemu", None), ("qemu-qsd", "qemu", None)]
+        for a, b, kind in pairs:
+            if a not in out or b not in out or out[a].get("skipped") or out[b].get("skipped"):
+                continue
+            g = {"config": a, "reference": b, "goal": kind, "jobs": {}}
+            for name, _ in jobs:
+                ja, jb = out[a]["jobs"].get(name), out[b]["jobs"].get(name)
+                if not ja or not jb:
+                    continue
+                iops = verdict(ja["stats"].get("iops"), jb["stats"].get("iops"))
+                cpu = verdict(ja["stats"].get("cpu_us_per_io"), jb["stats"].get("cpu_us_per_io"), False)
+                g["jobs"][name] = {"iops": iops, "cpu_us_per_io": cpu, "goal": goal(kind, iops)}
+            goals.append(g)
 
     result = stamp("blk", args.kernel)
     result.update({
+        "git_rev": args.git_rev,
         "guest": {"memory_mib": 1024, "vcpus": 1, "disk": f"/dev/vda: {args.data_mib} MiB raw file of random "
                   "bytes on ext4 in the test host", "fio_engine": args.engine, "runtime_s": args.runtime},
+        "l1": l1,
         "method": {
             "fio": "--filename=/dev/vda --direct=1 --time_based --norandommap --randrepeat=0 --lat_percentiles=1, "
                    "no ramp time, one job per point",
             "latency": "fio lat_ns (submission to completion) mean and 99th percentile, in µs",
-            "vmm_cpu": "utime+stime of the VMM process in the test host (/proc/PID/stat) from the guest's "
-                       "BLK-JOB-BEGIN to its BLK-JOB-END line, divided by the job's I/Os; it includes the "
-                       "guest's own execution (guest mode counts as the vCPU thread's user time); "
-                       "us_per_io_outside_guest subtracts guest_time (field 43)",
+            "host_cpu": "utime+stime (all threads) of the VMM process plus the back-end process in the test host "
+                        "(/proc/PID/stat) from the guest's BLK-JOB-BEGIN to its BLK-JOB-END line, divided by the "
+                        "job's I/Os (cpu_us_per_io); it includes the guest's own execution (guest mode counts as "
+                        "the vCPU thread's user time); *_outside_guest subtracts the VMM's guest_time (field 43); "
+                        "vmm_* and backend_* are the two parts; l1_busy_* is the whole test host (/proc/stat)",
+            "l1_host_share": "BLK-MARK lines around each job are stamped on the host with the CPU time of L1's "
+                             "QEMU: the share of a host core the test host had during the job; iops_per_core = "
+                             "IOPS / that share, as if L1 had had a whole core (an estimate: assumes the loss is "
+                             "spread evenly over the job)",
+            "order": "each round boots every configuration once, in this order: " + ", ".join(configs),
             "jobs": {name: opts for name, opts in jobs},
         },
         "test_host": args.test_host,
         "host_load": args.host_load,
-        "vmms": out_vmms,
-        "iops_vs_queue_depth": curves,
         "rounds": args.rounds,
-        "order": "each round boots every VMM once, in this order: " + ", ".join(vmms),
-        "vs_qemu": vs_qemu,
+        "configs": out,
+        "iops_vs_queue_depth": curves,
+        "vs": vs,
+        "goals": goals,
     })
     print(json.dumps(result, indent=2, ensure_ascii=False))
 
