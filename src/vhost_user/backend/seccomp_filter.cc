@@ -42,6 +42,16 @@ constexpr int kAllowed[] = {
     SCMP_SYS(clock_gettime), SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep),
     SCMP_SYS(getrandom),
 };
+/// One argument comparison (what libseccomp's SCMP_A<n> macros build; spelled out so every field is
+/// initialized: clang's -Wmissing-field-initializers rejects the macros' compound literal).
+scmp_arg_cmp arg(unsigned index, scmp_compare op, scmp_datum_t a, scmp_datum_t b = 0) {
+  scmp_arg_cmp c{};
+  c.arg = index;
+  c.op = op;
+  c.datum_a = a;
+  c.datum_b = b;
+  return c;
+}
 }  // namespace
 
 Result<void> install_backend_seccomp(int socket_dir_fd) {
@@ -56,21 +66,21 @@ Result<void> install_backend_seccomp(int socket_dir_fd) {
   for (int nr : kAllowed) TRY(check(seccomp_rule_add(c, SCMP_ACT_ALLOW, nr, 0), "allow list"));
   // Mappings never executable: guest RAM and the inflight region are data.
   TRY(check(seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
-                             SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)), "mmap"));
+                             arg(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)), "mmap"));
   TRY(check(seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
-                             SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)), "mprotect"));
+                             arg(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)), "mprotect"));
   // Threads only (pthread_create); no new processes. clone3's flags are in memory seccomp cannot
   // read: it answers ENOSYS, and glibc falls back to clone.
   TRY(check(seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
-                             SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD)), "clone"));
+                             arg(0, SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD)), "clone"));
   TRY(check(seccomp_rule_add(c, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0), "clone3"));
   // Thread names (pthread_setname_np on the calling thread).
   TRY(check(seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
-                             SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME)), "prctl"));
+                             arg(0, SCMP_CMP_EQ, PR_SET_NAME)), "prctl"));
   // Removing the socket at exit, relative to its directory only.
   if (socket_dir_fd >= 0)
     TRY(check(seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(unlinkat), 1,
-                               SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(socket_dir_fd))),
+                               arg(0, SCMP_CMP_EQ, static_cast<scmp_datum_t>(socket_dir_fd))),
               "unlinkat"));
   if (int rc = seccomp_load(c); rc != 0) return fail_code(-rc, "seccomp_load");
   return {};
