@@ -2,6 +2,7 @@
 # Installs everything tern needs on Debian 12 (as root), then configures and builds it in build/.
 #   scripts/setup.sh            install packages + build
 #   SKIP_APT=1 scripts/setup.sh build only
+#   SKIP_IMAGE=1 scripts/setup.sh   no Debian guest image (images/debian/build.sh, docs/debian-guest.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,7 @@ PACKAGES=(
   qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio kmod seabios e2fsprogs
   qemu-system-common  # qemu-storage-daemon: the vhost-user-blk back-end of tests/e2e/vhost_user_test.sh
   python3 curl fio iperf3 iproute2 jq
+  mmdebstrap  # the Debian 12 guest image (images/debian/build.sh)
 )
 
 if [[ "${SKIP_APT:-0}" != 1 ]]; then
@@ -43,4 +45,18 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 cmake --build build
-echo "setup: done: build/tern"
+echo "setup: built build/tern"
+
+# The Debian guest image (~1–2 min with its tree on a tmpfs, more on disk, and ~2 GB the first time, then cached by the hash of images/debian/).
+# Without root or the Debian mirror (build.sh exits 3) it is skipped with a message, except in CI.
+if [[ "${SKIP_IMAGE:-0}" != 1 ]]; then
+  rc=0
+  images/debian/build.sh || rc=$?
+  if ((rc == 3)) && [[ -z "${CI:-}" ]]; then
+    echo "setup: skipped the Debian guest image (see above); the tests that boot it will say so" >&2
+  elif ((rc != 0)); then
+    echo "setup: images/debian/build.sh failed (rc=$rc)" >&2
+    exit "$rc"
+  fi
+fi
+echo "setup: done"

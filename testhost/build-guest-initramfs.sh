@@ -28,8 +28,8 @@ done
 [[ -z "$extra" || -d "$extra" ]] || th_die "--extra: not a directory: $extra"
 
 ver="$(th_kernel_version)"
-root="$(mktemp -d)" bin_root="$(mktemp -d)"
-trap 'rm -rf "$root" "$bin_root"' EXIT
+root="$(mktemp -d)" bin_root="$(mktemp -d)" parts="$(mktemp -d)"
+trap 'rm -rf "$root" "$bin_root" "$parts"' EXIT
 
 th_install_busybox "$root"
 install -m 0755 "$TH_DIR/guest-init.sh" "$root/init"
@@ -47,9 +47,12 @@ if ((${#bins[@]} == 0)); then
     exit 0
 fi
 for b in "${bins[@]}"; do th_copy_with_libs "$b" "$bin_root"; done
-th_make_cpio "$bin_root" "$out.bins" none
-th_make_cpio "$root" "$out.base"
+# Parts in this run's own temporary directory, the result renamed into place: concurrent builds
+# of the same OUT never read each other's half-written files.
+th_make_cpio "$bin_root" "$parts/bins.cpio" none
+th_make_cpio "$root" "$parts/base.cpio.gz"
 # The uncompressed archive goes first: Linux wants each archive to start 4-byte aligned.
-cat "$out.bins" "$out.base" >"$out.tmp"
-rm -f "$out.bins" "$out.base"
-mv "$out.tmp" "$out"
+tmp="$(mktemp "$out.XXXXXX")"
+cat "$parts/bins.cpio" "$parts/base.cpio.gz" >"$tmp"
+chmod 0644 "$tmp"
+mv "$tmp" "$out"

@@ -4,21 +4,28 @@ against queue depth, one line per configuration (median over the rounds; a bar s
   PREFIX-iops.svg  IOPS
   PREFIX-cpu.svg   host CPU per I/O, VMM + back-end process (solid: all of it, guest mode included;
                    dashed: outside guest mode)
+  PREFIX-exits.svg KVM exits per I/O (solid: every exit; dashed: port + MMIO exits to the VMM), when
+                   the run recorded them
+  PREFIX-storage.svg  IOPS on a log scale (the storage comparison of issue 12, drawn like the Xen
+                   thread's: one line per configuration, from the host's own disk down to the
+                   emulated IDE disk), when the run has a host row
 No plotting library needed (bench/lib/svg_chart.py).
 
 Usage: plot.py BLK.json PREFIX
 """
+import math
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from results import load  # noqa: E402
-from svg_chart import Chart, nice_max  # noqa: E402
+from svg_chart import Chart, nice_max, side_by_side  # noqa: E402
 
-COLORS = {"qemu": "#d62728", "qemu-qsd": "#ff7f0e", "qemu-vub": "#e377c2",
-          "tern": "#1f77b4", "tern-qsd": "#2ca02c", "tern-vub": "#9467bd"}
-OTHER_COLORS = ["#17becf", "#8c564b", "#bcbd22", "#7f7f7f", "#aec7e8"]
+COLORS = {"qemu": "#d62728", "qemu-qsd": "#ff7f0e", "qemu-vub": "#e377c2", "qemu-nvme": "#bcbd22",
+          "qemu-ide": "#8c564b", "host": "#000000",
+          "tern": "#1f77b4", "tern-qsd": "#2ca02c", "tern-vub": "#9467bd", "tern-nvme": "#17becf"}
+OTHER_COLORS = ["#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a", "#c5b0d5"]
 W, H = 560, 430
 
 
@@ -39,24 +46,60 @@ def points(r, cfg, rw, key):
     return sorted(out)
 
 
-def panel(r, rw, series, title, ylabel, legend):
-    """One chart: series = [(key, dash)] drawn for every configuration that ran."""
+class LogYChart(Chart):
+    """A Chart whose y axis is log10 from ymin to ymax."""
+
+    def __init__(self, width, height, margins, ymin, ymax, xlog):
+        super().__init__(width, height, margins, ymax, xlog=xlog)
+        self.ymin = ymin
+
+    def y(self, v):
+        lo, hi = math.log10(self.ymin), math.log10(self.ymax)
+        return self.T + self.ph - self.ph * (math.log10(max(v, self.ymin)) - lo) / (hi - lo)
+
+
+def log_ticks(lo, hi):
+    """1, 2, 5 x 10^k from lo up to hi."""
+    out, k = [], math.floor(math.log10(lo))
+    while 10 ** k <= hi:
+        out += [m * 10 ** k for m in (1, 2, 5) if lo <= m * 10 ** k <= hi]
+        k += 1
+    return out
+
+
+def where(r):
+    return "directly on this machine" if r.get("where") == "direct" else "nested test host"
+
+
+def panel(r, rw, series, title, ylabel, legend, logy=False):
+    """One chart: series = [(key, dash, label)] drawn for every configuration that ran (labels in the
+    legend when there is more than one)."""
     cfgs = [c for c, e in r["configs"].items() if not e.get("skipped")]
-    pts = {(c, k): points(r, c, rw, k) for c in cfgs for k, _ in series}
+    pts = {(c, k): points(r, c, rw, k) for c in cfgs for k, _, _ in series}
     qds = sorted({q for p in pts.values() for q, _ in p} or {1, 4, 16, 64})
     top = max([s["max"] for p in pts.values() for _, s in p] or [1])
-    ch = Chart(W + (170 if legend else 0), H, (70, 190 if legend else 20, 50, 60), ymax=nice_max(top * 1.05), xlog=(qds[0] / 1.2, qds[-1] * 1.2))
+    margins = (70, 190 if legend else 20, 50, 60)
+    xlog = (qds[0] / 1.2, qds[-1] * 1.2)
+    if logy:
+        bottom = min([s["min"] for p in pts.values() for _, s in p if s["min"] > 0] or [1])
+        ymin, ymax = 10 ** math.floor(math.log10(bottom)), 10 ** math.ceil(math.log10(top * 1.05))
+        ch = LogYChart(W + (170 if legend else 0), H, margins, ymin, ymax, xlog)
+    else:
+        ch = Chart(W + (170 if legend else 0), H, margins, ymax=nice_max(top * 1.05), xlog=xlog)
     rounds = r.get("rounds", 1)
     ch.titles(title, (f"median of {rounds} rounds (bar: min-max), " if rounds > 1 else "")
-              + f"nested test host, {r['date'][:10]}")
-    ch.y_grid([ch.ymax * i / 5 for i in range(6)], lambda v: f"{v:.0f}")
+              + f"{where(r)}, {r['date'][:10]}")
+    if logy:
+        ch.y_grid(log_ticks(ch.ymin, ch.ymax), lambda v: f"{v:g}")
+    else:
+        ch.y_grid([ch.ymax * i / 5 for i in range(6)], lambda v: f"{v:.2f}" if ch.ymax < 5 else f"{v:.0f}")
     ch.x_grid(qds)
     ch.frame("queue depth (iodepth)", ylabel)
     ly = ch.T + 10
     for i, c in enumerate(cfgs):
         color = color_of(c, list(r["configs"]))
         nudge = 2 ** ((i - (len(cfgs) - 1) / 2) * 0.04)  # side by side at each queue depth, not on top
-        for key, dash in series:
+        for key, dash, _ in series:
             p = [(q * nudge, s) for q, s in pts[(c, key)]]
             if not p:
                 continue
@@ -75,20 +118,10 @@ def panel(r, rw, series, title, ylabel, legend):
                 ch.legend_text(15, ly + 4, f"{c}: skipped", fill="#555", font_size=10)
                 ly += 16
         if len(series) > 1:
-            ch.legend_text(15, ly + 14, "solid: all of it", fill="#555", font_size=10)
-            ch.legend_text(15, ly + 28, "dashed: outside guest mode", fill="#555", font_size=10)
+            for k, (_, dash, label) in enumerate(series):
+                ch.legend_text(15, ly + 14 + 14 * k, f"{'dashed' if dash else 'solid'}: {label}",
+                               fill="#555", font_size=10)
     return ch
-
-
-def side_by_side(charts):
-    """One SVG document with the charts next to each other."""
-    width = sum(c.W for c in charts)
-    height = max(c.H for c in charts)
-    out, x = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">'], 0
-    for c in charts:
-        out.append(str(c).replace("<svg ", f'<svg x="{x}" y="0" ', 1))
-        x += c.W
-    return "\n".join(out + ["</svg>"])
 
 
 def main():
@@ -96,12 +129,21 @@ def main():
     prefix = sys.argv[2]
     rw = [("randread", "random read"), ("randwrite", "random write")]
     svgs = {
-        "iops": [panel(r, d, [("iops", "")], f"4 KiB {t}: IOPS", "IOPS", legend=i == 1)
+        "iops": [panel(r, d, [("iops", "", "")], f"4 KiB {t}: IOPS", "IOPS", legend=i == 1)
                  for i, (d, t) in enumerate(rw)],
-        "cpu": [panel(r, d, [("cpu_us_per_io", ""), ("cpu_us_per_io_outside_guest", "6,4")],
+        "cpu": [panel(r, d, [("cpu_us_per_io", "", "all of it"), ("cpu_us_per_io_outside_guest", "6,4", "outside guest mode")],
                       f"4 KiB {t}: host CPU per I/O", "µs per I/O (VMM + back-end)", legend=i == 1)
                 for i, (d, t) in enumerate(rw)],
     }
+    cfgs = r["configs"].values()
+    if any("exits_per_io" in j["stats"] for c in cfgs for j in c["jobs"].values()):
+        svgs["exits"] = [panel(r, d, [("exits_per_io", "", "every exit"),
+                                      ("vmm_exits_per_io", "6,4", "exits to the VMM")],
+                               f"4 KiB {t}: KVM exits per I/O", "exits per I/O", legend=i == 1)
+                         for i, (d, t) in enumerate(rw)]
+    if "host" in r["configs"] and not r["configs"]["host"].get("skipped"):
+        svgs["storage"] = [panel(r, d, [("iops", "", "")], f"4 KiB {t}: IOPS (log scale)", "IOPS", legend=i == 1,
+                                 logy=True) for i, (d, t) in enumerate(rw)]
     for name, charts in svgs.items():
         with open(f"{prefix}-{name}.svg", "w") as f:
             f.write(side_by_side(charts) + "\n")

@@ -1,58 +1,87 @@
 #!/bin/sh
-# Runs inside the test host (L1), started by bench/blk/run.sh. L1's second disk (/dev/vda, ext4) holds
-#   blk.raw              the data disk the guest sees as /dev/vda (random bytes, fully allocated)
+# Runs in the machine that runs the VMMs, started by bench/blk/run.sh: the test host (L1), or this
+# machine itself when it has hardware virtualization (BLK_DIR set: no disk to mount). The benchmark
+# directory (L1: its second disk /dev/vda, ext4, mounted at /mnt; else $BLK_DIR) holds
+#   blk.raw              the data disk the guest sees (random bytes, fully allocated)
 #   guest-fio.cpio       guest initramfs with fio and /actions/fio-bench (bench/blk/guest-fio-bench.sh)
+#   hostfio/             fio (fio, lib/, ld.so: its libraries and loader) for the "host" row (L1
+#                        only; elsewhere BLK_FIO says how to run fio)
 #   results/             filled here, read by the host from the image afterwards (debugfs)
 # $BLK_ROUNDS times (default 1), boots the guest once per configuration of $BLK_CONFIGS, in that
-# order, so they interleave: qemu, qemu-qsd, tern, ... A configuration is VMM[-BACKEND]:
+# order, so they interleave: qemu, qemu-qsd, tern, ... A configuration is host, or VMM[-SUFFIX]:
+#   host     no VMM: fio runs here, on blk.raw itself (the ceiling of every other row)
 #   VMM      qemu, or a tern NAME of $BLK_TERNS ("NAME=PATH ...", default "tern=$TH_TERN")
+#   SUFFIX   none: the VMM's own virtio-blk; qsd: vhost-user-blk with qemu-storage-daemon; vub: with
+#            `tern vhost-user-blk` of the first tern in $BLK_TERNS (the VMM's own binary when the VMM
+#            is a tern); nvme: the VMM's emulated NVMe controller (guest: /dev/nvme0n1); ide: QEMU's
+#            emulated IDE disk on the PIIX3 controller of -M pc (guest: /dev/sda through ata_piix)
 # L1's shmem_enabled is set to $BLK_SHMEM_THP (default advise) first: see below.
-#   BACKEND  none: the VMM's own virtio-blk; qsd: qemu-storage-daemon; vub: `tern vhost-user-blk` of
-#            the first tern in $BLK_TERNS (the VMM's own binary when the VMM is a tern)
-# The two tables below (backend_cmd, disk_args) are all that differs between configurations. Every
-# configuration serves the same blk.raw with O_DIRECT and io_uring. Per configuration and round the
-# scenario answers the guest's BLK-JOB-BEGIN/END lines after reading the CPU time of the VMM and the
-# back-end, and stores in results/<config>/<round>/:
+# The three tables below (backend_cmd, disk_args, guest_disk) are all that differs between
+# configurations. Every configuration serves the same blk.raw with O_DIRECT and io_uring. Per
+# configuration and round the scenario answers the guest's BLK-JOB-BEGIN/END lines after reading
+# the CPU time of the VMM and the back-end and the VM's KVM exit counters, and stores in
+# results/<config>/<round>/:
 #   fio.json     fio's report (every job)
 #   cpu.txt      "<job> begin|end vmm_utime vmm_stime vmm_guest be_utime be_stime l1_busy l1_total"
-#                (clock ticks; be_* 0 0 without a back-end; l1_* from L1's /proc/stat cpu line)
+#                (clock ticks; be_* 0 0 without a back-end; l1_* from /proc/stat's cpu line; for
+#                the host row vmm_* is fio's own processes)
+#   exits.txt    "<job> begin|end exits io_exits mmio_exits halt_exits irq_exits irq_injections" of
+#                the VM (KVM's per-VM debugfs counters, blk-lib.sh; "-" where unreadable)
 #   status       "rc=N jobs=M" of the VMM, or "skipped=<why>"
 #   backend.txt  the back-end's output (its counters at exit, errors)
 # Prints BLK-PROGRESS / BLK-SKIP / BLK-ERROR lines for the host, and "BLK-MARK cfg= round= job=
 # at=begin|end" around each job, which the host stamps with L1's own host CPU time (stamp_cpu.py).
 : "${BLK_CONFIGS:=qemu tern}" "${BLK_RUNTIME:=5}" "${BLK_ENGINE:=libaio}" "${BLK_MEM_MIB:=1024}" "${BLK_TIMEOUT:=1200}"
 : "${BLK_TERN_DISK:=cache=none,io=io_uring}" "${BLK_ROUNDS:=1}" "${BLK_TERNS:=${TH_TERN:+tern=$TH_TERN}}"
-: "${BLK_JOBS:=}" "${BLK_SHMEM_THP:=advise}"
+: "${BLK_JOBS:=}" "${BLK_SHMEM_THP:=advise}" "${BLK_EXIT_GRACE:=20}" "${BLK_LIB:=/opt/blk}" "${BLK_DIR:=}"
+# shellcheck source=bench/blk/blk-lib.sh
+. "$BLK_LIB/blk-lib.sh"
+export BLK_LIB BLK_RUNTIME BLK_ENGINE BLK_JOBS BLK_FIO
+command -v usleep >/dev/null 2>&1 || usleep() { sleep "$(awk -v u="$1" 'BEGIN { printf "%.6f", u / 1e6 }')"; }
 trap '' PIPE  # a VMM that died must not take this script with it when it answers a job line
 CMDLINE="console=ttyS0 quiet loglevel=1 tern.action=fio-bench blk.runtime=$BLK_RUNTIME blk.engine=$BLK_ENGINE${BLK_JOBS:+ blk.jobs=$BLK_JOBS}"
 QSD=${TH_QSD:-/usr/bin/qemu-storage-daemon} SOCK=/tmp/vhost-user-blk.sock
 
-i=0
-while [ ! -b /dev/vda ] && [ "$i" -lt 100 ]; do usleep 100000; i=$((i + 1)); done
-mkdir -p /mnt
-mount -t ext4 /dev/vda /mnt || { echo "BLK-ERROR cannot mount the test host's disk /dev/vda"; exit 1; }
-DATA=/mnt/blk.raw INITRD=/mnt/guest-fio.cpio
+if [ -z "$BLK_DIR" ]; then  # the test host: its second disk
+    i=0
+    while [ ! -b /dev/vda ] && [ "$i" -lt 100 ]; do usleep 100000; i=$((i + 1)); done
+    mkdir -p /mnt
+    mount -t ext4 /dev/vda /mnt || { echo "BLK-ERROR cannot mount the test host's disk /dev/vda"; exit 1; }
+    BLK_DIR=/mnt mounted=1
+fi
+DATA=$BLK_DIR/blk.raw INITRD=$BLK_DIR/guest-fio.cpio RESULTS=$BLK_DIR/results
 [ -f "$DATA" ] && [ -f "$INITRD" ] || { echo "BLK-ERROR $DATA or $INITRD missing on the disk"; exit 1; }
-rm -rf /mnt/results
-mkdir -p /mnt/results
+rm -rf "$RESULTS"
+mkdir -p "$RESULTS"
+# fio for the host row: in the test host, the copy on its disk run by its own dynamic loader (fio's
+# ~80 MB of libraries stay on the disk instead of L1's initramfs); else whatever BLK_FIO says.
+if [ -z "${BLK_FIO:-}" ] && [ -x "$BLK_DIR/hostfio/fio" ]; then
+    BLK_FIO="$BLK_DIR/hostfio/ld.so --library-path $BLK_DIR/hostfio/lib $BLK_DIR/hostfio/fio"
+    export BLK_FIO
+fi
 # Shared (memfd) guest RAM, which the vhost-user rows need, gets transparent huge pages only where
 # shmem_enabled allows; QEMU and tern both madvise(MADV_HUGEPAGE) it, so "advise" (the default here)
 # puts every row on 2 MiB pages like the anonymous RAM of the built-in rows; Debian's "never" leaves
 # the vhost-user rows on 4 KiB pages.
 echo "$BLK_SHMEM_THP" >/sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null ||
     echo "BLK-WARN cannot set /sys/kernel/mm/transparent_hugepage/shmem_enabled to $BLK_SHMEM_THP"
-echo "BLK-INFO l1_kernel=$(uname -r) data_bytes=$(stat -c %s "$DATA") initrd_bytes=$(stat -c %s "$INITRD") runtime=$BLK_RUNTIME engine=$BLK_ENGINE qsd=$([ -x $QSD ] && echo yes || echo no) shmem_enabled=$(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null | tr ' ' ,) thp_enabled=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null | tr ' ' ,)"
+echo "BLK-INFO where=${BLK_WHERE:-test-host} l1_kernel=$(uname -r) kvm_debugfs=$([ -d /sys/kernel/debug/kvm ] && echo yes || echo no) data_bytes=$(stat -c %s "$DATA") initrd_bytes=$(stat -c %s "$INITRD") runtime=$BLK_RUNTIME engine=$BLK_ENGINE qsd=$([ -x $QSD ] && echo yes || echo no) shmem_enabled=$(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null | tr ' ' ,) thp_enabled=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null | tr ' ' ,)"
 
 tern_path() {  # tern_path NAME: the binary of tern NAME in $BLK_TERNS (empty: none)
     for e in $BLK_TERNS; do [ "${e%%=*}" = "$1" ] && echo "${e#*=}" && return; done
 }
 first_tern() { for e in $BLK_TERNS; do echo "${e#*=}"; return; done; }
 
-# split_cfg CFG: sets vmm (qemu or a tern NAME) and backend (none, qsd, vub) of a configuration.
+# split_cfg CFG: sets vmm (host, qemu or a tern NAME), backend (none, qsd, vub: the vhost-user-blk
+# back-end process) and iface (virtio, nvme, ide: what the guest sees) of a configuration.
 split_cfg() {
-    vmm="$1" backend=none
+    vmm="$1" backend=none iface=virtio
     case "$1" in
-        *-qsd | *-vub) [ "$1" = qemu ] || [ -n "$(tern_path "$1")" ] || { vmm="${1%-*}" backend="${1##*-}"; } ;;
+        *-qsd | *-vub | *-nvme | *-ide)
+            if [ "$1" != qemu ] && [ -z "$(tern_path "$1")" ]; then
+                vmm="${1%-*}"
+                case "${1##*-}" in qsd | vub) backend="${1##*-}" ;; *) iface="${1##*-}" ;; esac
+            fi ;;
     esac
     vubin=$(tern_path "$vmm")
     [ -n "$vubin" ] || vubin=$(first_tern)
@@ -66,36 +95,57 @@ backend_cmd() {
         vub) echo "$vubin vhost-user-blk --socket $SOCK --disk path=$DATA,$BLK_TERN_DISK" ;;
     esac
 }
-# disk_args VMM BACKEND: the VMM's disk options: its own virtio-blk on blk.raw, or a vhost-user-blk
-# front-end on $SOCK (QEMU needs guest RAM another process can map: a shared memfd as the NUMA
-# node's memory; tern picks memfd itself when a vhost-user disk is configured).
+# disk_args VMM BACKEND IFACE: the VMM's disk options: its own virtio-blk, NVMe or IDE disk on
+# blk.raw, or a vhost-user-blk front-end on $SOCK (QEMU needs guest RAM another process can map: a
+# shared memfd as the NUMA node's memory; tern picks memfd itself when a vhost-user disk is configured).
+QEMU_DRIVE="-drive file=$DATA,if=none,id=d0,cache=none,aio=io_uring,format=raw"
 disk_args() {
-    case "$1:$2" in
-        qemu:none) echo "-drive file=$DATA,if=none,id=vda,cache=none,aio=io_uring,format=raw -device virtio-blk-pci,drive=vda" ;;
+    case "$1:$2:$3" in
+        qemu:none:virtio) echo "$QEMU_DRIVE -device virtio-blk-pci,drive=d0" ;;
+        qemu:none:nvme) echo "$QEMU_DRIVE -device nvme,drive=d0,serial=blkbench" ;;
+        qemu:none:ide) echo "$QEMU_DRIVE -device ide-hd,drive=d0,bus=ide.0" ;;
         qemu:*) echo "-object memory-backend-memfd,id=mem,size=${BLK_MEM_MIB}M,share=on -numa node,memdev=mem -chardev socket,id=c0,path=$SOCK -device vhost-user-blk-pci,chardev=c0" ;;
-        *:none) echo "--disk path=$DATA,$BLK_TERN_DISK" ;;
+        *:none:virtio) echo "--disk path=$DATA,$BLK_TERN_DISK" ;;
+        *:none:*) echo "--disk path=$DATA,$BLK_TERN_DISK,interface=$3" ;;
         *) echo "--disk vhost-user=$SOCK" ;;
+    esac
+}
+# guest_disk IFACE: the guest's kernel command line for its disk (bench/blk/guest-fio-bench.sh):
+# which device fio uses, and for IDE the modules Debian's cloud kernel has ATA in (no AHCI there:
+# CONFIG_SATA_AHCI is off, ata_piix drives -M pc's PIIX3 IDE controller).
+guest_disk() {
+    case "$1" in
+        virtio) echo "blk.dev=/dev/vda" ;;
+        nvme) echo "blk.dev=/dev/nvme0n1" ;;
+        ide) echo "blk.dev=/dev/sda blk.modules=scsi_common,scsi_mod,libata,ata_piix,sd_mod" ;;
     esac
 }
 # -------------------------------------------------------------------------------------------------
 
-vmm_cmd() {  # vmm_cmd VMM BACKEND
+vmm_cmd() {  # vmm_cmd VMM BACKEND IFACE
     case "$1" in
-        qemu) echo "$TH_QEMU -enable-kvm -M pc -L $TH_QEMU_FW -m ${BLK_MEM_MIB}M -smp 1 -kernel $TH_GUEST_KERNEL -initrd $INITRD -display none -nodefaults -serial stdio -no-reboot $(disk_args "$1" "$2") -append" ;;
-        *) echo "$(tern_path "$1") run --kernel $TH_GUEST_KERNEL --initrd $INITRD --memory ${BLK_MEM_MIB}M --cpus 1 $(disk_args "$1" "$2") --cmdline" ;;
+        qemu) echo "$TH_QEMU -enable-kvm -M pc -L $TH_QEMU_FW -m ${BLK_MEM_MIB}M -smp 1 -kernel $TH_GUEST_KERNEL -initrd $INITRD -display none -nodefaults -serial stdio -no-reboot $(disk_args "$1" "$2" "$3") -append" ;;
+        *) echo "$(tern_path "$1") run --kernel $TH_GUEST_KERNEL --initrd $INITRD --memory ${BLK_MEM_MIB}M --cpus 1 $(disk_args "$1" "$2" "$3") --cmdline" ;;
     esac
 }
 
-# why_skip VMM BACKEND: why this configuration cannot run in this test host (empty: it can).
+# why_skip VMM BACKEND IFACE: why this configuration cannot run in this test host (empty: it can).
 why_skip() {
     case "$1" in
-        qemu) [ -n "$TH_QEMU" ] || { echo "qemu not in the test host"; return; } ;;
+        host) [ -n "${BLK_FIO:-}" ] || echo "no fio for the host row (BLK_FIO unset, no hostfio/ on the disk)"; return ;;
+        qemu) [ -n "$TH_QEMU" ] || { echo "qemu not in the test host"; return; }
+            [ "$3" = virtio ] || "$TH_QEMU" -device help 2>&1 | grep -q "name \"$(echo "$3" | sed 's/ide/ide-hd/')\"" ||
+                echo "this QEMU has no -device $(echo "$3" | sed 's/ide/ide-hd/')" ;;
         *)
             bin=$(tern_path "$1")
             [ -n "$bin" ] && [ -x "$bin" ] || { echo "tern not in the test host"; return; }
             "$bin" run --help 2>&1 | grep -q -- '--disk' || { echo "tern has no --disk yet"; return; }
             if [ "$2" != none ] && ! "$bin" run --help 2>&1 | grep -q -- 'vhost-user'; then
                 echo "tern has no vhost-user-blk front-end yet (tern run --help does not mention vhost-user)"; return
+            fi
+            if [ "$3" = ide ]; then echo "tern has no IDE disk"; return; fi
+            if [ "$3" = nvme ] && ! "$bin" run --help 2>&1 | grep -q 'nvme'; then
+                echo "tern has no NVMe disk yet (tern run --help does not mention nvme)"; return
             fi ;;
     esac
     case "$2" in
@@ -107,15 +157,10 @@ why_skip() {
     esac
 }
 
-# cpu_ticks PID: "utime stime guest_time" of PID, in clock ticks (fields 14, 15, 43 of /proc/PID/stat;
-# all its threads); 0 0 0 for no PID.
-cpu_ticks() {
-    if [ -n "$1" ]; then sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{ print $12, $13, $41 }'; else echo 0 0 0; fi
-}
-# sample: the cpu.txt fields after the job name and begin|end.
+# sample JOB begin|end: the VMM's and the back-end's CPU time (cpu.txt) and the VM's exits (exits.txt).
 sample() {
-    set -- $(cpu_ticks "$pid") $(cpu_ticks "$bepid")
-    echo "$1 $2 $3 ${4:-0} ${5:-0} $(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)"
+    echo "$1 $2 $(sample_pids "$pid" "$bepid")" >>"$out/cpu.txt"
+    echo "$1 $2 $(kvm_exits "$pid")" >>"$out/exits.txt"
 }
 
 # start_backend BACKEND OUT: starts it in the background (bepid), waits up to 20 s for its socket.
@@ -146,30 +191,55 @@ stop_backend() {  # SIGTERM (both back-ends log their counters then), SIGKILL af
     bepid=""
 }
 
+# print_iops FIO_JSON: a BLK-PROGRESS line per job with its read and write IOPS (fio's pretty JSON:
+# per job its name, then "iops" of the read, write, trim sides).
+print_iops() {
+    awk -F: -v p="BLK-PROGRESS cfg=$cfg$tag" '/"jobname" :/ { gsub(/[ ",]/, "", $2); j = $2; n = 0 }
+        /"iops" :/ { gsub(/[ ,]/, "", $2); n++; if (n == 1) r = $2; if (n == 2) printf "%s job=%s read_iops=%.0f write_iops=%.0f\n", p, j, r, $2 }' "$1"
+}
+
+# exit_watchdog: once the guest's action has ended (it powers off next), the VMM has
+# $BLK_EXIT_GRACE s to exit; a VMM still running then is killed and says so (the results are in
+# by then), instead of holding the run until $BLK_TIMEOUT.
+exit_watchdog() {
+    (
+        sleep "$BLK_EXIT_GRACE"
+        if kill -0 "$pid" 2>/dev/null; then
+            : >/tmp/vmm.killed
+            echo "BLK-WARN cfg=$cfg$tag the VMM was still running ${BLK_EXIT_GRACE}s after the guest's action ended (the guest powers off then): killed"
+            kill -KILL "$pid"
+        fi
+    ) &
+    dog=$!
+}
+
 run_cfg() {  # run_cfg CFG ROUND
-    cfg="$1" round="$2" out="/mnt/results/$1/$2" tag=""
+    cfg="$1" round="$2" out="$RESULTS/$1/$2" tag=""
     [ "$BLK_ROUNDS" = 1 ] || tag=" round=$2"
     mkdir -p "$out"
     split_cfg "$cfg"
-    why=$(why_skip "$vmm" "$backend")
+    why=$(why_skip "$vmm" "$backend" "$iface")
     if [ -n "$why" ]; then
         echo "skipped=$why" >"$out/status"; echo "BLK-SKIP cfg=$cfg reason=$why"; return
     fi
+    if [ "$vmm" = host ]; then run_host "$out"; return; fi
     start_backend "$backend" "$out" || { echo "skipped=the back-end did not start" >"$out/status"; return; }
-    echo "BLK-CMD cfg=$cfg cmd=$(vmm_cmd "$vmm" "$backend") \"$CMDLINE\""
-    rm -f /tmp/in /tmp/out /tmp/vmm.pid
+    cmdline="$CMDLINE $(guest_disk "$iface")"
+    echo "BLK-CMD cfg=$cfg cmd=$(vmm_cmd "$vmm" "$backend" "$iface") \"$cmdline\""
+    rm -f /tmp/in /tmp/out /tmp/vmm.pid /tmp/vmm.killed
     mkfifo /tmp/in /tmp/out
     # The inner shell writes its pid and execs busybox timeout, which execs the VMM in the same
     # process: that pid is the VMM's. The VMM's exit status follows its output as BLK-VMM-EXIT.
     # shellcheck disable=SC2046,SC2016
-    { sh -c 'echo $$ >/tmp/vmm.pid; exec "$@"' sh timeout -s KILL "$BLK_TIMEOUT" $(vmm_cmd "$vmm" "$backend") "$CMDLINE"
+    { sh -c 'echo $$ >/tmp/vmm.pid; exec "$@"' sh timeout -s KILL "$BLK_TIMEOUT" $(vmm_cmd "$vmm" "$backend" "$iface") "$cmdline"
       echo "BLK-VMM-EXIT rc=$?"; } </tmp/in 2>&1 | tr -d '\r' >/tmp/out &
     vmmjob=$!
     exec 4>/tmp/in 3</tmp/out
     while [ ! -s /tmp/vmm.pid ]; do usleep 10000; done
     pid=$(cat /tmp/vmm.pid)
-    vmm_rc=""
+    vmm_rc="" dog=""
     : >"$out/cpu.txt"
+    : >"$out/exits.txt"
     t0=$(cut -d' ' -f1 /proc/uptime)
     echo "BLK-PROGRESS cfg=$cfg$tag booting (pid $pid${bepid:+, back-end pid $bepid})"
     while IFS= read -r line <&3; do
@@ -177,12 +247,12 @@ run_cfg() {  # run_cfg CFG ROUND
             BLK-JOB-BEGIN*)
                 job="${line#*name=}"
                 echo "BLK-MARK cfg=$cfg round=$round job=$job at=begin"
-                echo "$job begin $(sample)" >>"$out/cpu.txt"
+                sample "$job" begin
                 echo go >&4
                 echo "BLK-PROGRESS cfg=$cfg$tag job=$job running (${BLK_RUNTIME}s) l1_uptime=$(cut -d' ' -f1 /proc/uptime)" ;;
             BLK-JOB-END*)
                 job="${line#*name=}"
-                echo "$job end $(sample)" >>"$out/cpu.txt"
+                sample "$job" end
                 echo "BLK-MARK cfg=$cfg round=$round job=$job at=end"
                 echo go >&4 ;;
             BLK-JOB-RC*)
@@ -190,9 +260,7 @@ run_cfg() {  # run_cfg CFG ROUND
             BLK-B64-END*)
                 name="${line#*name=}"
                 if base64 -d <"/tmp/$name.b64" | gunzip >"$out/$name.json" 2>/dev/null; then
-                    # fio's pretty JSON: per job its name, then "iops" of the read, write, trim sides.
-                    awk -F: -v p="BLK-PROGRESS cfg=$cfg$tag" '/"jobname" :/ { gsub(/[ ",]/, "", $2); j = $2; n = 0 }
-                        /"iops" :/ { gsub(/[ ,]/, "", $2); n++; if (n == 1) r = $2; if (n == 2) printf "%s job=%s read_iops=%.0f write_iops=%.0f\n", p, j, r, $2 }' "$out/$name.json"
+                    print_iops "$out/$name.json"
                 else
                     echo "BLK-ERROR cfg=$cfg$tag the fio report did not decode"
                 fi
@@ -208,16 +276,33 @@ run_cfg() {  # run_cfg CFG ROUND
                         echo "BLK-PROGRESS cfg=$cfg$tag guest up after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')s: ${line#BLK-GUEST }"
                         echo "BLK-PROGRESS cfg=$cfg$tag l1 $(awk '/^(AnonHugePages|ShmemHugePages|Shmem):/ { printf "%s=%dMiB ", $1, $2 / 1024 }' /proc/meminfo | tr -d :)" ;;
                     BLK-ERROR* | BLK-WARN* | BLK-FIO-ERROR*) echo "${line%% *} cfg=$cfg$tag ${line#* }" ;;
+                    TERN-GUEST-ACTION*) [ -n "$dog" ] || exit_watchdog ;;
                 esac ;;
         esac
     done
     exec 3<&- 4>&-
+    [ -z "$dog" ] || kill "$dog" 2>/dev/null
     wait "$vmmjob"
     stop_backend
     [ ! -s "$out/backend.txt" ] || sed 's/^/  be| /' "$out/backend.txt" | tail -n 40
-    echo "rc=${vmm_rc:-unknown} jobs=$(grep -c ' end ' "$out/cpu.txt")" >"$out/status"
+    echo "rc=${vmm_rc:-unknown}$([ ! -f /tmp/vmm.killed ] || echo " (killed: still running ${BLK_EXIT_GRACE}s after the guest's action ended)") jobs=$(grep -c ' end ' "$out/cpu.txt")" >"$out/status"
     rm -f /tmp/*.b64
     echo "BLK-PROGRESS cfg=$cfg$tag exited rc=${vmm_rc:-unknown} after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.0f", b - a }')s"
+}
+
+# run_host OUT: the host row: fio here, on blk.raw itself, with the guest's job list; its marks
+# read fio's own CPU time (guest-fio-bench.sh host).
+run_host() {
+    echo "BLK-CMD cfg=$cfg cmd=$BLK_FIO (on $DATA)"
+    echo "BLK-PROGRESS cfg=$cfg$tag fio on $DATA"
+    t0=$(cut -d' ' -f1 /proc/uptime)
+    BLK_DEV=$DATA BLK_JOBS_FILE=$BLK_LIB/jobs.txt BLK_OUT=$1 BLK_ROUND=$round BLK_CONSOLE=/proc/$$/fd/1 \
+        sh "$BLK_LIB/fio-bench" host
+    rc=$?
+    [ "$rc" = 0 ] || echo "BLK-ERROR cfg=$cfg$tag fio failed: rc=$rc: $(head -n 3 "$1/fio.err" | tr '\n' ' ')"
+    [ ! -f "$1/fio.json" ] || print_iops "$1/fio.json"
+    echo "rc=$rc jobs=$(grep -c ' end ' "$1/cpu.txt")" >"$1/status"
+    echo "BLK-PROGRESS cfg=$cfg$tag done rc=$rc after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.0f", b - a }')s"
 }
 
 r=1
@@ -226,5 +311,5 @@ while [ "$r" -le "$BLK_ROUNDS" ]; do
     r=$((r + 1))
 done
 sync
-umount /mnt
+[ -z "${mounted:-}" ] || umount /mnt
 exit 0

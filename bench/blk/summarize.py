@@ -3,11 +3,14 @@
 
 Usage: summarize.py RESULTS_DIR --log LOG --kernel VERSION --runtime S --engine E --data-mib N
                     --jobs jobs.txt [--only NAME,...] --configs "qemu qemu-qsd tern ..." [--rounds N]
-                    [--git-rev REV] [--stamps FILE] [--tern NAME=PATH]... [--test-host DESC] [--host-load DESC]
+                    [--git-rev REV] [--stamps FILE] [--tern NAME=PATH]... [--where test-host|direct]
+                    [--test-host DESC] [--host-load DESC]
 RESULTS_DIR/<config>/<round>/ (rounds 1..N) holds status ("rc=N jobs=M" or "skipped=<why>"), cpu.txt
 ("<job> begin|end vmm_utime vmm_stime vmm_guest be_utime be_stime l1_busy l1_total", clock ticks in
-the test host; older runs have the first three only), fio.json (fio's report, every job; older
-runs: <job>.json, one per job) and backend.txt.
+the test host; older runs have the first three only), exits.txt ("<job> begin|end exits io_exits
+mmio_exits halt_exits irq_exits irq_injections", KVM's per-VM counters; "-" unreadable; runs before
+the NVMe rows have none), fio.json (fio's report, every job; older runs: <job>.json, one per job)
+and backend.txt.
 --tern NAME=PATH records which binary NAME was (path, sha256, git describe of its tree).
 Each job's figures are per round ("rounds"); "stats" has median/min/max over the rounds of each.
 "vs" has each configuration's per-round ratio to the reference configurations (qemu, qemu-qsd, the
@@ -15,31 +18,41 @@ first tern's built-in disk); "goals" the issue's comparisons with a verdict that
 only when the min-max ranges of the two configurations do not overlap.
 """
 import argparse
-import hashlib
 import json
 import os
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from console_fields import fields, stats  # noqa: E402
 from results import add_common_args, stamp  # noqa: E402
+from compare import binary_info, verdict  # noqa: E402
+from stamps import read_marks  # noqa: E402
 
 CLK_TCK = 100  # USER_HZ on x86 Linux: the unit of /proc/PID/stat times
 BACKENDS = {"none": "the VMM's own virtio-blk", "qsd": "qemu-storage-daemon (vhost-user-blk export)",
             "vub": "tern vhost-user-blk"}
+GUEST_DISK = {"virtio": "/dev/vda", "nvme": "/dev/nvme0n1", "ide": "/dev/sda"}
+# KVM's per-VM counters in exits.txt, in its order; each becomes <name>_per_io.
+EXIT_STATS = ["exits", "io_exits", "mmio_exits", "halt_exits", "irq_exits", "irq_injections"]
 
 
 def split_cfg(cfg, terns):
-    """(vmm, backend) of a configuration name: VMM[-qsd|-vub]."""
-    for b in ("qsd", "vub"):
-        if cfg.endswith("-" + b) and cfg not in terns and cfg != "qemu":
-            return cfg[: -len(b) - 1], b
-    return cfg, "none"
+    """(vmm, backend, iface) of a configuration name: host, or VMM[-qsd|-vub|-nvme|-ide]."""
+    if cfg not in terns and cfg != "qemu":
+        for b in ("qsd", "vub", "nvme", "ide"):
+            if cfg.endswith("-" + b):
+                return (cfg[: -len(b) - 1], b, "virtio") if b in ("qsd", "vub") else (cfg[: -len(b) - 1], "none", b)
+    return cfg, "none", "virtio"
 
 
-def describe(cfg, vmm, backend, first_tern):
+def describe(cfg, vmm, backend, iface, first_tern):
+    if vmm == "host":
+        return "no VMM: fio in the machine that runs the VMMs, on the disk file itself"
+    if iface != "virtio":
+        return {("qemu", "nvme"): "QEMU emulated NVMe (-device nvme)",
+                ("qemu", "ide"): "QEMU emulated IDE disk (-device ide-hd, PIIX3, guest ata_piix)"}.get(
+            (vmm, iface), f"{vmm} emulated NVMe controller (--disk ...,interface=nvme)")
     front = ("QEMU virtio-blk-pci" if vmm == "qemu" else f"{vmm} built-in virtio-blk") if backend == "none" else \
         ("QEMU vhost-user-blk-pci" if vmm == "qemu" else f"{vmm} vhost-user-blk front-end")
     if backend == "none":
@@ -83,24 +96,24 @@ def read_cpu(path):
     return cpu
 
 
+def read_exits(path):
+    """{job: {"begin": [EXIT_STATS values or None], "end": [...]}} from exits.txt."""
+    ex = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 2 + len(EXIT_STATS) and parts[1] in ("begin", "end"):
+                    ex.setdefault(parts[0], {})[parts[1]] = [int(x) if x.isdigit() else None for x in parts[2:]]
+    return ex
+
+
 def read_stamps(path):
     """{(cfg, round, job): l1_host_share} from stamp_cpu.py's BLK-MARK lines."""
-    marks, out = {}, {}
-    if path and os.path.exists(path):
-        with open(path, errors="replace") as f:
-            for line in f:
-                kv = fields(line)
-                if line.startswith("BLK-MARK") and kv.get("l1_cpu_s") not in (None, "null"):
-                    marks[(kv["cfg"], kv["round"], kv["job"], kv["at"])] = (float(kv["l1_cpu_s"]), float(kv["host_wall_s"]))
-    for (c, r, j, at), (cpu, wall) in marks.items():
-        if at == "begin" and (c, r, j, "end") in marks:
-            cpu1, wall1 = marks[(c, r, j, "end")]
-            if wall1 > wall:
-                out[(c, r, j)] = round((cpu1 - cpu) / (wall1 - wall), 3)
-    return out
+    return {k: v["l1_host_share"] for k, v in read_marks(path, "BLK-MARK", ("cfg", "round", "job")).items()}
 
 
-def job_result(j, cpu, share, backend):
+def job_result(j, cpu, share, backend, exits=None):
     """The figures of one job (fio's report of it) in one round (flat: every value a number or None)."""
     r, w = side(j["read"]), side(j["write"])
     ios = r["ios"] + w["ios"]
@@ -124,6 +137,12 @@ def job_result(j, cpu, share, backend):
                     "backend_us_per_io": per_io(be_s) if backend != "none" else None})
         if d[6] > 0:
             res.update({"l1_busy_pct": round(100 * d[5] / d[6], 1), "l1_busy_us_per_io": per_io(d[5] / CLK_TCK)})
+    if exits and "begin" in exits and "end" in exits and ios:
+        for name, a, b in zip(EXIT_STATS, exits["begin"], exits["end"]):
+            if a is not None and b is not None:
+                res[f"{name}_per_io"] = round((b - a) / ios, 3)
+        if "io_exits_per_io" in res and "mmio_exits_per_io" in res:  # the exits that reach the VMM
+            res["vmm_exits_per_io"] = round(res["io_exits_per_io"] + res["mmio_exits_per_io"], 3)
     return res
 
 
@@ -132,6 +151,7 @@ def read_round(d, jobs, stamps, key, backend):
     sp = os.path.join(d, "status")
     status = open(sp).read().strip() if os.path.exists(sp) else "not run"
     cpu = read_cpu(os.path.join(d, "cpu.txt"))
+    exits = read_exits(os.path.join(d, "exits.txt"))
     results, errors, reports = {}, [], {}
     try:  # fio.json: one report with every job; <job>.json: a report per job (runs before 2026-12-01)
         if os.path.exists(os.path.join(d, "fio.json")):
@@ -147,54 +167,32 @@ def read_round(d, jobs, stamps, key, backend):
     for name, _ in jobs:
         if name in reports:
             try:
-                results[name] = job_result(reports[name], cpu.get(name), stamps.get((*key, name)), backend)
+                results[name] = job_result(reports[name], cpu.get(name), stamps.get((*key, name)), backend,
+                                           exits.get(name))
             except (ValueError, KeyError, IndexError) as e:
                 errors.append(f"{name}: unreadable fio report ({e})")
     return status, results, errors
 
 
-def binary_info(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    try:
-        rev = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(path)), "describe", "--always", "--dirty"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        rev = None
-    return {"path": os.path.abspath(path), "bytes": os.path.getsize(path), "sha256": h.hexdigest(), "git_describe": rev}
-
-
-def verdict(a, b, higher_is_better=True):
-    """Compares two stats() dicts: a difference is claimed only when the min-max ranges do not overlap."""
-    if not a or not b or not b["median"]:
-        return None
-    ratio = round(a["median"] / b["median"], 3)
-    if a["n"] < 2 or b["n"] < 2:
-        v = "one round: no ranges to compare"
-    elif a["min"] > b["max"]:
-        v = "higher"
-    elif a["max"] < b["min"]:
-        v = "lower"
-    else:
-        v = "no measurable difference"
-    better = (v == "higher") == higher_is_better if v in ("higher", "lower") else None
-    return {"ratio_of_medians": ratio, "ranges": v, "better": better}
+# A goal: the configuration's IOPS at least FACTOR x the reference's. within*: a floor below the
+# reference (overlapping ranges are consistent with it: "no measurable difference"); ahead*: a lead
+# over it (overlapping ranges do not show one: "not shown").
+GOAL_FACTORS = {"within10": 0.9, "within25": 0.75, "ahead": 1.0, "ahead1.5": 1.5}
 
 
 def goal(kind, iops):
-    """Whether an IOPS verdict meets the goal: within 10% of (kind=within10) or ahead of (kind=ahead):
-    "met", "not met", "not shown" (ranges overlap: no measurable difference), or "one round"."""
+    """Whether an IOPS verdict meets the goal kind (GOAL_FACTORS): "met", "not met" (ranges apart,
+    ratio of the medians against the factor), "no measurable difference" / "not shown" (ranges
+    overlap), or "one round"."""
     if not iops or not kind:
         return None
     if iops["ranges"].startswith("one"):
         return "one round"
     if iops["better"] is None:
-        return "no measurable difference" if kind == "within10" else "not shown"
-    if kind == "within10":
-        return "met" if iops["ratio_of_medians"] >= 0.9 else "not met"
-    return "met" if iops["better"] else "not met"
+        return "no measurable difference" if kind.startswith("within") else "not shown"
+    if kind == "ahead":
+        return "met" if iops["better"] else "not met"
+    return "met" if iops["ratio_of_medians"] >= GOAL_FACTORS[kind] else "not met"
 
 
 def main():
@@ -209,11 +207,12 @@ def main():
     ap.add_argument("--git-rev", default="unknown")
     ap.add_argument("--stamps")
     ap.add_argument("--tern", action="append", default=[], metavar="NAME=PATH")
+    ap.add_argument("--where", default="test-host", choices=["test-host", "direct"])
     add_common_args(ap)
     args = ap.parse_args()
     configs = args.configs.split()
     binaries = dict(t.split("=", 1) for t in args.tern)
-    terns = list(binaries) or sorted({split_cfg(c, [])[0] for c in configs} - {"qemu"})
+    terns = list(binaries) or sorted({split_cfg(c, [])[0] for c in configs} - {"qemu", "host"})
     first_tern = terns[0] if terns else None
     jobs = job_list(args.jobs, args.only)
     stamps = read_stamps(args.stamps)
@@ -233,13 +232,15 @@ def main():
 
     out, per_round, curves = {}, {}, {}
     for c in configs:
-        vmm, backend = split_cfg(c, terns)
+        vmm, backend, iface = split_cfg(c, terns)
         rounds = [read_round(os.path.join(args.results, c, str(i)), jobs, stamps, (c, str(i)), backend)
                   for i in range(1, args.rounds + 1)]
         statuses = [s for s, _, _ in rounds]
         status = statuses[0] if len(set(statuses)) == 1 else "; ".join(
             f"round {i}: {s}" for i, s in enumerate(statuses, 1))
-        entry = {"vmm": vmm, "backend": backend, "description": describe(c, vmm, backend, first_tern),
+        entry = {"vmm": vmm, "backend": backend, "interface": iface,
+                 "guest_disk": None if vmm == "host" else GUEST_DISK[iface],
+                 "description": describe(c, vmm, backend, iface, first_tern),
                  "command": commands.get(c), "backend_command": backends.get(c), "status": status,
                  "errors": (errors[c] + [f"round {i}: {e}" for i, (_, _, es) in enumerate(rounds, 1) for e in es])[:12],
                  "jobs": {}}
@@ -254,7 +255,7 @@ def main():
             if not any(got):
                 continue
             keys = [k for k in next(g for g in got if g)]
-            st = {k: stats([g.get(k) if g else None for g in got], digits=3 if k == "l1_host_share" else 1)
+            st = {k: stats([g.get(k) if g else None for g in got], digits=3 if k == "l1_host_share" or "exits" in k or "injections" in k else 1)
                   for k in keys}
             entry["jobs"][name] = {"stats": {k: v for k, v in st.items() if v}, "rounds": got}
             m = re.match(r"(randread|randwrite)-qd(\d+)$", name)
@@ -263,7 +264,7 @@ def main():
         out[c] = entry
 
     # Per-round ratios to each reference configuration: interleaving makes these the least noisy figures.
-    refs = [x for x in ("qemu", "qemu-qsd", first_tern) if x in configs]
+    refs = [x for x in ("qemu", "qemu-qsd", "qemu-nvme", first_tern, "host") if x in configs]
     vs = {}
     for c in configs:
         for ref in refs:
@@ -277,12 +278,15 @@ def main():
                         vs.setdefault(c, {}).setdefault(ref, {}).setdefault(name, {})[key] = \
                             stats([round(x, 3) for x in ratios], digits=3)
 
-    # The issue's goal: the out-of-process path within 10% of tern's built-in device, ahead of QEMU's.
+    # The issues' goals: tern's NVMe at least 1.5x QEMU's and within 25% of tern's virtio-blk (issue
+    # 12); the out-of-process path within 10% of tern's built-in device, ahead of QEMU's (issue 11).
     goals = []
     if first_tern:
-        pairs = [(f"{first_tern}-vub", first_tern, "within10"), (f"{first_tern}-qsd", first_tern, "within10"),
-                 (f"{first_tern}-vub", "qemu-qsd", "ahead"), (f"{first_tern}-qsd", "qemu-qsd", "ahead"),
-                 (first_tern, "qemu", None), ("qemu-qsd", "qemu", None)]
+        t = first_tern
+        pairs = [(f"{t}-nvme", "qemu-nvme", "ahead1.5"), (f"{t}-nvme", t, "within25"),
+                 (f"{t}-vub", t, "within10"), (f"{t}-qsd", t, "within10"),
+                 (f"{t}-vub", "qemu-qsd", "ahead"), (f"{t}-qsd", "qemu-qsd", "ahead"),
+                 (t, "qemu", None), ("qemu-qsd", "qemu", None), ("qemu-nvme", "qemu", None)]
         for a, b, kind in pairs:
             if a not in out or b not in out or out[a].get("skipped") or out[b].get("skipped"):
                 continue
@@ -299,18 +303,30 @@ def main():
     result = stamp("blk", args.kernel)
     result.update({
         "git_rev": args.git_rev,
-        "guest": {"memory_mib": 1024, "vcpus": 1, "disk": f"/dev/vda: {args.data_mib} MiB raw file of random "
-                  "bytes on ext4 in the test host", "fio_engine": args.engine, "runtime_s": args.runtime},
+        "where": args.where,
+        "guest": {"memory_mib": 1024, "vcpus": 1, "disk": f"{args.data_mib} MiB raw file of random bytes on "
+                  + ("ext4 in the test host" if args.where == "test-host" else "a disk of this machine")
+                  + " (guest: /dev/vda, NVMe /dev/nvme0n1, IDE /dev/sda)",
+                  "fio_engine": args.engine, "runtime_s": args.runtime},
         "l1": l1,
         "method": {
-            "fio": "--filename=/dev/vda --direct=1 --time_based --norandommap --randrepeat=0 --lat_percentiles=1, "
-                   "no ramp time, one job per point",
+            "where": "test-host: the VMMs (and the host row's fio) ran in the nested test host L1 (QEMU TCG "
+                     "with SVM); direct: on this machine, which has hardware virtualization",
+            "fio": "--filename=<the guest's disk> --direct=1 --time_based --norandommap --randrepeat=0 "
+                   "--lat_percentiles=1, no ramp time, one job per point; the host row runs the same jobs on "
+                   "the disk file itself",
+            "exits": "KVM's per-VM statistics in debugfs (/sys/kernel/debug/kvm/<VMM pid>-<vm fd>/: exits, "
+                     "io_exits, mmio_exits, halt_exits, irq_exits, irq_injections, summed over the vCPUs) read "
+                     "at the guest's BLK-JOB-BEGIN and BLK-JOB-END lines, divided by the job's I/Os: exits = every "
+                     "guest exit (also those KVM handles itself, e.g. an ioeventfd doorbell or a halt); io_exits "
+                     "and mmio_exits = port and MMIO accesses that reached the VMM",
             "latency": "fio lat_ns (submission to completion) mean and 99th percentile, in µs",
             "host_cpu": "utime+stime (all threads) of the VMM process plus the back-end process in the test host "
                         "(/proc/PID/stat) from the guest's BLK-JOB-BEGIN to its BLK-JOB-END line, divided by the "
                         "job's I/Os (cpu_us_per_io); it includes the guest's own execution (guest mode counts as "
                         "the vCPU thread's user time); *_outside_guest subtracts the VMM's guest_time (field 43); "
-                        "vmm_* and backend_* are the two parts; l1_busy_* is the whole test host (/proc/stat)",
+                        "vmm_* and backend_* are the two parts; l1_busy_* is the whole test host (/proc/stat); "
+                        "for the host row the CPU time of fio's own processes",
             "l1_host_share": "BLK-MARK lines around each job are stamped on the host with the CPU time of L1's "
                              "QEMU: the share of a host core the test host had during the job; iops_per_core = "
                              "IOPS / that share, as if L1 had had a whole core (an estimate: assumes the loss is "

@@ -20,9 +20,16 @@ FIGURES = [("iops", "IOPS", "{:.0f}"), ("lat_mean_us", "mean latency (µs)", "{:
            ("cpu_us_per_io", "host CPU per I/O, VMM + back-end (µs; includes guest mode)", "{:.0f}"),
            ("cpu_us_per_io_outside_guest", "host CPU per I/O outside guest mode, VMM + back-end (µs)", "{:.0f}"),
            ("backend_us_per_io", "of which the back-end process (µs per I/O)", "{:.0f}"),
+           ("exits_per_io", "KVM exits per I/O (every guest exit, also those KVM handles itself)", "{:.2f}"),
+           ("vmm_exits_per_io", "exits to the VMM (port I/O + MMIO) per I/O", "{:.2f}"),
+           ("mmio_exits_per_io", "MMIO exits to the VMM per I/O", "{:.2f}"),
+           ("io_exits_per_io", "port I/O exits to the VMM per I/O", "{:.2f}"),
+           ("halt_exits_per_io", "halt exits per I/O", "{:.2f}"),
+           ("irq_injections_per_io", "interrupts injected per I/O", "{:.2f}"),
            ("l1_host_share", "share of a host core the test host had during the job", "{:.2f}"),
            ("iops_per_core", "IOPS / that share (estimate: as if the test host had had a whole core)", "{:.0f}")]
-GOALS = {"within10": "within 10% of", "ahead": "ahead of", None: "against"}
+GOALS = {"within10": "within 10% of", "within25": "within 25% of", "ahead": "ahead of",
+         "ahead1.5": "at least 1.5x", None: "against"}
 
 
 def cell(c, job, key, fmt, collapse):
@@ -51,7 +58,9 @@ def main():
     jobs = list(r["method"]["jobs"])
     builds = sorted({(c["binary"]["path"], c["binary"].get("git_describe") or "?", c["binary"]["sha256"][:12])
                      for c in r["configs"].values() if c.get("binary")})
-    print(f"fio in the guest ({g['fio_engine']}, direct I/O, {g['runtime_s']} s per point) on {g['disk']}; "
+    where = {"test-host": "in the nested test host", "direct": "directly on this machine"}
+    print(f"Ran {where.get(r.get('where', 'test-host'))}. "
+          f"fio in the guest ({g['fio_engine']}, direct I/O, {g['runtime_s']} s per point) on {g['disk']}; "
           f"kernel {r['kernel']}, {g['memory_mib']} MiB, {g['vcpus']} vCPU; bench scripts {r.get('git_rev', '?')}"
           + "".join(f"; tern {p} = {d} (sha256 {s})" for p, d, s in builds) + "."
           + (f" Test host's shmem_enabled: {r['l1']['shmem_enabled']}." if r.get("l1", {}).get("shmem_enabled") else "")
@@ -90,6 +99,14 @@ def main():
         rows = [[job] + [spread(vs[o]["qemu"].get(job, {}).get("iops"), "{:.2f}", collapse=collapse) for o in others]
                 for job in jobs]
         print("\n".join(table(["job"] + [f"{o} / qemu" for o in others], "l" + "r" * len(others), rows)) + "\n")
+
+    others = [n for n in names if "host" in vs.get(n, {})]
+    if others:
+        print("IOPS as a share of the host row (fio on the disk file without a VMM: the ceiling) in the same round"
+              + (" (median (min-max) of the per-round ratios)" if rounds > 1 else "") + ":\n")
+        rows = [[job] + [spread(vs[o]["host"].get(job, {}).get("iops"), "{:.2f}", collapse=collapse) for o in others]
+                for job in jobs]
+        print("\n".join(table(["job"] + [f"{o} / host" for o in others], "l" + "r" * len(others), rows)) + "\n")
 
     for n, c in r["configs"].items():
         if c.get("command"):

@@ -68,6 +68,21 @@ class Chart:
             self.o.append(f'<line x1="{self.x(v):.1f}" y1="{self.T}" x2="{self.x(v):.1f}" y2="{self.T + self.ph}" stroke="#eee"/>')
             self.o.append(f'<text x="{self.x(v):.1f}" y="{self.T + self.ph + 18}" text-anchor="middle">{v}</text>')
 
+    def x_labels(self, pairs, rotate=-30):
+        """Category labels below the frame: [(x, text)], turned by `rotate` degrees."""
+        for v, text in pairs:
+            xx, yy = self.x(v), self.T + self.ph + 16
+            self.o.append(f'<text x="{xx:.1f}" y="{yy}" text-anchor="end" '
+                          f'transform="rotate({rotate},{xx:.1f},{yy})">{escape(text)}</text>')
+
+    def hline(self, value, color, dash="", label=""):
+        """A horizontal line across the frame at y = value, with an optional label at its right end."""
+        self.o.append(f'<line x1="{self.L}" y1="{self.y(value):.1f}" x2="{self.L + self.pw}" y2="{self.y(value):.1f}" '
+                      f'stroke="{color}"{self._dash(dash)}/>')
+        if label:
+            self.o.append(f'<text x="{self.L + self.pw - 4}" y="{self.y(value) - 4:.1f}" text-anchor="end" '
+                          f'fill="{color}" font-size="10">{escape(label)}</text>')
+
     def frame(self, xlabel, ylabel):
         self.o.append(f'<rect x="{self.L}" y="{self.T}" width="{self.pw}" height="{self.ph}" fill="none" stroke="#333"/>')
         self.o.append(f'<text x="{self.L + self.pw / 2}" y="{self.H - 18}" text-anchor="middle">{escape(xlabel)}</text>')
@@ -101,3 +116,14 @@ class Chart:
 
     def __str__(self):
         return "\n".join(self.o + ["</svg>"])
+
+
+def side_by_side(charts):
+    """One SVG document with the charts next to each other."""
+    width = sum(c.W for c in charts)
+    height = max(c.H for c in charts)
+    out, x = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">'], 0
+    for c in charts:
+        out.append(str(c).replace("<svg ", f'<svg x="{x}" y="0" ', 1))
+        x += c.W
+    return "\n".join(out + ["</svg>"])

@@ -19,6 +19,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from console_fields import fields, stats  # noqa: E402
 from results import add_common_args, stamp  # noqa: E402
+from stamps import read_marks  # noqa: E402
 
 CLK_TCK = 100  # USER_HZ on x86 Linux: the unit of /proc/PID/stat times
 TESTS = {
@@ -112,20 +113,7 @@ def ping_figures(path, pings):
 
 def read_stamps(path):
     """{(cfg, round, test): {"l1_host_cpu_s", "host_wall_s", "l1_host_share"}} from stamp_cpu.py's file."""
-    marks, out = {}, {}
-    if path and os.path.exists(path):
-        with open(path, errors="replace") as f:
-            for line in f:
-                kv = fields(line)
-                if line.startswith("NET-MARK") and kv.get("l1_cpu_s") not in (None, "null"):
-                    marks[(kv["cfg"], kv["round"], kv["test"], kv["at"])] = (float(kv["l1_cpu_s"]), float(kv["host_wall_s"]))
-    for (c, r, t, at), (cpu, wall) in marks.items():
-        if at == "begin" and (c, r, t, "end") in marks:
-            cpu1, wall1 = marks[(c, r, t, "end")]
-            if wall1 > wall:
-                out[(c, r, t)] = {"l1_host_cpu_s": round(cpu1 - cpu, 2), "host_wall_s": round(wall1 - wall, 2),
-                                  "l1_host_share": round((cpu1 - cpu) / (wall1 - wall), 3)}
-    return out
+    return read_marks(path, "NET-MARK", ("cfg", "round", "test"))
 
 
 def load_corrected(r, st):

@@ -135,6 +135,42 @@ Result<void> parse_drive_queues(JsonReader& r, DiskConfig& disk) {
   return {};
 }
 
+// tern's extension "interface": "virtio" (default) | "nvme" (an emulated NVMe controller). An
+// NVMe drive refuses the virtio-only fields by name: "socket" (a vhost-user back-end) and
+// "queues" / "queue_size" (the guest creates its NVMe queues itself).
+Result<void> parse_drive_interface(JsonReader& r, DiskConfig& disk) {
+  ASSIGN_OR_RETURN(auto name, r.optional_string("interface"));
+  if (!name) return {};
+  auto i = parse_disk_interface(*name);
+  if (!i)
+    return fail(r.field("interface"), "\"" + *name + "\": unknown disk interface (virtio, nvme)");
+  disk.interface = *i;
+  if (disk.interface != DiskInterface::kNvme) return {};
+  if (r.raw("socket")) return fail(r.field("socket"), "not with interface \"nvme\"");
+  for (const char* f : {"queues", "queue_size"})
+    if (r.raw(f))
+      return fail(r.field(f),
+                  "not with interface \"nvme\" (the guest creates its NVMe queues, one per vCPU)");
+  return {};
+}
+
+// tern's extension "locking" (QEMU's locking=): true or "on" (default: the image is locked while
+// open, block/image_lock.h), false or "off" (no lock: the image may be shared on purpose).
+Result<void> parse_drive_locking(JsonReader& r, DiskConfig& disk) {
+  const nlohmann::json* v = r.raw("locking");
+  if (v == nullptr) return {};
+  if (v->is_boolean()) {
+    disk.locking = v->get<bool>();
+  } else if (v->is_string() && (*v == "on" || *v == "off")) {
+    disk.locking = *v == "on";
+  } else {
+    return fail(r.field("locking"), "expected true, false, \"on\" or \"off\", got " +
+                                        (v->is_string() ? "\"" + v->get<std::string>() + "\""
+                                                        : json_type_name(*v)));
+  }
+  return {};
+}
+
 // A vhost-user-block drive (Firecracker's Drive with "socket"): the back-end serves the image,
 // so the fields describing it (path_on_host, is_read_only true, cache_type, io_engine,
 // rate_limiter) are refused by name. Whether the back-end listens is checked at InstanceStart.
@@ -146,7 +182,7 @@ Result<DriveSpec> parse_vhost_user_drive(JsonReader& r, DriveSpec d, std::string
   if (ro.value_or(false))
     return fail(r.field("is_read_only"),
                 "true: " + why + "read-only access is the back-end's (export the disk read-only)");
-  for (const char* f : {"cache_type", "io_engine", "rate_limiter"})
+  for (const char* f : {"cache_type", "io_engine", "rate_limiter", "locking"})
     if (r.raw(f))
       return fail(r.field(f), why + std::string(f) + " belongs to the back-end (omit the field)");
   TRY(r.finish());
@@ -177,11 +213,13 @@ Result<DriveSpec> parse_drive(const nlohmann::json& j, const std::string& where)
   if (!root) return fail(r.field("is_root_device"), "missing required field");
   d.is_root_device = *root;
   ASSIGN_OR_RETURN(d.partuuid, r.optional_string("partuuid"));
+  TRY(parse_drive_interface(r, d.disk));
   TRY(parse_drive_queues(r, d.disk));
   ASSIGN_OR_RETURN(auto socket, r.optional_string("socket"));
   if (socket) return parse_vhost_user_drive(r, std::move(d), std::move(*socket));
   ASSIGN_OR_RETURN(auto ro, r.optional_bool("is_read_only"));
   d.disk.read_only = ro.value_or(false);
+  TRY(parse_drive_locking(r, d.disk));
   TRY(reject_unsupported(r, "rate_limiter", "a drive rate limiter"));
   ASSIGN_OR_RETURN(auto path, r.optional_string("path_on_host"));
   if (!path) return fail(r.field("path_on_host"), "missing required field");
@@ -249,8 +287,12 @@ nlohmann::json to_json(const DriveSpec& d) {
   }
   if (d.partuuid) j["partuuid"] = *d.partuuid;
   const DiskConfig defaults;
+  // Only when not the default: a virtio drive renders as Firecracker's Drive.
+  if (d.disk.interface != defaults.interface)
+    j["interface"] = std::string(disk_interface_name(d.disk.interface));
   if (d.disk.queues != defaults.queues) j["queues"] = d.disk.queues;
   if (d.disk.queue_size != defaults.queue_size) j["queue_size"] = d.disk.queue_size;
+  if (d.disk.locking != defaults.locking) j["locking"] = d.disk.locking;
   return j;
 }
 

@@ -160,6 +160,7 @@ TEST(ApiParser, VhostUserDrive) {
   refused(R"("is_read_only": true)", "is_read_only");
   refused(R"("cache_type": "Unsafe")", "cache_type");
   refused(R"("io_engine": "Sync")", "io_engine");
+  refused(R"("locking": false)", "locking");
   refused(R"("rate_limiter": {"bandwidth": {"size": 1, "refill_time": 1}})", "rate_limiter");
   EXPECT_EQ(fault(parse(R"("socket": "")")), "socket: empty path");
   EXPECT_NE(fault(parse(R"("socket": ")" + std::string(108, 's') + "\"")).find("socket: longer"),
@@ -203,6 +204,83 @@ TEST(ApiParser, DriveJsonRoundTrip) {
   auto plain_back = parse_drive(pj, "");
   ASSERT_TRUE(plain_back) << plain_back.error().message();
   EXPECT_EQ(plain_back->disk.queue_size, 64);
+}
+
+// tern's "interface" extension: an NVMe drive takes Firecracker's image fields; the virtio-only
+// ones are refused by name; GET /vm/config renders "interface" only for an NVMe drive.
+TEST(ApiParser, NvmeDrive) {
+  auto parse = [](const std::string& fields) {
+    return parse_api_request("PUT", "/drives/n0",
+                             R"({"drive_id": "n0", "is_root_device": false, "path_on_host": "/proc/self/exe", )" +
+                                 fields + "}");
+  };
+  auto ok = parse(R"("interface": "nvme", "is_read_only": true, "cache_type": "none", "io_engine": "Async")");
+  ASSERT_TRUE(ok) << ok.error().body;
+  const DriveSpec& d = std::get<api::PutDrive>(*ok).value;
+  EXPECT_EQ(d.disk.interface, DiskInterface::kNvme);
+  EXPECT_TRUE(d.disk.read_only);
+  EXPECT_EQ(d.disk.cache, CacheMode::kNone);
+  EXPECT_EQ(d.disk.engine, IoEngineKind::kIoUring);
+  EXPECT_TRUE(validate_disk_config(d.disk));
+  nlohmann::json j = to_json(d);
+  EXPECT_EQ(j["interface"], "nvme") << j.dump();
+  auto back = parse_drive(j, "");
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->disk.interface, DiskInterface::kNvme);
+  EXPECT_EQ(to_json(*back), j);
+
+  auto virtio = parse(R"("interface": "virtio")");
+  ASSERT_TRUE(virtio) << virtio.error().body;
+  EXPECT_EQ(std::get<api::PutDrive>(*virtio).value.disk.interface, DiskInterface::kVirtio);
+  // Firecracker-compatible output: no "interface" for a virtio drive.
+  EXPECT_FALSE(to_json(std::get<api::PutDrive>(*virtio).value).contains("interface"));
+
+  EXPECT_EQ(fault(parse(R"("interface": "scsi")")),
+            "interface: \"scsi\": unknown disk interface (virtio, nvme)");
+  EXPECT_EQ(fault(parse(R"("interface": 1)")), "interface: expected a string, got integer");
+  EXPECT_TRUE(fault(parse(R"("interface": "nvme", "queues": 1)"))
+                  .starts_with("queues: not with interface \"nvme\""));
+  EXPECT_TRUE(fault(parse(R"("interface": "nvme", "queue_size": 64)"))
+                  .starts_with("queue_size: not with interface \"nvme\""));
+  EXPECT_TRUE(fault(parse_api_request("PUT", "/drives/n0",
+                                      R"({"drive_id": "n0", "is_root_device": false, "interface": "nvme", "socket": "/s"})"))
+                  .starts_with("socket: not with interface \"nvme\""));
+}
+
+// tern's "locking" extension (QEMU's locking=): true/"on" (default) or false/"off"; GET
+// /vm/config renders it only when off (a default drive stays Firecracker's Drive).
+TEST(ApiParser, DriveLocking) {
+  auto parse = [](const std::string& fields) {
+    return parse_api_request("PUT", "/drives/d0",
+                             R"({"drive_id": "d0", "is_root_device": true, "path_on_host": "/proc/self/exe")" +
+                                 fields + "}");
+  };
+  auto locking = [&](const std::string& fields) {
+    auto r = parse(fields);
+    EXPECT_TRUE(r) << fields;
+    return r && std::get<api::PutDrive>(*r).value.disk.locking;
+  };
+  EXPECT_TRUE(locking(""));
+  EXPECT_TRUE(locking(R"(, "locking": true)"));
+  EXPECT_TRUE(locking(R"(, "locking": "on")"));
+  EXPECT_TRUE(locking(R"(, "locking": null)"));
+  EXPECT_FALSE(locking(R"(, "locking": false)"));
+  EXPECT_FALSE(locking(R"(, "locking": "off")"));
+  EXPECT_FALSE(locking(R"(, "interface": "nvme", "locking": "off")"));
+
+  auto on = parse("");
+  EXPECT_FALSE(to_json(std::get<api::PutDrive>(*on).value).contains("locking"));
+  auto off = parse(R"(, "locking": "off")");
+  nlohmann::json j = to_json(std::get<api::PutDrive>(*off).value);
+  EXPECT_EQ(j["locking"], false) << j.dump();
+  auto back = parse_drive(j, "");
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_FALSE(back->disk.locking);
+
+  EXPECT_EQ(fault(parse(R"(, "locking": "no")")),
+            "locking: expected true, false, \"on\" or \"off\", got \"no\"");
+  EXPECT_EQ(fault(parse(R"(, "locking": 0)")),
+            "locking: expected true, false, \"on\" or \"off\", got integer");
 }
 
 TEST(ApiParser, ErrorsNameTheField) {

@@ -17,6 +17,20 @@ Result<IoEngineKind> parse_io_engine(std::string_view s) {
   return fail("--disk engine=" + std::string(s), "unknown I/O engine (io_uring, threads)");
 }
 
+Result<DiskInterface> parse_disk_interface(std::string_view s) {
+  if (s == "virtio") return DiskInterface::kVirtio;
+  if (s == "nvme") return DiskInterface::kNvme;
+  return fail("--disk interface=" + std::string(s), "unknown disk interface (virtio, nvme)");
+}
+
+std::string_view disk_interface_name(DiskInterface i) {
+  switch (i) {
+    case DiskInterface::kVirtio: return "virtio";
+    case DiskInterface::kNvme: return "nvme";
+  }
+  return "?";
+}
+
 std::string_view cache_mode_name(CacheMode m) {
   switch (m) {
     case CacheMode::kWriteback: return "writeback";
@@ -54,19 +68,44 @@ Result<void> validate_vhost_user(const DiskConfig& c) {
     return backends("readonly", "read-only access");
   if (!c.serial.empty()) return backends("serial", "the serial (GET_ID)");
   if (c.engine != defaults.engine) return backends("io", "the I/O engine");
+  if (c.locking != defaults.locking) return backends("locking", "image locking");
+  return {};
+}
+
+// An NVMe disk: the guest creates its I/O queues (Create I/O Submission/Completion Queue), so
+// virtio's queue keys have no meaning; the controller is tern's, so no vhost-user back-end.
+Result<void> validate_nvme(const DiskConfig& c) {
+  if (!c.vhost_user_socket.empty())
+    return fail("--disk interface=nvme", "not with vhost-user=");
+  const DiskConfig defaults;
+  if (c.queues != defaults.queues)
+    return fail("--disk queues",
+                "not with interface=nvme (the guest creates its NVMe queues, one per vCPU)");
+  if (c.queue_size != defaults.queue_size)
+    return fail("--disk queue_size",
+                "not with interface=nvme (the guest chooses each NVMe queue's size, up to 1024 "
+                "entries)");
   return {};
 }
 
 }  // namespace
 
 Result<void> validate_disk_config(const DiskConfig& c) {
+  if (c.interface == DiskInterface::kNvme) {
+    TRY(validate_nvme(c));
+  } else if (c.interface != DiskInterface::kVirtio) {
+    return fail("--disk interface", "unknown disk interface");
+  }
   if (!c.vhost_user_socket.empty()) {
     TRY(validate_vhost_user(c));
   } else if (c.path.empty()) {
     return fail("--disk path", "missing image path");
   }
   if (c.serial.size() > kVirtioBlkIdBytes)
-    return fail("--disk serial=" + c.serial, "longer than 20 bytes (VIRTIO_BLK_ID_BYTES)");
+    return fail("--disk serial=" + c.serial,
+                c.interface == DiskInterface::kNvme
+                    ? "longer than 20 bytes (the NVMe controller's SN field)"
+                    : "longer than 20 bytes (VIRTIO_BLK_ID_BYTES)");
   if (c.queues == 0 || c.queues > 64)
     return fail("--disk queues=" + std::to_string(c.queues), "must be 1..64");
   if (c.queue_size < 2 || c.queue_size > 1024 || (c.queue_size & (c.queue_size - 1)) != 0)

@@ -27,6 +27,12 @@ enum class IoEngineKind {
   kThreads,  ///< "threads": a small pool of threads doing preadv/pwritev.
 };
 
+/// What the guest sees the disk as (--disk interface=..., drive body "interface").
+enum class DiskInterface : uint8_t {
+  kVirtio,  ///< "virtio" (default): virtio-blk on PCI, /dev/vdX.
+  kNvme,    ///< "nvme": an emulated NVMe controller (src/nvme), /dev/nvmeXn1.
+};
+
 /// Maximum serial length: VIRTIO_BLK_ID_BYTES (virtio 1.2 §5.2.6).
 inline constexpr size_t kVirtioBlkIdBytes = 20;
 
@@ -46,6 +52,14 @@ struct DiskConfig {
   /// the back-end listening at this Unix socket (src/vhost_user/frontend). `path` is then empty
   /// and only `queues` and `queue_size` apply (cache, readonly, serial, io are the back-end's).
   std::string vhost_user_socket;
+  /// virtio (default) or nvme. An NVMe disk takes path, cache, readonly, serial and io; queues
+  /// and queue_size are virtio's (refused by name: the guest creates NVMe queues itself, up to
+  /// one per vCPU); vhost-user= is refused.
+  DiskInterface interface = DiskInterface::kVirtio;
+  /// on (default): the image is locked while open (block/image_lock.h: a write lock, or a read
+  /// lock when read_only), so a second tern cannot open it for writing; off (QEMU's
+  /// locking=off): no lock taken or tested. Not with vhost-user (the back-end's).
+  bool locking = true;
 };
 
 /// "writeback" | "none" | "unsafe" | "directsync" -> CacheMode; the error names the field
@@ -53,13 +67,16 @@ struct DiskConfig {
 [[nodiscard]] Result<CacheMode> parse_cache_mode(std::string_view s);
 /// "io_uring" | "threads" -> IoEngineKind; error names "--disk engine=".
 [[nodiscard]] Result<IoEngineKind> parse_io_engine(std::string_view s);
+/// "virtio" | "nvme" -> DiskInterface; error names "--disk interface=".
+[[nodiscard]] Result<DiskInterface> parse_disk_interface(std::string_view s);
+[[nodiscard]] std::string_view disk_interface_name(DiskInterface i);
 [[nodiscard]] std::string_view cache_mode_name(CacheMode m);
 [[nodiscard]] std::string_view io_engine_name(IoEngineKind k);
 
 /// Checks the fields that need no file system access (serial length, queue counts); the error
 /// names the --disk field. VirtioBlock::create() calls it first. A vhost-user disk
 /// (vhost_user_socket non-empty, at most kMaxVhostUserSocketBytes, no NUL) must leave path,
-/// cache, read_only, serial and engine at their defaults: each is refused naming its --disk key
+/// cache, read_only, serial, engine and locking at their defaults: each is refused naming its --disk key
 /// ("--disk cache: not with vhost-user= (the host cache mode is the back-end's)").
 [[nodiscard]] Result<void> validate_disk_config(const DiskConfig& c);
 

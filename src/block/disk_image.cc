@@ -1,5 +1,7 @@
 #include "block/disk_image.h"
 
+#include "block/image_lock.h"
+
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
@@ -63,6 +65,11 @@ Result<DiskImage> DiskImage::open(const DiskConfig& c) {
       return fail_errno(field(c));
     }
     d.fd_.reset(dfd);
+  }
+  // On the fd kept: the lock lives as long as its open file description.
+  if (c.locking) {
+    TRY(lock_image(d.fd_.borrow(), !c.read_only, field(c)));
+    d.locked_ = true;
   }
 
   if (d.block_device_) {

@@ -18,8 +18,12 @@ class DiskImage {
   /// missing image or no permission -> "--disk path=<p>: ..."; a file that is read-only for us
   /// opened for writing -> "--disk path=<p>: image is read-only (add readonly=on)"; cache=none on
   /// a filesystem without O_DIRECT -> "--disk cache=none: <p>: filesystem does not support
-  /// O_DIRECT (use cache=writeback)". Probes the logical block size for O_DIRECT (BLKSSZGET for
-  /// block devices, statx STATX_DIOALIGN for files, else 512).
+  /// O_DIRECT (use cache=writeback)". With config.locking (the default) the image is locked for
+  /// as long as this DiskImage is open: a write lock, or a read lock when read_only (lock_image,
+  /// block/image_lock.h); a lock held by another open refuses it: "--disk path=<p>: in use by
+  /// another process (a write lock is held on it); stop that VM, or add locking=off to share
+  /// it anyway". Probes the logical block size for O_DIRECT (BLKSSZGET for block devices, statx
+  /// STATX_DIOALIGN for files, else 512).
   [[nodiscard]] static Result<DiskImage> open(const DiskConfig& config);
 
   [[nodiscard]] BorrowedFd fd() const { return fd_.borrow(); }
@@ -36,6 +40,8 @@ class DiskImage {
   /// Required alignment of memory buffers for O_DIRECT, in bytes (1 without O_DIRECT).
   [[nodiscard]] uint32_t memory_alignment() const { return mem_align_; }
   [[nodiscard]] CacheMode cache() const { return cache_; }
+  /// Whether this open holds an image lock (DiskConfig::locking).
+  [[nodiscard]] bool locked() const { return locked_; }
   [[nodiscard]] const std::string& path() const { return path_; }
   /// Makes every completed write durable: fdatasync(2) of a writable image (any cache mode,
   /// `unsafe` included); nothing for a read-only one. Used by snapshots after the device is
@@ -50,6 +56,7 @@ class DiskImage {
   bool read_only_ = false;
   bool block_device_ = false;
   bool direct_ = false;
+  bool locked_ = false;
   uint32_t lbs_ = 512;
   uint32_t mem_align_ = 1;
   CacheMode cache_ = CacheMode::kWriteback;

@@ -39,9 +39,13 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   run->add_option("--disk", o.disks,
                   "virtio-blk disk (repeatable; the first is /dev/vda): path=FILE[,cache=writeback|"
                   "none|unsafe|directsync][,readonly=on][,serial=STR][,queues=N][,queue_size=N]"
-                  "[,io=io_uring|threads], or vhost-user=SOCKET[,queues=N][,queue_size=N]: a disk "
+                  "[,io=io_uring|threads][,locking=off] (the image is locked while open, a "
+                  "second tern on it refused; locking=off shares it: docs/disk-images.md), or "
+                  "vhost-user=SOCKET[,queues=N][,queue_size=N]: a disk "
                   "served by a vhost-user-blk back-end listening at SOCKET (qemu-storage-daemon, "
-                  "tern vhost-user-blk; docs/vhost-user.md)")
+                  "tern vhost-user-blk; docs/vhost-user.md), or path=FILE,interface=nvme[,cache=..]"
+                  "[,readonly=on][,serial=STR][,io=..][,locking=off]: an emulated NVMe controller (/dev/nvme0n1; "
+                  "the guest creates its queues, one per vCPU; docs/nvme.md)")
       ->take_all()
       ->allow_extra_args(false);
   for (const DeviceSurface& s : device_surfaces()) {
@@ -85,9 +89,12 @@ Result<VmResources> run_resources(const RunOptions& o) {
   ASSIGN_OR_RETURN(r.memory_bytes, parse_size(o.memory, "--memory"));
   r.vcpus = o.cpus;
   r.console = o.console;
-  for (size_t i = 0; i < o.disks.size(); ++i) {
-    ASSIGN_OR_RETURN(auto disk, parse_disk_option(o.disks[i]));
-    r.drives.push_back(drive_for_disk(disk, i));
+  size_t virtio_disks = 0;
+  size_t nvme_disks = 0;
+  for (const std::string& text : o.disks) {
+    ASSIGN_OR_RETURN(auto disk, parse_disk_option(text));
+    size_t& index = disk.interface == DiskInterface::kNvme ? nvme_disks : virtio_disks;
+    r.drives.push_back(drive_for_disk(disk, index++));
   }
   for (const DeviceSurface& s : device_surfaces()) {
     auto given = o.devices.find(s.cli_option);
@@ -108,7 +115,7 @@ Result<VmResources> run_resources(const RunOptions& o) {
   if (!o.memory_backend.empty()) {
     ASSIGN_OR_RETURN(r.memory_backend, parse_memory_backend(o.memory_backend));
     std::vector<DeviceSpec> disks;
-    for (const DriveSpec& d : r.drives) disks.emplace_back(std::in_place_type<DiskSpec>, d.disk);
+    for (const DriveSpec& d : r.drives) disks.push_back(disk_device_spec(d.disk));
     TRY(choose_memory_backend(r.memory_backend, disks, "--memory-backend"));
   }
   return r;

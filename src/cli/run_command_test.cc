@@ -54,6 +54,47 @@ TEST(RunCommand, ResourcesFromOptions) {
   EXPECT_EQ(run_resources(o).error().message(), "--rng ops: must be greater than 0");
 }
 
+// --disk interface=nvme: drive ids per interface (vda, vdb / nvme0), the drives keep their
+// order, and GET /vm/config renders what parse_drive reads back (the same disks).
+TEST(RunCommand, NvmeDisks) {
+  auto o = parse({"--kernel", "k", "--disk", "path=/a", "--disk", "path=/b,interface=nvme,serial=S",
+                  "--disk", "path=/c"});
+  auto r = run_resources(o);
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_EQ(r->drives.size(), 3u);
+  EXPECT_EQ(r->drives[0].drive_id, "vda");
+  EXPECT_EQ(r->drives[1].drive_id, "nvme0");
+  EXPECT_EQ(r->drives[2].drive_id, "vdb");
+  auto c = r->vm_config();
+  ASSERT_TRUE(c) << c.error().message();
+  ASSERT_EQ(c->devices.size(), 3u);
+  EXPECT_TRUE(std::holds_alternative<DiskSpec>(c->devices[0]));
+  ASSERT_TRUE(std::holds_alternative<NvmeSpec>(c->devices[1]));
+  EXPECT_EQ(std::get<NvmeSpec>(c->devices[1]).disk.serial, "S");
+  EXPECT_TRUE(std::holds_alternative<DiskSpec>(c->devices[2]));
+  auto drives = r->vm_config_json()["drives"];
+  ASSERT_EQ(drives.size(), 3u);
+  EXPECT_EQ(drives[1]["interface"], "nvme");
+  EXPECT_EQ(drives[1]["path_on_host"], "/b");
+  EXPECT_FALSE(drives[0].contains("interface"));
+
+  // A restored VM's resources (from the machine section) name the NVMe drive the same way.
+  snap::MachineState m;
+  m.vcpus = 1;
+  m.memory_bytes = 128 << 20;
+  for (const DeviceSpec& d : c->devices) m.devices.push_back({d, {}});
+  VmResources back = VmResources::from_machine_state(m, "stdio");
+  ASSERT_EQ(back.drives.size(), 3u);
+  EXPECT_EQ(back.drives[1].drive_id, "nvme0");
+  EXPECT_EQ(back.drives[1].disk.interface, DiskInterface::kNvme);
+  EXPECT_EQ(back.drives[2].drive_id, "vdb");
+
+  auto bad = run_resources(parse({"--kernel", "k", "--disk", "path=/a,interface=sata"}));
+  ASSERT_FALSE(bad);
+  EXPECT_TRUE(bad.error().message().starts_with("--disk interface=sata: unknown disk interface"))
+      << bad.error().message();
+}
+
 TEST(RunCommand, MemoryBackend) {
   auto automatic = run_resources(parse({"--kernel", "k"}));
   ASSERT_TRUE(automatic);

@@ -27,7 +27,8 @@ CLI::App* add_vhost_user_blk_command(CLI::App& app, VhostUserBlkOptions& o) {
       ->required();
   c->add_option("--disk", o.disk,
                 "path=FILE[,cache=writeback|none|unsafe|directsync][,readonly=on][,serial=ID]"
-                "[,queues=N][,io=io_uring|threads]")
+                "[,queues=N][,io=io_uring|threads][,locking=off] (locked while served unless "
+                "locking=off)")
       ->required();
   c->add_option("--seccomp", o.seccomp, "on: confine the back-end once serving (default); off: debugging")
       ->check(CLI::IsMember({"on", "off"}))
@@ -43,6 +44,8 @@ int run_vhost_user_blk(const VhostUserBlkOptions& o) {
   if (!disk) return error(disk.error().message());
   if (!disk->vhost_user_socket.empty())
     return error("--disk: vhost-user= is the front-end's option; give path=IMAGE");
+  if (disk->interface != DiskInterface::kVirtio)
+    return error("--disk interface=nvme: a vhost-user-blk back-end serves virtio-blk (omit it)");
   opts.disk = *disk;
   opts.seccomp = o.seccomp != "off";
 

@@ -134,6 +134,44 @@ std::string queue_header(const char* indent, const char* title, bool cpu = false
   return out + "\n";
 }
 
+// MMIO exits per request of each PCI function: its "mmio_reads" + "mmio_writes" device counters
+// (guest BAR accesses that exited to tern) over the requests of all its queues. Inputs are a
+// compute_rates() "device_counters" and "queues" section (or totals in that shape).
+struct ExitRatio {
+  std::string device;
+  double total = 0;  // over the totals
+  double now = -1;   // over the interval's rates; < 0: no requests in the interval
+};
+std::vector<ExitRatio> exits_per_request(const Json& counters, const Json& queues) {
+  std::map<std::string, std::array<double, 4>> by_device;  // mmio total, per s; req total, per s
+  for (auto row = counters.begin(); row != counters.end(); ++row) {
+    const std::string& key = row.key();
+    for (const char* suffix : {" mmio_reads", " mmio_writes"}) {
+      if (!key.ends_with(suffix)) continue;
+      auto& d = by_device[key.substr(0, key.size() - std::string_view(suffix).size())];
+      d[0] += static_cast<double>(u64(*row, "total"));
+      d[1] += row->value("per_s", 0.0);
+    }
+  }
+  for (auto row = queues.begin(); row != queues.end(); ++row) {
+    const std::string& key = row.key();
+    size_t slash = key.rfind('/');
+    if (slash == std::string::npos || !key.ends_with(" requests")) continue;
+    auto it = by_device.find(key.substr(0, slash));
+    if (it == by_device.end()) continue;
+    it->second[2] += static_cast<double>(u64(*row, "total"));
+    it->second[3] += row->value("per_s", 0.0);
+  }
+  std::vector<ExitRatio> out;
+  for (const auto& [device, d] : by_device) {
+    if (d[2] <= 0) continue;  // no requests yet (or a device without queues)
+    out.push_back({device, d[0] / d[2], d[3] > 0 ? d[1] / d[3] : -1});
+  }
+  return out;
+}
+
+constexpr const char* kExitRatioTitle = "MMIO exits per request (guest BAR accesses / requests)";
+
 }  // namespace
 
 StatCounters flatten_stats(const Json& stats) {
@@ -274,6 +312,14 @@ std::string render_rates_table(const Json& r, size_t max_rows) {
       }
     }
   }
+  std::vector<ExitRatio> ratios = exits_per_request(rates.value("device_counters", Json::object()),
+                                                    rates.value("queues", Json::object()));
+  if (!ratios.empty()) {
+    out += fmt::format("\n{:<44} {:>12} {:>12}\n", kExitRatioTitle, "total", "now");
+    for (const ExitRatio& e : ratios)
+      out += fmt::format("  {:<42} {:>12.2f} {:>12}\n", e.device, e.total,
+                         e.now < 0 ? std::string("-") : fmt::format("{:.2f}", e.now));
+  }
   for (const Json& e : r.value("errors", Json::array()))
     out += "\nnote: " + e.get<std::string>() + "\n";
   return out;
@@ -314,6 +360,16 @@ std::string render_summary(const Json& stats) {
         out += fmt::format("    {:<42} {:>12.3f} s\n", name, static_cast<double>(total) / 1e9);
       else
         out += fmt::format("    {:<42} {:>12}\n", name, total);
+    }
+  }
+  {
+    Json counters = Json::object(), queues = Json::object();
+    for (const auto& [name, total] : c["device_counters"]) counters[name] = {{"total", total}};
+    for (const auto& [name, total] : c["queues"]) queues[name] = {{"total", total}};
+    std::vector<ExitRatio> ratios = exits_per_request(counters, queues);
+    if (!ratios.empty()) {
+      out += fmt::format("  {}\n", kExitRatioTitle);
+      for (const ExitRatio& e : ratios) out += fmt::format("    {:<42} {:>12.2f}\n", e.device, e.total);
     }
   }
   // Exit handling latency per reason, summed over vCPUs: count, mean and max (ns).

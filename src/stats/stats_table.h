@@ -27,11 +27,13 @@ nlohmann::json compute_rates(const nlohmann::json& prev, const nlohmann::json& c
 /// The `tern stat` screen for compute_rates() output: one block per section, rows sorted by rate
 /// then total, at most `max_rows` rows per section (0: all); CPU time is shown as % of one CPU.
 /// Device queues are one block with a column per counter (kicks, requests, interrupts,
-/// suppressed, bytes, errors) and two lines per queue: per-second rates, then totals.
+/// suppressed, bytes, errors) and two lines per queue: per-second rates, then totals. A last
+/// block gives each PCI function's MMIO exits per request: its "mmio_reads" + "mmio_writes"
+/// counters over its queues' requests, over the totals and over the interval ("-": none).
 std::string render_rates_table(const nlohmann::json& rates, size_t max_rows);
 
-/// A compact totals table of one snapshot (for `tern run --stats-on-exit`); device queues as in
-/// render_rates_table(), totals only.
+/// A compact totals table of one snapshot (for `tern run --stats-on-exit`); device queues and MMIO
+/// exits per request as in render_rates_table(), totals only.
 std::string render_summary(const nlohmann::json& stats);
 
 }  // namespace tern

@@ -124,5 +124,37 @@ TEST(StatsTable, SummaryHasQueueTotals) {
       << s;
 }
 
+// A PCI function's BAR accesses (PciDevices' "mmio_reads"/"mmio_writes" counters) per request of
+// its queues: an NVMe controller without shadow doorbells writes a CQ head doorbell per batch.
+TEST(StatsTable, MmioExitsPerRequest) {
+  auto with_nvme = [](uint64_t t, uint64_t k) {
+    auto s = testing::stats_snapshot(t, k);
+    s["device_counters"].push_back(
+        {{"name", "nvme0"}, {"kind", "nvme"},
+         {"counters", {{"reads", 3 * k}, {"mmio_reads", 1 * k}, {"mmio_writes", 3 * k}}},
+         {"queues", {{{"index", 1}, {"kicks", 2 * k}, {"requests", 2 * k}, {"interrupts", k},
+                      {"interrupts_suppressed", 0}, {"bytes", 0}, {"errors", 0}},
+                     {{"index", 2}, {"kicks", 0}, {"requests", 2 * k}, {"interrupts", 0},
+                      {"interrupts_suppressed", 0}, {"bytes", 0}, {"errors", 0}}}}});
+    return s;
+  };
+  // Totals: 12 accesses / 12 requests; over the interval 8 / 8 in 2 s.
+  std::string t = render_rates_table(
+      compute_rates(with_nvme(1'000'000'000, 1), with_nvme(3'000'000'000, 3)), 10);
+  EXPECT_NE(t.find("MMIO exits per request"), std::string::npos) << t;
+  EXPECT_NE(t.find("  nvme0                                              1.00         1.00\n"),
+            std::string::npos)
+      << t;
+  // virtio-blk0 has no mmio counters in this snapshot: no row.
+  EXPECT_EQ(t.find("  virtio-blk0                 "), std::string::npos) << t;
+  // No requests in the interval: "-".
+  std::string idle = render_rates_table(compute_rates(with_nvme(1, 2), with_nvme(2, 2)), 10);
+  EXPECT_NE(idle.find("1.00            -\n"), std::string::npos) << idle;
+  std::string summary = render_summary(with_nvme(1, 4));
+  EXPECT_NE(summary.find("    nvme0                                              1.00\n"),
+            std::string::npos)
+      << summary;
+}
+
 }  // namespace
 }  // namespace tern

@@ -9,7 +9,7 @@
 #include "arch/x86/bzimage.h"
 #include "base/result.h"
 #include "devices/console/console_target.h"
-#include "virtio/virtio_device.h"
+#include "vmm/devices/made_device.h"
 #include "config/vm_specs.h"
 #include "vmm/vm_config.h"
 
@@ -22,8 +22,8 @@ struct BootInputs {
   std::vector<uint8_t> initrd;  ///< Empty when there is no initrd.
   ConsoleTarget console;
   /// One device per config.devices entry, in order, made by the device registry (disk images
-  /// already open).
-  std::vector<std::shared_ptr<VirtioDevice>> devices;
+  /// already open): virtio devices and PCI function models (NVMe disks).
+  std::vector<MadeDevice> devices;
 };
 
 /// Reads and validates everything `config` names. Each error names the field it concerns

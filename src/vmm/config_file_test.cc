@@ -142,6 +142,73 @@ TEST(ConfigFile, VhostUserDrive) {
   EXPECT_EQ(drives[0]["path_on_host"], "/proc/self/exe");
 }
 
+// An NVMe drive as the root device: an NvmeSpec, root=/dev/nvme0n1; the drives keep their
+// order across interfaces; GET /vm/config gives "interface" back only for the NVMe drive.
+TEST(ConfigFile, NvmeDrive) {
+  auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+      "machine-config": {"vcpu_count": 2, "mem_size_mib": 128},
+      "drives": [
+        {"drive_id": "scratch", "is_root_device": false, "path_on_host": "/proc/self/exe"},
+        {"drive_id": "rootfs", "is_root_device": true, "path_on_host": "/proc/self/exe",
+         "interface": "nvme", "is_read_only": true},
+        {"drive_id": "data", "is_root_device": false, "path_on_host": "/proc/self/exe",
+         "interface": "nvme"}]})");
+  ASSERT_TRUE(c) << c.error().message();
+  VmResources r = c->resources();
+  auto config = r.vm_config();
+  ASSERT_TRUE(config) << config.error().message();
+  ASSERT_EQ(config->devices.size(), 3u);
+  ASSERT_TRUE(std::holds_alternative<NvmeSpec>(config->devices[0]));
+  EXPECT_TRUE(std::get<NvmeSpec>(config->devices[0]).disk.read_only);
+  EXPECT_TRUE(std::holds_alternative<DiskSpec>(config->devices[1]));
+  EXPECT_TRUE(std::holds_alternative<NvmeSpec>(config->devices[2]));
+  EXPECT_NE(config->cmdline.find("root=/dev/nvme0n1 ro"), std::string::npos) << config->cmdline;
+  auto drives = r.vm_config_json()["drives"];
+  ASSERT_EQ(drives.size(), 3u);
+  EXPECT_FALSE(drives[0].contains("interface")) << drives.dump();
+  EXPECT_EQ(drives[1]["interface"], "nvme") << drives.dump();
+  EXPECT_EQ(drives[2]["interface"], "nvme") << drives.dump();
+
+  auto bad = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+      "drives": [{"drive_id": "a", "is_root_device": true, "path_on_host": "/proc/self/exe",
+                  "interface": "nvme", "queues": 2}]})");
+  ASSERT_FALSE(bad);
+  EXPECT_TRUE(bad.error().message().starts_with("drives[0].queues: not with interface \"nvme\""))
+      << bad.error().message();
+}
+
+// tern's "locking" extension in a config file: "off" or false reaches the disk spec (both kinds)
+// and comes back in GET /vm/config as false; a bad value names the drive's field.
+TEST(ConfigFile, DriveLocking) {
+  auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+      "machine-config": {"vcpu_count": 1, "mem_size_mib": 128},
+      "drives": [
+        {"drive_id": "rootfs", "is_root_device": true, "path_on_host": "/proc/self/exe",
+         "locking": "off"},
+        {"drive_id": "data", "is_root_device": false, "path_on_host": "/proc/self/exe",
+         "interface": "nvme", "locking": false},
+        {"drive_id": "locked", "is_root_device": false, "path_on_host": "/proc/self/exe"}]})");
+  ASSERT_TRUE(c) << c.error().message();
+  VmResources r = c->resources();
+  auto config = r.vm_config();
+  ASSERT_TRUE(config) << config.error().message();
+  ASSERT_EQ(config->devices.size(), 3u);
+  EXPECT_FALSE(std::get<DiskSpec>(config->devices[0]).locking);
+  EXPECT_FALSE(std::get<NvmeSpec>(config->devices[1]).disk.locking);
+  EXPECT_TRUE(std::get<DiskSpec>(config->devices[2]).locking);
+  auto drives = r.vm_config_json()["drives"];
+  EXPECT_EQ(drives[0]["locking"], false) << drives.dump();
+  EXPECT_EQ(drives[1]["locking"], false) << drives.dump();
+  EXPECT_FALSE(drives[2].contains("locking")) << drives.dump();
+
+  auto bad = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+      "drives": [{"drive_id": "a", "is_root_device": true, "path_on_host": "/proc/self/exe",
+                  "locking": "maybe"}]})");
+  ASSERT_FALSE(bad);
+  EXPECT_TRUE(bad.error().message().starts_with("drives[0].locking: expected true, false"))
+      << bad.error().message();
+}
+
 TEST(ConfigFile, VhostUserDriveErrorsNameTheField) {
   auto bad = [](const std::string& drive) {
     auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},

@@ -12,7 +12,7 @@ namespace tern {
 namespace {
 
 constexpr std::string_view kKeys =
-    "keys: path, vhost-user, cache, readonly, serial, queues, queue_size, io";
+    "keys: path, vhost-user, interface, cache, readonly, serial, queues, queue_size, io, locking";
 
 Result<unsigned> parse_number(std::string_view key, std::string_view v, unsigned max,
                               const char* range) {
@@ -35,13 +35,20 @@ struct BackendKey {
   std::string_view what;
   std::string_view hint;  ///< What to do instead ("" when obvious).
 };
-constexpr std::array<BackendKey, 5> kBackendKeys = {{
+constexpr std::array<BackendKey, 6> kBackendKeys = {{
     {"path", "the image", ""},
     {"cache", "the host cache mode", ""},
     {"readonly", "read-only access", ": export the disk read-only"},
     {"serial", "the serial (GET_ID)", ""},
     {"io", "the I/O engine", ""},
+    {"locking", "image locking", ""},
 }};
+
+Result<bool> parse_on_off(std::string_view key, std::string_view v) {
+  if (v == "on") return true;
+  if (v == "off") return false;
+  return fail("--disk " + std::string(key) + "=" + std::string(v), "must be on or off");
+}
 
 }  // namespace
 
@@ -62,15 +69,14 @@ Result<DiskConfig> parse_disk_option(std::string_view text) {
       if (value.empty()) return fail("--disk vhost-user", "empty socket path");
       c.vhost_user_socket = std::string(value);
       have_socket = true;
+    } else if (key == "interface") {
+      ASSIGN_OR_RETURN(c.interface, parse_disk_interface(value));
     } else if (key == "cache") {
       ASSIGN_OR_RETURN(c.cache, parse_cache_mode(value));
     } else if (key == "readonly") {
-      if (value == "on")
-        c.read_only = true;
-      else if (value == "off")
-        c.read_only = false;
-      else
-        return fail("--disk readonly=" + std::string(value), "must be on or off");
+      ASSIGN_OR_RETURN(c.read_only, parse_on_off(key, value));
+    } else if (key == "locking") {
+      ASSIGN_OR_RETURN(c.locking, parse_on_off(key, value));
     } else if (key == "serial") {
       if (value.size() > kVirtioBlkIdBytes)
         return fail("--disk serial=" + std::string(value),
@@ -91,6 +97,15 @@ Result<DiskConfig> parse_disk_option(std::string_view text) {
         return fail("--disk io=" + std::string(value), "unknown I/O engine (io_uring, threads)");
     } else {
       return fail("--disk " + key, "unknown key (" + std::string(kKeys) + ")");
+    }
+  }
+  if (c.interface == DiskInterface::kNvme) {
+    // Refused when given at all, like the back-end's keys below.
+    for (auto [k, value] : items) {
+      if (k == "vhost-user") return fail("--disk interface=nvme", "not with vhost-user=");
+      if (k == "queues" || k == "queue_size")
+        return fail("--disk " + std::string(k),
+                    "not with interface=nvme (the guest creates its NVMe queues, one per vCPU)");
     }
   }
   if (have_socket) {

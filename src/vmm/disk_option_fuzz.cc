@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(d->path.empty() != d->vhost_user_socket.empty());
     FUZZ_CHECK(d->path.size() < size);  // "path=" came with it
     FUZZ_CHECK(d->vhost_user_socket.size() <= kMaxVhostUserSocketBytes);
-    if (!d->vhost_user_socket.empty()) FUZZ_CHECK(!d->read_only && d->serial.empty());
+    if (!d->vhost_user_socket.empty())
+      FUZZ_CHECK(!d->read_only && d->serial.empty() && d->locking);
     FUZZ_CHECK(d->serial.size() <= kVirtioBlkIdBytes);
     FUZZ_CHECK(d->queues >= 1 && d->queues <= 64);
     FUZZ_CHECK(d->queue_size >= 2 && d->queue_size <= 1024 &&

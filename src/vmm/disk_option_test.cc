@@ -16,6 +16,24 @@ TEST(DiskOptionTest, ParsesEveryKey) {
   EXPECT_EQ(c->engine, IoEngineKind::kThreads);
 }
 
+TEST(DiskOptionTest, Locking) {
+  auto c = parse_disk_option("path=disk.raw");
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->locking);
+  c = parse_disk_option("path=disk.raw,locking=off");
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_FALSE(c->locking);
+  c = parse_disk_option("locking=on,path=disk.raw,interface=nvme");
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_TRUE(c->locking);
+  auto bad = parse_disk_option("path=disk.raw,locking=no");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(), "--disk locking=no: must be on or off");
+  auto unknown = parse_disk_option("path=disk.raw,lock=off");
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message().find("locking"), std::string::npos);
+}
+
 TEST(DiskOptionTest, DefaultsWithPathOnly) {
   auto c = parse_disk_option("path=disk.raw");
   ASSERT_TRUE(c);
@@ -82,7 +100,8 @@ TEST(DiskOptionTest, VhostUser) {
 // value, and the error says whose it is.
 TEST(DiskOptionTest, VhostUserRefusesTheBackendsKeys) {
   for (const char* key : {"path=disk.img", "cache=writeback", "cache=none", "readonly=off",
-                          "readonly=on", "serial=S1", "io=io_uring", "io=threads"}) {
+                          "readonly=on", "serial=S1", "io=io_uring", "io=threads",
+                          "locking=on", "locking=off"}) {
     std::string spec = std::string("vhost-user=/tmp/vu.sock,") + key;
     std::string name(key, std::string_view(key).find('='));
     for (const std::string& s : {spec, std::string(key) + ",vhost-user=/tmp/vu.sock"}) {
@@ -139,8 +158,73 @@ TEST(DiskOptionTest, ValidateRefusesVhostUserWithBackendFields) {
   d.engine = IoEngineKind::kThreads;
   refused(d, "io");
   d = c;
+  d.locking = false;
+  refused(d, "locking");
+  d = c;
   d.vhost_user_socket = std::string("a\0b", 3);
   EXPECT_FALSE(validate_disk_config(d));
+}
+
+TEST(DiskOptionTest, NvmeInterface) {
+  auto c = parse_disk_option("path=/img/a.raw,interface=nvme,cache=none,readonly=on,serial=N1,io=threads");
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->interface, DiskInterface::kNvme);
+  EXPECT_EQ(c->cache, CacheMode::kNone);
+  EXPECT_TRUE(c->read_only);
+  EXPECT_EQ(c->serial, "N1");
+  EXPECT_EQ(c->engine, IoEngineKind::kThreads);
+  auto v = parse_disk_option("path=/img/a.raw,interface=virtio");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->interface, DiskInterface::kVirtio);
+  EXPECT_EQ(parse_disk_option("path=/img/a.raw")->interface, DiskInterface::kVirtio);
+}
+
+TEST(DiskOptionTest, NvmeRefusesVirtioKeys) {
+  auto msg = [](std::string_view s) {
+    auto c = parse_disk_option(s);
+    return c ? std::string("(ok)") : c.error().message();
+  };
+  EXPECT_NE(msg("path=a,interface=scsi").find("--disk interface=scsi: unknown disk interface"),
+            std::string::npos);
+  EXPECT_NE(msg("path=a,interface=").find("--disk interface="), std::string::npos);
+  // Refused even at the default value: the user meant something by it.
+  EXPECT_NE(msg("path=a,interface=nvme,queues=1").find("--disk queues: not with interface=nvme"),
+            std::string::npos);
+  EXPECT_NE(msg("path=a,queue_size=128,interface=nvme").find("--disk queue_size: not with interface=nvme"),
+            std::string::npos);
+  EXPECT_NE(msg("vhost-user=/s,interface=nvme").find("--disk interface=nvme: not with vhost-user="),
+            std::string::npos);
+  EXPECT_NE(msg("path=a,interface=nvme,interface=virtio").find("interface"), std::string::npos);
+}
+
+TEST(DiskOptionTest, ValidateRefusesNvmeCombinations) {
+  DiskConfig d;
+  d.path = "a";
+  d.interface = DiskInterface::kNvme;
+  EXPECT_TRUE(validate_disk_config(d));
+  d.queues = 2;
+  auto e = validate_disk_config(d);
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message().find("--disk queues: not with interface=nvme"), std::string::npos);
+  d.queues = 1;
+  d.queue_size = 128;
+  EXPECT_FALSE(validate_disk_config(d));
+  d.queue_size = 256;
+  d.path.clear();
+  d.vhost_user_socket = "/s";
+  e = validate_disk_config(d);
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message().find("--disk interface=nvme: not with vhost-user="),
+            std::string::npos);
+  d.interface = static_cast<DiskInterface>(7);
+  EXPECT_FALSE(validate_disk_config(d));
+}
+
+TEST(DiskOptionTest, InterfaceNames) {
+  EXPECT_EQ(disk_interface_name(DiskInterface::kVirtio), "virtio");
+  EXPECT_EQ(disk_interface_name(DiskInterface::kNvme), "nvme");
+  EXPECT_EQ(*parse_disk_interface("nvme"), DiskInterface::kNvme);
+  EXPECT_FALSE(parse_disk_interface("NVMe"));
 }
 
 }  // namespace

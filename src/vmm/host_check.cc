@@ -29,7 +29,8 @@ uint64_t host_memory_limit() {
 std::string no_hw_virt_message() {
   return "this host has no hardware virtualization (no vmx/svm flag in /proc/cpuinfo): its "
          "/dev/kvm, if any, cannot boot Linux guests at a useful speed. Run tern inside the nested "
-         "test host instead: testhost/run.sh (see README.md, \"No VMX/SVM here?\")";
+         "test host instead: scripts/demo.sh does that for you (testhost/README.md for your own "
+         "scenarios; README.md, \"No VMX/SVM here?\")";
 }
 
 }  // namespace tern

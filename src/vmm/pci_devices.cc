@@ -31,11 +31,24 @@ Result<std::unique_ptr<PciDevices>> PciDevices::create(KvmVm& vm) {
 }
 
 Result<std::unique_ptr<PciDevices>> PciDevices::create(
-    KvmVm& vm, const GuestMemory& mem, std::vector<std::shared_ptr<VirtioDevice>> devices,
+    KvmVm& vm, const GuestMemory& mem, std::vector<MadeDevice> devices,
     DeviceActivator* activator) {
   ASSIGN_OR_RETURN(auto d, create(vm));
-  for (auto& dev : devices) TRY(d->add_virtio(std::move(dev), mem, activator));
+  for (auto& dev : devices) {
+    if (auto* virtio = std::get_if<std::shared_ptr<VirtioDevice>>(&dev))
+      TRY(d->add_virtio(std::move(*virtio), mem, activator));
+    else
+      TRY(d->add_model(*std::get<std::shared_ptr<PciFunctionModel>>(dev), mem, activator));
+  }
   return d;
+}
+
+Result<uint8_t> PciDevices::add_model(PciFunctionModel& model, const GuestMemory& mem,
+                                      DeviceActivator* activator) {
+  const std::string name(model.name());
+  auto fn = model.make_function(PciFunctionServices{&mem, platform_.get(), activator});
+  if (!fn) return fail(name, fn.error().message());
+  return add(std::move(*fn));
 }
 
 Result<uint8_t> PciDevices::add(std::shared_ptr<PciFunction> fn) {
@@ -49,6 +62,7 @@ Result<uint8_t> PciDevices::add(std::shared_ptr<PciFunction> fn) {
   auto slot = root_->add(fn);
   if (!slot) return fail(name, slot.error().message());
   functions_.push_back(std::move(fn));
+  slots_.push_back(*slot);
   return *slot;
 }
 
@@ -76,7 +90,13 @@ Result<void> PciDevices::attach(Bus& pio, Bus& mmio) {
 std::vector<DeviceCounters> PciDevices::counters() const {
   std::vector<DeviceCounters> out;
   out.reserve(functions_.size());
-  for (const auto& f : functions_) out.push_back(f->counters());
+  for (size_t i = 0; i < functions_.size(); ++i) {
+    DeviceCounters c = functions_[i]->counters();
+    const DeviceAccessCounters& bar = root_->bar_access(slots_[i]);
+    c.counters.emplace_back("mmio_reads", bar.reads.load(std::memory_order_relaxed));
+    c.counters.emplace_back("mmio_writes", bar.writes.load(std::memory_order_relaxed));
+    out.push_back(std::move(c));
+  }
   return out;
 }
 

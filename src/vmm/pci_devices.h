@@ -1,6 +1,7 @@
 // PciDevices: PCI bus 0 of a tern VM — the host bridge and config mechanism #1, the MMIO window
-// for BARs, and its PCI functions (one virtio-pci function per virtio device, disks first: the
-// first --disk is slot 1 and so /dev/vda; any other PciFunction) — wired to KVM: GSI routing +
+// for BARs, and its PCI functions (one virtio-pci function per virtio device, one per
+// PciFunctionModel such as an NVMe controller; disks first: the first --disk is slot 1 and so
+// /dev/vda or /dev/nvme0n1; any other PciFunction) — wired to KVM: GSI routing +
 // irqfds for MSI-X, KVM_IRQ_LINE for INTx, ioeventfds for queue notifications.
 #pragma once
 
@@ -20,6 +21,7 @@
 #include "stats/device_counters.h"
 #include "virtio/transport/virtio_pci_transport.h"
 #include "virtio/virtio_device.h"
+#include "vmm/devices/made_device.h"
 
 namespace tern {
 
@@ -51,12 +53,13 @@ class PciDevices {
 
   /// An empty bus on `vm` (host bridge only). `vm` must outlive the result.
   [[nodiscard]] static Result<std::unique_ptr<PciDevices>> create(KvmVm& vm);
-  /// Builds the bus with one virtio-pci function per entry of `devices`, in order, their
-  /// activation/reset going through `activator` (null: inline on the vCPU). `vm`, `mem` and
-  /// `activator` must outlive the result. Errors: KVM failures (irqfd, routing), window
-  /// exhausted.
+  /// Builds the bus with one PCI function per entry of `devices`, in order: a virtio device in a
+  /// virtio-pci transport (add_virtio), a PciFunctionModel as its make_function() builds it on
+  /// this bus's memory, platform and `activator` (add_model). Activation/reset go through
+  /// `activator` (null: inline on the vCPU). `vm`, `mem` and `activator` must outlive the result.
+  /// Errors: KVM failures (irqfd, routing), window exhausted; each names the device.
   [[nodiscard]] static Result<std::unique_ptr<PciDevices>> create(
-      KvmVm& vm, const GuestMemory& mem, std::vector<std::shared_ptr<VirtioDevice>> devices,
+      KvmVm& vm, const GuestMemory& mem, std::vector<MadeDevice> devices,
       DeviceActivator* activator = nullptr);
   /// Resets every device (stopping their threads) before the functions go away.
   ~PciDevices();
@@ -68,6 +71,9 @@ class PciDevices {
   [[nodiscard]] Result<uint8_t> add_virtio(std::shared_ptr<VirtioDevice> device,
                                            const GuestMemory& mem,
                                            DeviceActivator* activator = nullptr);
+  /// add() of the function `model` builds (PciFunctionServices{&mem, &platform(), activator}).
+  [[nodiscard]] Result<uint8_t> add_model(PciFunctionModel& model, const GuestMemory& mem,
+                                          DeviceActivator* activator = nullptr);
   /// The MSI/INTx/ioeventfd services functions are built with (e.g. their MsixTable).
   [[nodiscard]] PciPlatform& platform() { return *platform_; }
 
@@ -90,8 +96,10 @@ class PciDevices {
   [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
 
   /// Per function in slot order: its counters (virtio: the device's, then the transport's
-  /// "protocol_errors", "interrupts_sent", "config_interrupts"). Any thread; never blocks on a
-  /// lock a vCPU may hold.
+  /// "protocol_errors", "interrupts_sent", "config_interrupts"), then for every function the
+  /// root's "mmio_reads" and "mmio_writes": guest accesses to its BARs that exited to tern (one
+  /// vCPU exit each; ioeventfd doorbells never count). Any thread; never blocks on a lock a vCPU
+  /// may hold.
   [[nodiscard]] std::vector<DeviceCounters> counters() const;
 
   [[nodiscard]] PciRoot& root() { return *root_; }
@@ -109,6 +117,7 @@ class PciDevices {
   std::unique_ptr<KvmPciPlatform> platform_;
   std::unique_ptr<PciRoot> root_;
   std::vector<std::shared_ptr<PciFunction>> functions_;
+  std::vector<uint8_t> slots_;  // functions_[i]'s slot
   std::vector<std::shared_ptr<VirtioPciTransport>> transports_;
   bool quiesced_ = false;
 };

@@ -14,7 +14,7 @@
 #include "kvm/vm_kvm_state.h"
 #include "vmm/machine_state.h"
 #include "snapshot/state_file.h"
-#include "virtio/virtio_device.h"
+#include "vmm/devices/made_device.h"
 
 namespace tern {
 
@@ -24,7 +24,7 @@ struct RestoreInputs {
   VmKvmState vm_kvm;              ///< PIC, IOAPIC, PIT, kvmclock.
   std::vector<VcpuState> vcpus;   ///< One per vCPU, in id order.
   ConsoleTarget console;
-  std::vector<std::shared_ptr<VirtioDevice>> devices;  ///< Re-made, same order and names as saved.
+  std::vector<MadeDevice> devices;  ///< Re-made, same order and names as saved.
   UniqueFd mem_fd;                ///< The memory file, open read-only.
   /// What backs the restored RAM: SnapshotLoadSpec::memory_backend, else chosen from the
   /// restored devices as at boot (choose_memory_backend). kAnon maps the memory file

@@ -69,7 +69,7 @@ Result<void> Vm::build(const BootInputs& in) {
   machine_.initrd_path = c.initrd_path.value_or("");
   TERN_CHECK(in.devices.size() == c.devices.size());
   for (size_t i = 0; i < in.devices.size(); ++i)
-    machine_.devices.push_back(save_device(c.devices[i], *in.devices[i]));
+    machine_.devices.push_back(save_device(c.devices[i], in.devices[i]));
   spdlog::debug("VM ready: {} vCPU(s), {} RAM, kernel entry {:#x}", c.vcpus,
                 format_size(c.memory_bytes), boot->entry_rip);
   return {};
@@ -112,7 +112,7 @@ Result<void> Vm::add_memory(GuestMemory mem) {
 }
 
 Result<void> Vm::build_devices(const ConsoleTarget& console,
-                               const std::vector<std::shared_ptr<VirtioDevice>>& devices) {
+                               const std::vector<MadeDevice>& devices) {
   KvmVm* kvm_vm = &*vm_;
   ASSIGN_OR_RETURN(devices_, LegacyDevices::create(
                                  console,
@@ -127,8 +127,8 @@ Result<void> Vm::build_devices(const ConsoleTarget& console,
                                  stop_));
   TRY(devices_->attach(pio_));
   // PCI bus 0 (always: the DSDT describes its host bridge), one function per device in slot
-  // order (disks in --disk order, then the rng).
-  virtio_devices_ = devices;
+  // order (disks — virtio-blk and NVMe — in --disk order, then the rng, then the interfaces).
+  made_devices_ = devices;
   ASSIGN_OR_RETURN(pci_, PciDevices::create(*vm_, *memory_, devices, &activator_));
   TRY(pci_->attach(pio_, mmio_));
   return {};

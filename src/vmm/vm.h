@@ -18,6 +18,7 @@
 #include "vcpu/stop_event.h"
 #include "vcpu/vcpu_thread.h"
 #include "vmm/boot_inputs.h"
+#include "vmm/devices/made_device.h"
 #include "vmm/machine.h"
 #include "vmm/restore_inputs.h"
 
@@ -84,8 +85,7 @@ class Vm {
   // The pieces both builds share, in the order they run.
   Result<void> build_kvm(uint32_t vcpus);
   Result<void> add_memory(GuestMemory mem);
-  Result<void> build_devices(const ConsoleTarget& console,
-                             const std::vector<std::shared_ptr<VirtioDevice>>& devices);
+  Result<void> build_devices(const ConsoleTarget& console, const std::vector<MadeDevice>& devices);
   /// Creates vCPU `id` of `count` with its CPUID; returns it (owned by its VcpuThread).
   Result<KvmVcpu*> add_vcpu(uint32_t id, uint32_t count);
   void build_stats();
@@ -97,7 +97,7 @@ class Vm {
   std::vector<kvm_cpuid_entry2> supported_cpuid_;
   bool tsc_deadline_ = false;
   snap::MachineState machine_;     // what a snapshot needs to rebuild this VM
-  std::vector<std::shared_ptr<VirtioDevice>> virtio_devices_;  // machine_.devices, slot order
+  std::vector<MadeDevice> made_devices_;  // machine_.devices, slot order
   std::vector<uint32_t> msr_list_;  // MSRs a snapshot saves (computed at the first save)
   std::optional<KvmVm> vm_;
   std::optional<GuestMemory> memory_;

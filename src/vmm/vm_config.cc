@@ -9,7 +9,7 @@ Result<MemoryBackend> choose_memory_backend(std::optional<MemoryBackend> chosen,
                                             const std::string& option) {
   bool vhost_user = false;
   for (const DeviceSpec& d : devices)
-    if (const auto* disk = std::get_if<DiskSpec>(&d); disk && !disk->vhost_user_socket.empty())
+    if (const DiskConfig* disk = disk_config_of(d); disk && !disk->vhost_user_socket.empty())
       vhost_user = true;
   if (!chosen) return vhost_user ? MemoryBackend::kMemfd : MemoryBackend::kAnon;
   if (*chosen == MemoryBackend::kAnon && vhost_user)

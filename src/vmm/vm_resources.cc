@@ -72,12 +72,14 @@ Result<VmConfig> VmResources::vm_config() const {
   for (const DriveSpec* d : order) {
     if (auto ok = validate_disk_config(d->disk); !ok)
       return fail("drives", "drive \"" + d->drive_id + "\": " + ok.error().message());
-    c.devices.emplace_back(std::in_place_type<DiskSpec>, d->disk);
+    c.devices.push_back(disk_device_spec(d->disk));  // virtio and NVMe disks in drive order
   }
   if (!order.empty() && order.front()->is_root_device &&
       c.cmdline.find("root=") == std::string::npos) {
     const DriveSpec& root = *order.front();
-    std::string dev = root.partuuid ? "PARTUUID=" + *root.partuuid : "/dev/vda";
+    // The root device is the first disk: the first NVMe controller's namespace when it is one.
+    const char* first = root.disk.interface == DiskInterface::kNvme ? "/dev/nvme0n1" : "/dev/vda";
+    std::string dev = root.partuuid ? "PARTUUID=" + *root.partuuid : first;
     c.cmdline += " root=" + dev + (root.disk.read_only ? " ro" : " rw");
   }
   TRY(check_devices_for_vm(devices, vcpus, /*cli=*/false));
@@ -117,16 +119,20 @@ nlohmann::json VmResources::vm_config_json() const {
 }
 
 DriveSpec drive_for_disk(const DiskConfig& disk, size_t index) {
-  // Linux's virtio disk names: vda..vdz, vdaa..vdzz, ...
-  std::string letters;
-  size_t n = index + 1;
-  while (n > 0) {
-    --n;
-    letters.insert(letters.begin(), static_cast<char>('a' + n % 26));
-    n /= 26;
-  }
   DriveSpec d;
-  d.drive_id = "vd" + letters;
+  if (disk.interface == DiskInterface::kNvme) {
+    d.drive_id = "nvme" + std::to_string(index);  // Linux's /dev/nvme<index>n1
+  } else {
+    // Linux's virtio disk names: vda..vdz, vdaa..vdzz, ...
+    std::string letters;
+    size_t n = index + 1;
+    while (n > 0) {
+      --n;
+      letters.insert(letters.begin(), static_cast<char>('a' + n % 26));
+      n /= 26;
+    }
+    d.drive_id = "vd" + letters;
+  }
   d.is_root_device = false;
   if (disk.vhost_user_socket.empty()) {  // a vhost-user disk's are the back-end's
     d.cache_type = std::string(cache_mode_name(disk.cache));
@@ -149,9 +155,11 @@ VmResources VmResources::from_machine_state(const snap::MachineState& m, std::st
     r.boot = std::move(b);
   }
   size_t disks = 0;
+  size_t nvme_disks = 0;
   for (const auto& saved : m.devices) {
-    if (const auto* disk = std::get_if<DiskSpec>(&saved.spec))
-      r.drives.push_back(drive_for_disk(*disk, disks++));
+    if (const DiskConfig* disk = disk_config_of(saved.spec))
+      r.drives.push_back(drive_for_disk(
+          *disk, disk->interface == DiskInterface::kNvme ? nvme_disks++ : disks++));
     else
       r.put_device(saved.spec);
   }

@@ -74,7 +74,8 @@ struct VmResources {
 };
 
 /// A `tern run --disk` disk as a drive: drive_id "vda", "vdb", ... (index 0 → "vda", 26 →
-/// "vdaa", as Linux names virtio disks), not a root device, cache_type and io_engine by tern's
+/// "vdaa", as Linux names virtio disks) or, for an NVMe disk, "nvme0", "nvme1", ... (`index`
+/// counts the disks of the same interface before it), not a root device, cache_type and io_engine by tern's
 /// names ("writeback", "io_uring"; empty for a vhost-user disk, whose back-end has them).
 [[nodiscard]] DriveSpec drive_for_disk(const DiskConfig& disk, size_t index);
 

@@ -147,7 +147,7 @@ Result<snap::StateFile> Vm::collect_state() {
 }
 
 Result<void> Vm::check_snapshot_paths(const SnapshotCreateSpec& spec) const {
-  ASSIGN_OR_RETURN(auto files, device_protected_files(machine_.devices, virtio_devices_));
+  ASSIGN_OR_RETURN(auto files, device_protected_files(machine_.devices, made_devices_));
   if (memory_backing_) files.push_back(*memory_backing_);
   return snap::check_snapshot_targets(spec.snapshot_path, spec.mem_file_path, files);
 }
@@ -177,7 +177,7 @@ Result<SnapshotReport> Vm::save_snapshot(const SnapshotCreateSpec& spec,
   o.memory.cancel = &cancel;
   // Every write the guest saw complete is durable before the new pair is committed (as
   // Firecracker flushes its block devices on snapshot); a failed flush fails the save.
-  o.before_commit = [this]() -> Result<void> { return flush_devices(machine_.devices, virtio_devices_); };
+  o.before_commit = [this]() -> Result<void> { return flush_devices(machine_.devices, made_devices_); };
   ASSIGN_OR_RETURN(auto mem, snap::save_snapshot_pair(*memory_, std::move(state),
                                                       spec.snapshot_path, spec.mem_file_path, o));
   SnapshotReport r;

@@ -160,6 +160,23 @@ TEST_F(RunBadInput, BadConsoleTarget) {
   expect_rejected({"--kernel", kernel_, "--console", "tty"}, {"--console"});
 }
 
+TEST_F(RunBadInput, BadDiskInterface) {
+  auto img = write("disk.img", std::vector<uint8_t>(1 << 20, 0));
+  expect_rejected({"--kernel", kernel_, "--disk", "path=" + img + ",interface=scsi"},
+                  {"--disk interface=scsi", "unknown disk interface (virtio, nvme)"});
+  expect_rejected({"--kernel", kernel_, "--disk", "path=" + img + ",interface="},
+                  {"--disk interface="});
+  expect_rejected({"--kernel", kernel_, "--disk", "path=" + img + ",interface=nvme,queues=2"},
+                  {"--disk queues", "not with interface=nvme"});
+  expect_rejected({"--kernel", kernel_, "--disk", "path=" + img + ",interface=nvme,queue_size=64"},
+                  {"--disk queue_size", "not with interface=nvme"});
+  expect_rejected({"--kernel", kernel_, "--disk", "vhost-user=/tmp/x.sock,interface=nvme"},
+                  {"--disk interface=nvme", "not with vhost-user="});
+  expect_rejected({"--kernel", kernel_, "--disk",
+                   "path=" + (dir_ / "absent.img").string() + ",interface=nvme"},
+                  {"--disk path"});
+}
+
 TEST_F(RunBadInput, ValidInputReachesTheHostCheck) {
   RunResult r = run_tern({"run", "--kernel", kernel_, "--initrd", initrd_, "--memory", "256M"});
   // 2 on a host without VMX/SVM: validation passed and nothing ran. On a host with hardware

@@ -15,7 +15,8 @@
 # Case 4 (issue #8): a guest with 64 MiB of random data is saved, restored, and the restored VM is
 #   SIGKILLed in the middle of a rate-limited save over the same pair: the old pair is unchanged and
 #   restores; that VM saves itself to the memory file it is running from (and to the disk image:
-#   refused, and so are two spellings of one file); the last restore still has the same MD5.
+#   refused, and so are two spellings of one file); while it runs, restoring its snapshot again is
+#   refused naming the disk it has locked; the last restore still has the same MD5.
 : "${SNAP_WAIT:=120}"
 [ -n "$TH_TERN" ] || { echo "SNAP-CHECK name=setup FAIL tern binary not in the test host"; exit 2; }
 command -v curl >/dev/null || { echo "SNAP-CHECK name=setup FAIL curl not in the test host"; exit 2; }
@@ -299,6 +300,11 @@ check resave-to-own-memory-file "$?" "$(echo "$out" | tail -n 1)"
 wait_for "$SNAP_WAIT" sh -c "[ \$(grep -c '^TERN-MEM-SUM' /tmp/r2.out) -gt $n2 ]"
 ok=1; [ "$(sums_of /tmp/r2.out)" = "$want" ] && ok=0
 check resave-running-vm-intact "$ok" "the VM that saved over its own memory file: $(sums_of /tmp/r2.out | tr '\n' ' ')"
+# That VM still runs and holds its disk's write lock: restoring its snapshot a second time is
+# refused before anything runs, naming the image (the restores above came after their tern exited).
+restore_fails restore-while-running-refused \
+    "--disk path=/tmp/r.img: in use by another process (a write lock is held on it); stop that VM, or restore once the VM that saved the snapshot has ended" \
+    /tmp/r.state /tmp/r.mem
 "$T" ctl --api-sock /tmp/r2.sock power-off >/dev/null
 wait "$pid_r"
 restore_r r3

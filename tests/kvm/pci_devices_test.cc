@@ -111,11 +111,16 @@ TEST_F(PciDevicesTest, AnyFunctionGetsTheBarsItDeclares) {
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0].name, "fake-blk");
   EXPECT_EQ(c[0].kind, "virtio-blk");
-  ASSERT_EQ(c[0].counters.size(), 3u);
+  // The transport's three, then the MMIO exits of the function's BARs (every PCI function).
+  ASSERT_EQ(c[0].counters.size(), 5u);
   EXPECT_EQ(c[0].counters[0].first, "protocol_errors");
+  EXPECT_EQ(c[0].counters[3].first, "mmio_reads");
+  EXPECT_EQ(c[0].counters[4].first, "mmio_writes");
   EXPECT_EQ(c[1].kind, "test-fn");
-  ASSERT_EQ(c[1].counters.size(), 1u);
+  ASSERT_EQ(c[1].counters.size(), 3u);
   EXPECT_EQ(c[1].counters[0].second, 7u);
+  EXPECT_EQ(c[1].counters[1].first, "mmio_reads");
+  EXPECT_EQ(c[1].counters[2].first, "mmio_writes");
 }
 
 TEST_F(PciDevicesTest, SnapshotSectionIsKeyedByKindAndName) {

@@ -171,9 +171,11 @@ void PciRoot::config_write(uint8_t slot, uint8_t function, uint32_t offset,
 void PciRoot::refresh_mappings() {
   // Ask the devices first (their own locks), then swap the table: never both locks at once.
   std::vector<Mapping> m;
-  for (auto& d : slots_) {
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    const auto& d = slots_[s];
     if (!d) continue;
-    for (const auto& w : d->memory_windows()) m.push_back({w.gpa, w.size, w.bar, d.get()});
+    for (const auto& w : d->memory_windows())
+      m.push_back({w.gpa, w.size, w.bar, static_cast<uint8_t>(s), d.get()});
   }
   std::unique_lock lock(map_mu_);
   mappings_ = std::move(m);
@@ -186,6 +188,8 @@ void PciRoot::mmio_access(uint64_t gpa, std::span<uint8_t> rd, std::span<const u
     std::shared_lock lock(map_mu_);
     for (const auto& m : mappings_) {
       if (gpa < m.gpa || gpa - m.gpa >= m.size || gpa - m.gpa + len > m.size) continue;
+      DeviceAccessCounters& c = bar_access_[m.slot];
+      (write ? c.writes : c.reads).fetch_add(1, std::memory_order_relaxed);
       if (write)
         m.dev->bar_write(m.bar, gpa - m.gpa, wr);
       else

@@ -63,6 +63,13 @@ class PciRoot {
 
   /// MMIO accesses inside the window that hit no BAR.
   [[nodiscard]] uint64_t stray_mmio() const { return stray_mmio_.load(); }
+  /// The guest's MMIO accesses dispatched to the BARs of the function in `slot` (0..31), each one
+  /// a vCPU exit to tern (an access KVM serves through an ioeventfd never reaches the window).
+  /// The bus accounting sees the whole window as one range ("pci-mmio"); this attributes it to
+  /// functions. Any thread.
+  [[nodiscard]] const DeviceAccessCounters& bar_access(uint8_t slot) const {
+    return bar_access_[slot % bar_access_.size()];
+  }
 
  private:
   class ConfigPort;
@@ -70,6 +77,7 @@ class PciRoot {
   struct Mapping {
     uint64_t gpa, size;
     uint8_t bar;
+    uint8_t slot;
     PciDevice* dev;
   };
   void mmio_access(uint64_t gpa, std::span<uint8_t> rd, std::span<const uint8_t> wr, bool write);
@@ -84,6 +92,7 @@ class PciRoot {
   std::shared_ptr<BusDevice> config_port_;
   std::shared_ptr<BusDevice> mmio_window_;
   std::atomic<uint64_t> stray_mmio_{0};
+  std::array<DeviceAccessCounters, 32> bar_access_;  // per slot
   RateLimit log_limit_{5};
 };
 

@@ -93,6 +93,7 @@ class BlockAttackTest : public ::testing::TestWithParam<EngineParam> {
     c.queue_size = kQueueSize;
     c.cache = cache;
     c.engine = GetParam().engine;
+    dev_.reset();  // a previous device holds the image's lock until it goes
     auto d = VirtioBlock::create(c);
     ASSERT_TRUE(d) << d.error().message();
     dev_ = *d;

@@ -5,6 +5,7 @@
 // buffers, feature checks, config space, offloads from the acked features, device state.
 #include "virtio/net/virtio_net_device.h"
 
+#include <fcntl.h>
 #include <linux/if_tun.h>
 #include <poll.h>
 #include <sys/socket.h>

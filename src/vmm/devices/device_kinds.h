@@ -27,10 +27,17 @@
 namespace tern {
 
 class VirtioDevice;
+class PciFunctionModel;
 
 /// A virtio-blk disk (--disk, PUT /drives): the image and how it is opened, or the vhost-user
 /// back-end's socket (vhost_user_socket).
 using DiskSpec = DiskConfig;
+/// An emulated NVMe disk (--disk path=IMG,interface=nvme; a drive with "interface": "nvme"): the
+/// image and how it is opened (disk.interface is kNvme; queues/queue_size at their defaults).
+/// A distinct type so that the DeviceSpec variant tells it from a virtio-blk disk.
+struct NvmeSpec {
+  DiskConfig disk;
+};
 /// The virtio-rng entropy device (--rng, PUT /entropy): its rate limit.
 using RngSpec = RngConfig;
 /// A virtio-net interface (--net, PUT /network-interfaces/{iface_id}): its tap, MAC, queues.
@@ -40,7 +47,9 @@ using NetSpec = NetConfig;
 //   Spec                      the validated configuration value
 //   kKind                     snapshot key and device-name prefix ("virtio-blk" → "virtio-blk0")
 //   kLabel                    how restore errors name it ("snapshot disk 0")
-//   make(spec, name)          creates the device (opens files; errors name the user's field)
+//   make(spec, name)          creates the device (opens files; errors name the user's field):
+//                             a std::shared_ptr<VirtioDevice> or <PciFunctionModel> (MadeDevice,
+//                             made_device.h); the hooks below take the device as that type
 //   encode / decode           the spec in the machine section (decode validates untrusted bytes;
 //                             a kind whose spec grew a field also takes the section's version)
 //   save_facts / check_facts  host facts a restore must find unchanged (a disk: its image size)
@@ -78,9 +87,10 @@ struct DiskKind {
   /// VirtioBlock::create(), or make_vhost_user_blk() (connects to the back-end now) whose
   /// errors become "--disk vhost-user=PATH: ...".
   static Result<std::shared_ptr<VirtioDevice>> make(const Spec& s, const std::string& name);
-  /// The current machine section version's layout (3: with the vhost-user socket).
+  /// The current machine section version's layout (4: the vhost-user socket, then locking).
   static void encode(snap::ByteWriter& w, const Spec& s);
-  /// Reads machine section `version`'s layout (1 and 2: no socket; 3: the socket last).
+  /// Reads machine section `version`'s layout (1 and 2: no socket; 3: the socket last; 4: then
+  /// the locking flag; before 4, locking is on).
   static Result<Spec> decode(snap::ByteReader& r, uint32_t version);
   /// The image size in bytes (u64); nothing for a vhost-user disk.
   static void save_facts(snap::ByteWriter& w, const Spec& s, const VirtioDevice& d);
@@ -91,6 +101,32 @@ struct DiskKind {
                                                                   size_t index);
   /// fdatasync of the image; nothing for a vhost-user disk (the back-end's business).
   static Result<void> flush(const VirtioDevice& d);
+};
+
+/// NVMe (src/nvme, docs/nvme.md): one controller with one namespace per NVMe disk, named nvme0,
+/// nvme1, ... (index among the NVMe disks). Listed after DiskKind; the drives keep their order
+/// across interfaces (a drive list's order is the PCI slot order, whichever kinds they are).
+/// The image is tern's: its size is a fact, the file is protected and flushed like a VirtioBlock's.
+struct NvmeKind {
+  using Spec = NvmeSpec;
+  static constexpr std::string_view kKind = "nvme";
+  static constexpr std::string_view kLabel = "nvme disk";
+  /// nvme::NvmeDisk::create(): validates and opens the image (errors name the --disk field).
+  static Result<std::shared_ptr<PciFunctionModel>> make(const Spec& s, const std::string& name);
+  /// path, cache, read-only, serial, engine, locking (queues and queue_size are virtio's).
+  static void encode(snap::ByteWriter& w, const Spec& s);
+  /// Reads machine section `version`'s layout (3: no locking flag, locking on); validates with
+  /// validate_disk_config() (interface nvme).
+  static Result<Spec> decode(snap::ByteReader& r, uint32_t version);
+  /// The image size in bytes (u64).
+  static void save_facts(snap::ByteWriter& w, const Spec& s, const PciFunctionModel& d);
+  /// Refuses an image whose size changed since the save.
+  static Result<void> check_facts(snap::ByteReader& r, const Spec& s, const PciFunctionModel& d);
+  /// The image.
+  static Result<std::vector<snap::ProtectedFile>> protected_files(const PciFunctionModel& d,
+                                                                  size_t index);
+  /// fdatasync of the image (DiskImage::flush).
+  static Result<void> flush(const PciFunctionModel& d);
 };
 
 /// virtio-rng (src/virtio/rng): at most one, after the disks.
@@ -177,12 +213,28 @@ struct KindList {
 };
 
 /// The table. The order is the PCI slot order of kinds: disks first (the first is slot 1,
-/// /dev/vda), then the rng, then the network interfaces. The rng stays before the interfaces so
+/// /dev/vda or /dev/nvme0n1; virtio and NVMe disks in their drive order), then the rng, then the
+/// network interfaces. The rng stays before the interfaces so
 /// that adding an interface to a VM moves no existing device (a restore uses the slot order
 /// saved in the machine section, so either order restores the snapshots of an older tern).
-using DeviceKinds = KindList<DiskKind, RngKind, NetKind>;
+using DeviceKinds = KindList<DiskKind, NvmeKind, RngKind, NetKind>;
 
 /// One device of a VM configuration; the alternative's index is its kind's index in DeviceKinds.
 using DeviceSpec = DeviceKinds::Spec;
+
+/// The DeviceSpec of a disk: an NvmeSpec for interface nvme, else a DiskSpec (virtio-blk or
+/// vhost-user-blk).
+[[nodiscard]] inline DeviceSpec disk_device_spec(const DiskConfig& disk) {
+  if (disk.interface == DiskInterface::kNvme)
+    return DeviceSpec(std::in_place_type<NvmeSpec>, NvmeSpec{disk});
+  return DeviceSpec(std::in_place_type<DiskSpec>, disk);
+}
+
+/// The DiskConfig of a disk's spec (virtio or NVMe), null for any other device.
+[[nodiscard]] inline const DiskConfig* disk_config_of(const DeviceSpec& spec) {
+  if (const auto* d = std::get_if<DiskSpec>(&spec)) return d;
+  if (const auto* n = std::get_if<NvmeSpec>(&spec)) return &n->disk;
+  return nullptr;
+}
 
 }  // namespace tern

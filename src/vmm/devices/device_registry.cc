@@ -3,7 +3,11 @@
 #include <array>
 #include <map>
 
+#include <type_traits>
+
 #include "base/printable.h"
+#include "block/image_lock.h"
+#include "devices/pci/pci_function_model.h"
 #include "virtio/virtio_device.h"
 
 namespace tern {
@@ -33,6 +37,19 @@ constexpr bool same_order(std::index_sequence<I...>) {
           ...);
 }
 static_assert(same_order(std::make_index_sequence<kNumKinds>()));
+
+/// The type of device K::make() makes: VirtioDevice or PciFunctionModel.
+template <class K>
+using ProductOf = typename std::invoke_result_t<decltype(&K::make), const typename K::Spec&,
+                                                const std::string&>::value_type::element_type;
+
+/// The device `d` (made by K::make) as K's hooks take it.
+template <class K>
+const ProductOf<K>& product(const MadeDevice& d) {
+  const auto* p = std::get_if<std::shared_ptr<ProductOf<K>>>(&d);
+  TERN_CHECK(p != nullptr && *p != nullptr);  // the registry made it from the same spec
+  return **p;
+}
 
 /// Calls f.template operator()<Kind>(spec) for the spec's kind.
 template <class F>
@@ -78,14 +95,16 @@ std::string device_name(const DeviceSpec& spec, size_t index) {
   return std::string(device_kind(spec)) + std::to_string(index);
 }
 
-Result<std::shared_ptr<VirtioDevice>> make_device(const DeviceSpec& spec, size_t index) {
+Result<MadeDevice> make_device(const DeviceSpec& spec, size_t index) {
   std::string name = device_name(spec, index);
-  return visit_kind(spec, [&]<class K>(const auto& s) { return K::make(s, name); });
+  return visit_kind(spec, [&]<class K>(const auto& s) -> Result<MadeDevice> {
+    ASSIGN_OR_RETURN(auto d, K::make(s, name));
+    return MadeDevice(std::move(d));
+  });
 }
 
-Result<std::vector<std::shared_ptr<VirtioDevice>>> make_devices(
-    const std::vector<DeviceSpec>& specs) {
-  std::vector<std::shared_ptr<VirtioDevice>> out;
+Result<std::vector<MadeDevice>> make_devices(const std::vector<DeviceSpec>& specs) {
+  std::vector<MadeDevice> out;
   std::array<size_t, kNumKinds> per_kind{};
   for (const DeviceSpec& s : specs) {
     ASSIGN_OR_RETURN(auto d, make_device(s, per_kind[s.index()]++));
@@ -94,9 +113,9 @@ Result<std::vector<std::shared_ptr<VirtioDevice>>> make_devices(
   return out;
 }
 
-SavedDevice save_device(const DeviceSpec& spec, const VirtioDevice& device) {
+SavedDevice save_device(const DeviceSpec& spec, const MadeDevice& device) {
   snap::ByteWriter w;
-  visit_kind(spec, [&]<class K>(const auto& s) { K::save_facts(w, s, device); });
+  visit_kind(spec, [&]<class K>(const auto& s) { K::save_facts(w, s, product<K>(device)); });
   return SavedDevice{spec, w.take()};
 }
 
@@ -126,20 +145,19 @@ Result<SavedDevice> decode_v1_disk(snap::ByteReader& r, uint32_t i) {
   return SavedDevice{DeviceSpec(std::in_place_type<DiskSpec>, std::move(*c)), facts.take()};
 }
 
-Result<std::vector<std::shared_ptr<VirtioDevice>>> make_restored_devices(
-    const std::vector<SavedDevice>& saved) {
-  std::vector<std::shared_ptr<VirtioDevice>> out;
+Result<std::vector<MadeDevice>> make_restored_devices(const std::vector<SavedDevice>& saved) {
+  std::vector<MadeDevice> out;
   std::array<size_t, kNumKinds> per_kind{};
   for (const SavedDevice& d : saved) {
     size_t index = per_kind[d.spec.index()]++;
     TRY(visit_kind(d.spec, [&]<class K>(const auto& s) -> Result<void> {
       std::string label = "snapshot " + std::string(K::kLabel) + " " + std::to_string(index);
       auto dev = K::make(s, device_name(d.spec, index));
-      if (!dev) return fail(label, dev.error().message());
+      if (!dev) return fail(label, restore_lock_hint(dev.error().message()));
       snap::ByteReader facts(d.facts, label);
       if (auto ok = K::check_facts(facts, s, **dev); !ok) return fail(label, ok.error().message());
       TRY(facts.expect_end());  // bytes the kind did not read: a corrupt record, not ignored
-      out.push_back(std::move(*dev));
+      out.push_back(MadeDevice(std::move(*dev)));
       return {};
     }));
   }
@@ -147,14 +165,13 @@ Result<std::vector<std::shared_ptr<VirtioDevice>>> make_restored_devices(
 }
 
 Result<std::vector<snap::ProtectedFile>> device_protected_files(
-    const std::vector<SavedDevice>& saved,
-    const std::vector<std::shared_ptr<VirtioDevice>>& devices) {
+    const std::vector<SavedDevice>& saved, const std::vector<MadeDevice>& devices) {
   std::vector<snap::ProtectedFile> out;
   std::array<size_t, kNumKinds> per_kind{};
   for (size_t i = 0; i < saved.size() && i < devices.size(); ++i) {
     size_t index = per_kind[saved[i].spec.index()]++;
     ASSIGN_OR_RETURN(auto files, visit_kind(saved[i].spec, [&]<class K>(const auto&) {
-                       return K::protected_files(*devices[i], index);
+                       return K::protected_files(product<K>(devices[i]), index);
                      }));
     out.insert(out.end(), files.begin(), files.end());
   }
@@ -162,9 +179,10 @@ Result<std::vector<snap::ProtectedFile>> device_protected_files(
 }
 
 Result<void> flush_devices(const std::vector<SavedDevice>& saved,
-                           const std::vector<std::shared_ptr<VirtioDevice>>& devices) {
+                           const std::vector<MadeDevice>& devices) {
   for (size_t i = 0; i < saved.size() && i < devices.size(); ++i)
-    TRY(visit_kind(saved[i].spec, [&]<class K>(const auto&) { return K::flush(*devices[i]); }));
+    TRY(visit_kind(saved[i].spec,
+                   [&]<class K>(const auto&) { return K::flush(product<K>(devices[i])); }));
   return {};
 }
 

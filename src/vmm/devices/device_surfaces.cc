@@ -1,6 +1,8 @@
 #include "vmm/devices/device_surfaces.h"
 
 #include <array>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace tern {
@@ -167,6 +169,24 @@ Result<void> check_devices_for_vm(const std::vector<DeviceSpec>& devices, uint32
       }
     });
     TRY(ok);
+  }
+  // Two NVMe controllers with one serial have one subsystem NQN (nvme_identify.cc): Linux binds
+  // the second into the first's subsystem and refuses its namespace ("duplicate IDs"). A disk
+  // without a serial reports "tern-nvme<i>" (i: its index among the NVMe disks).
+  std::vector<std::pair<std::string, const DiskConfig*>> serials;
+  for (const DeviceSpec& d : devices) {
+    const auto* n = std::get_if<NvmeSpec>(&d);
+    if (!n) continue;
+    std::string sn = n->disk.serial.empty() ? "tern-nvme" + std::to_string(serials.size())
+                                            : n->disk.serial;
+    while (!sn.empty() && sn.back() == ' ') sn.pop_back();  // SN is space padded
+    for (const auto& [other, disk] : serials)
+      if (other == sn)
+        return fail(cli ? "--disk serial" : "drives.serial",
+                    "NVMe disks " + disk->path + " and " + n->disk.path + " both report serial \"" +
+                        sn + "\" (each NVMe disk needs its own: Linux refuses a second "
+                        "controller of one subsystem NQN)");
+    serials.emplace_back(std::move(sn), &n->disk);
   }
   return {};
 }

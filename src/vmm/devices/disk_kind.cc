@@ -40,6 +40,10 @@ Error vhost_user_error(const DiskSpec& s, Error e) {
 }  // namespace
 
 Result<std::shared_ptr<VirtioDevice>> DiskKind::make(const Spec& s, const std::string& name) {
+  // An NVMe disk is an NvmeSpec (disk_device_spec()), never a virtio-blk disk.
+  if (s.interface != DiskInterface::kVirtio)
+    return fail("--disk interface=" + std::string(disk_interface_name(s.interface)),
+                "not a virtio-blk disk");
   if (is_vhost_user(s)) {
     TRY(validate_disk_config(s));
     // Connects and negotiates now (before the guest boots): a back-end that is not listening,
@@ -53,7 +57,7 @@ Result<std::shared_ptr<VirtioDevice>> DiskKind::make(const Spec& s, const std::s
 }
 
 // Machine section v2: path, cache, read-only, serial, queues, queue size, engine. v3 adds the
-// vhost-user socket (empty: a disk tern serves).
+// vhost-user socket (empty: a disk tern serves), v4 the locking flag.
 void DiskKind::encode(snap::ByteWriter& w, const Spec& c) {
   w.string(c.path);
   w.u8(static_cast<uint8_t>(c.cache));
@@ -63,6 +67,7 @@ void DiskKind::encode(snap::ByteWriter& w, const Spec& c) {
   w.u16(c.queue_size);
   w.u8(static_cast<uint8_t>(c.engine));
   w.string(c.vhost_user_socket);
+  w.boolean(c.locking);
 }
 
 Result<DiskKind::Spec> DiskKind::decode(snap::ByteReader& r, uint32_t version) {
@@ -81,6 +86,9 @@ Result<DiskKind::Spec> DiskKind::decode(snap::ByteReader& r, uint32_t version) {
   c.engine = static_cast<IoEngineKind>(engine);
   if (version >= 3) {
     ASSIGN_OR_RETURN(c.vhost_user_socket, r.string(kMaxVhostUserSocketBytes));
+  }
+  if (version >= 4) {
+    ASSIGN_OR_RETURN(c.locking, r.boolean());
   }
   if (auto ok = validate_disk_config(c); !ok) return fail(r.what(), ok.error().message());
   return c;

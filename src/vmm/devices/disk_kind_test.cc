@@ -47,6 +47,7 @@ void expect_same(const DiskSpec& a, const DiskSpec& b) {
   EXPECT_EQ(a.queue_size, b.queue_size);
   EXPECT_EQ(a.engine, b.engine);
   EXPECT_EQ(a.vhost_user_socket, b.vhost_user_socket);
+  EXPECT_EQ(a.locking, b.locking);
 }
 
 Result<DiskSpec> round_trip(const DiskSpec& d) {
@@ -60,7 +61,9 @@ Result<DiskSpec> round_trip(const DiskSpec& d) {
 }
 
 TEST(DiskKind, RoundTripsBothKinds) {
-  for (const DiskSpec& d : {image_disk(), vhost_user_disk()}) {
+  DiskSpec unlocked = image_disk();
+  unlocked.locking = false;
+  for (const DiskSpec& d : {image_disk(), vhost_user_disk(), unlocked}) {
     auto back = round_trip(d);
     ASSERT_TRUE(back) << back.error().message();
     expect_same(*back, d);
@@ -87,6 +90,7 @@ TEST(DiskKind, DecodesVersion2Specs) {
   ASSERT_TRUE(d) << d.error().message();
   EXPECT_TRUE(r.expect_end());
   expect_same(*d, image_disk());
+  EXPECT_TRUE(d->locking);  // before version 4: locking on
   // The same bytes are not a version 3 spec (the socket is missing).
   snap::ByteReader r3(bytes, "disk");
   EXPECT_FALSE(DiskKind::decode(r3, 3));
@@ -211,6 +215,20 @@ TEST(DiskKind, ImageDiskKeepsItsFacts) {
   ASSERT_TRUE(files) << files.error().message();
   EXPECT_EQ(files->size(), 1u);
   EXPECT_TRUE(DiskKind::flush(**dev));
+
+  // A restore reopens the image: refused by name while the saving disk holds its lock, made once
+  // that disk is gone.
+  std::vector<SavedDevice> saved{{DeviceSpec(std::in_place_type<DiskSpec>, s), w.data()}};
+  auto busy = make_restored_devices(saved);
+  ASSERT_FALSE(busy);
+  EXPECT_EQ(busy.error().message(),
+            "snapshot disk 0: --disk path=" + s.path +
+                ": in use by another disk of this VM (it holds a write lock on it); give each "
+                "disk its own image, or restore once the VM that saved the snapshot has ended "
+                "(tern snapshot --exit)");
+  dev->reset();
+  auto restored = make_restored_devices(saved);
+  EXPECT_TRUE(restored) << restored.error().message();
 }
 
 // The front-end's failure to reach the back-end names the option, for every surface.

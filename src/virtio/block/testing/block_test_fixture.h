@@ -78,8 +78,10 @@ class BlockDeviceTest : public ::testing::Test {
     return c;
   }
 
-  /// Creates and activates the device, acking every offered feature.
+  /// Creates and activates the device, acking every offered feature. A previous device goes
+  /// first: it holds the image's lock (DiskConfig::locking) until it is destroyed.
   void start(const DiskConfig& c) {
+    dev_.reset();
     auto d = VirtioBlock::create(c);
     ASSERT_TRUE(d) << d.error().message();
     dev_ = *d;
