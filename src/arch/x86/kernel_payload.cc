@@ -215,11 +215,13 @@ Result<HostBuffer> decompress_payload(std::span<const uint8_t> payload, uint64_t
                               "CONFIG_KERNEL_GZIP, CONFIG_KERNEL_XZ or CONFIG_KERNEL_ZSTD, or "
                               "pass the uncompressed vmlinux");
     case C::kUnknown: {
-      char magic[16];
-      std::snprintf(magic, sizeof magic, "%02x %02x %02x %02x", payload[0],
-                    payload.size() > 1 ? payload[1] : 0, payload.size() > 2 ? payload[2] : 0,
-                    payload.size() > 3 ? payload[3] : 0);
-      return payload_error(c, std::string("no known compression magic (starts with ") + magic + ")");
+      std::string magic;
+      for (size_t i = 0; i < std::min<size_t>(payload.size(), 4); ++i) {
+        char hex[4];
+        std::snprintf(hex, sizeof hex, i == 0 ? "%02x" : " %02x", payload[i]);
+        magic += hex;
+      }
+      return payload_error(c, "no known compression magic (starts with " + magic + ")");
     }
     case C::kNone: {
       if (payload.size() > max_output_bytes)

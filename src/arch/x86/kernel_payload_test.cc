@@ -256,6 +256,7 @@ TEST(KernelPayload, RefusesEmptyShortUnknownAndUnsupported) {
   EXPECT_EQ(error_of({}), "empty payload");
   EXPECT_THAT(error_of({0x1F, 0x8B, 8, 0}), HasSubstr("gzip: truncated"));
   EXPECT_THAT(error_of({0x02, 0x21, 0x4C, 0x18}), HasSubstr("lz4: truncated"));
+  EXPECT_THAT(error_of({0xAB}), HasSubstr("(starts with ab)"));
   EXPECT_THAT(error_of({0x12, 0x34, 0x56, 0x78, 9}),
               HasSubstr("unknown: no known compression magic (starts with 12 34 56 78)"));
   for (Bytes b : {Bytes{'B', 'Z', 'h', '9', 1, 2, 3, 4}, Bytes{0x5D, 0, 0, 0x80, 0, 1, 2, 3},
