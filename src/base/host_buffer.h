@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <span>
 
-#include "src/base/result.h"
+#include "base/result.h"
 
 namespace tern {
 

@@ -9,8 +9,8 @@
 #include <span>
 #include <string_view>
 
-#include "src/base/host_buffer.h"
-#include "src/base/result.h"
+#include "base/host_buffer.h"
+#include "base/result.h"
 
 namespace tern::x86 {
 
