@@ -100,6 +100,11 @@ kvm_sregs pvh_sregs(const kvm_sregs& base) {
   kvm_segment code = segment_from_gdt(kGdt[5], 5);
   kvm_segment data = segment_from_gdt(kGdt[3], 3);
   kvm_segment tss = segment_from_gdt(kGdt[4], 4);
+  // pvh.pandoc: "tr: must be a 32-bit TSS (active) with a base of '0' and a limit of '0x67'" (the
+  // hidden part KVM loads; the guest never reloads TR from this GDT before installing its own).
+  tss.base = 0;
+  tss.limit = 0x67;
+  tss.g = 0;
   s.cs = code;
   s.ds = s.es = s.fs = s.gs = s.ss = data;
   s.tr = tss;

@@ -30,7 +30,8 @@ inline constexpr uint16_t kPvhCsSelector = 0x28;  ///< 32-bit flat code segment 
 
 /// The segment/control register state for the PVH entry, applied on top of `base`: CR0 = PE|ET,
 /// CR3 = CR4 = EFER = 0, CS = kPvhCsSelector (execute/read, base 0, limit 4 GiB, D=1, G=1),
-/// DS/ES/SS/FS/GS = kBootDsSelector, TR = kBootTssSelector (busy 32-bit TSS), GDT at kGdtAddr.
+/// DS/ES/SS/FS/GS = kBootDsSelector, TR = kBootTssSelector (busy 32-bit TSS, base 0, limit 0x67),
+/// GDT at kGdtAddr.
 [[nodiscard]] kvm_sregs pvh_sregs(const kvm_sregs& base);
 
 /// The MSRs tern initialises on every vCPU (SYSENTER/SYSCALL MSRs zeroed, MISC_ENABLE fast
