@@ -168,7 +168,8 @@ Result<std::span<const uint8_t>> bzimage_compressed_payload(const BzImage& kerne
   std::memcpy(&len, kernel.setup_header.data() + (kPayloadLength - kSetupHeaderOffset), 4);
   const uint64_t pm_start = (uint64_t{kernel.setup_sects} + 1) * 512;
   const uint64_t begin = pm_start + off;
-  if (len == 0 || begin > file.size() || len > file.size() - begin)
+  if (len == 0) return fail("bzImage", "payload_length is 0 (no compressed kernel recorded)");
+  if (begin > file.size() || len > file.size() - begin)
     return fail("bzImage",
                 fmt::format("payload_offset {:#x} + payload_length {:#x} past the end of the file",
                             off, len));
