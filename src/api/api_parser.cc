@@ -63,7 +63,15 @@ Result<BootSource> parse_boot_source(const nlohmann::json& j, const std::string&
   ASSIGN_OR_RETURN(b.kernel_image_path, r.required_string("kernel_image_path"));
   ASSIGN_OR_RETURN(b.initrd_path, r.optional_string("initrd_path"));
   ASSIGN_OR_RETURN(b.boot_args, r.optional_string("boot_args"));
+  ASSIGN_OR_RETURN(auto protocol, r.optional_string("boot_protocol"));
   TRY(r.finish());
+  if (protocol) {
+    auto p = parse_boot_protocol(*protocol);
+    if (!p)
+      return fail(r.field("boot_protocol"),
+                  "\"" + *protocol + "\" is not one of \"auto\", \"pvh\", \"bzimage\"");
+    b.boot_protocol = *p;
+  }
   TRY(check_readable_file(b.kernel_image_path, r.field("kernel_image_path")));
   if (b.initrd_path) TRY(check_readable_file(*b.initrd_path, r.field("initrd_path")));
   return b;
@@ -271,6 +279,8 @@ nlohmann::json to_json(const BootSource& b) {
   nlohmann::json j = {{"kernel_image_path", b.kernel_image_path}};
   if (b.initrd_path) j["initrd_path"] = *b.initrd_path;
   if (b.boot_args) j["boot_args"] = *b.boot_args;
+  if (b.boot_protocol != BootProtocol::kAuto)
+    j["boot_protocol"] = std::string(boot_protocol_name(b.boot_protocol));
   return j;
 }
 

@@ -22,6 +22,28 @@ std::string fault(const tl::expected<ApiRequest, ApiResponse>& r) {
   return nlohmann::json::parse(r.error().body).at("fault_message").get<std::string>();
 }
 
+// tern extension "boot_protocol" in PUT /boot-source: the three values, rendered back by to_json
+// only when not "auto"; anything else is a 400 naming the field.
+TEST(ApiParser, BootSourceBootProtocol) {
+  for (auto [text, want] : {std::pair{"auto", BootProtocol::kAuto}, {"pvh", BootProtocol::kPvh},
+                            {"bzimage", BootProtocol::kBzImage}}) {
+    auto r = parse_api_request("PUT", "/boot-source",
+                               std::string(R"({"kernel_image_path": "/proc/self/exe", )") +
+                                   R"("boot_protocol": ")" + text + R"("})");
+    ASSERT_TRUE(r) << r.error().body;
+    const auto& b = std::get<api::PutBootSource>(*r).value;
+    EXPECT_EQ(b.boot_protocol, want);
+    EXPECT_EQ(to_json(b).contains("boot_protocol"), want != BootProtocol::kAuto);
+  }
+  auto bad = parse_api_request("PUT", "/boot-source",
+                               R"({"kernel_image_path": "/proc/self/exe", "boot_protocol": 1})");
+  EXPECT_NE(fault(bad).find("boot_protocol"), std::string::npos);
+  bad = parse_api_request("PUT", "/boot-source",
+                          R"({"kernel_image_path": "/proc/self/exe", "boot_protocol": "elf"})");
+  EXPECT_NE(fault(bad).find("boot_protocol: \"elf\" is not one of"), std::string::npos)
+      << fault(bad);
+}
+
 // Bodies as Firecracker's getting-started guide and API docs write them.
 TEST(ApiParser, FirecrackerDocumentationBodies) {
   auto boot = parse_api_request("PUT", "/boot-source",

@@ -19,9 +19,19 @@
 namespace tern {
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
-  CLI::App* run = app.add_subcommand("run", "Boot a Linux kernel (bzImage) and run it until it stops");
-  run->add_option("--kernel", o.kernel, "Kernel image (bzImage, x86 boot protocol >= 2.12)")
+  CLI::App* run =
+      app.add_subcommand("run", "Boot a Linux kernel (bzImage or vmlinux) and run it until it stops");
+  run->add_option("--kernel", o.kernel,
+                  "Kernel image: a bzImage (x86 boot protocol >= 2.12) or an uncompressed vmlinux "
+                  "(ELF)")
       ->required();
+  run->add_option("--boot-protocol", o.boot_protocol,
+                  "How the kernel is entered: pvh (uncompressed at its PVH entry, "
+                  "XEN_ELFNOTE_PHYS32_ENTRY; a bzImage's payload is decompressed by tern: gzip, "
+                  "xz, zstd, lz4), bzimage (the bzImage's 64-bit entry; the kernel decompresses "
+                  "itself) or auto (pvh when the kernel has a PVH entry, else bzimage; the log "
+                  "says which and why)")
+      ->capture_default_str();
   run->add_option("--initrd", o.initrd, "Initial ramdisk (cpio, optionally compressed)");
   run->add_option("--cmdline", o.cmdline,
                   std::string("Kernel command line; console=ttyS0 is added when it names no "
@@ -85,6 +95,11 @@ Result<VmResources> run_resources(const RunOptions& o) {
   boot.kernel_image_path = o.kernel;
   if (!o.initrd.empty()) boot.initrd_path = o.initrd;
   if (o.cmdline_given) boot.boot_args = o.cmdline;
+  auto protocol = parse_boot_protocol(o.boot_protocol);
+  if (!protocol)
+    return fail("--boot-protocol",
+                "\"" + o.boot_protocol + "\" is not one of auto, pvh, bzimage");
+  boot.boot_protocol = *protocol;
   r.boot = std::move(boot);
   ASSIGN_OR_RETURN(r.memory_bytes, parse_size(o.memory, "--memory"));
   r.vcpus = o.cpus;

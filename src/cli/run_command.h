@@ -16,6 +16,7 @@ namespace tern {
 /// Raw `tern run` options as typed by the user (validated by run_vm()).
 struct RunOptions {
   std::string kernel;
+  std::string boot_protocol = "auto";  ///< --boot-protocol: auto, pvh, bzimage.
   std::string initrd;
   std::string cmdline;
   bool cmdline_given = false;

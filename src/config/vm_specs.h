@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "block/disk_config.h"
 #include "memory/memory_backend.h"
@@ -16,11 +17,36 @@ namespace tern {
 /// Most vCPUs a tern guest may have (APIC IDs 0..253; the IOAPIC takes the next ID).
 inline constexpr uint32_t kMaxVcpus = 254;
 
-/// PUT /boot-source (Firecracker BootSource).
+/// How the kernel is entered (`tern run --boot-protocol`, boot-source "boot_protocol"):
+/// kPvh: uncompressed, at its XEN_ELFNOTE_PHYS32_ENTRY with an hvm_start_info (an ELF vmlinux, or
+/// a bzImage whose payload tern decompresses on the host); kBzImage: the bzImage's own 64-bit
+/// entry (the kernel decompresses itself); kAuto: PVH when the kernel allows it, else bzImage.
+enum class BootProtocol { kAuto, kPvh, kBzImage };
+
+/// "auto", "pvh", "bzimage".
+[[nodiscard]] constexpr std::string_view boot_protocol_name(BootProtocol p) {
+  switch (p) {
+    case BootProtocol::kPvh: return "pvh";
+    case BootProtocol::kBzImage: return "bzimage";
+    case BootProtocol::kAuto: break;
+  }
+  return "auto";
+}
+
+/// The BootProtocol named `s` ("auto", "pvh", "bzimage"), or nullopt.
+[[nodiscard]] constexpr std::optional<BootProtocol> parse_boot_protocol(std::string_view s) {
+  for (BootProtocol p : {BootProtocol::kAuto, BootProtocol::kPvh, BootProtocol::kBzImage})
+    if (s == boot_protocol_name(p)) return p;
+  return std::nullopt;
+}
+
+/// PUT /boot-source (Firecracker BootSource, plus tern's "boot_protocol").
 struct BootSource {
   std::string kernel_image_path;
   std::optional<std::string> initrd_path;
   std::optional<std::string> boot_args;  ///< Absent: tern's default command line.
+  /// tern extension "boot_protocol" (absent: kAuto; GET renders it only when not kAuto).
+  BootProtocol boot_protocol = BootProtocol::kAuto;
 };
 
 /// PUT|PATCH /machine-config (Firecracker MachineConfiguration), with Firecracker's defaults.

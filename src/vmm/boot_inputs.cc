@@ -1,10 +1,17 @@
 #include "vmm/boot_inputs.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "arch/x86/cmdline.h"
+#include "arch/x86/kernel_payload.h"
 #include "arch/x86/layout.h"
 #include "arch/x86/linux_placement.h"
+#include "arch/x86/pvh.h"
 #include "base/checked.h"
 #include "base/fd.h"
+#include "base/log.h"
 #include "base/size.h"
 #include "vmm/devices/device_registry.h"
 #include "vmm/host_check.h"
@@ -15,12 +22,117 @@ namespace {
 
 constexpr size_t kMaxKernelBytes = 512 * MiB;
 constexpr size_t kMaxInitrdBytes = 3 * GiB;  // must fit below the 32-bit hole anyway
+/// Largest vmlinux a bzImage payload may decompress to.
+constexpr size_t kMaxDecompressedKernelBytes = 512 * MiB;
 
-Result<std::vector<uint8_t>> read_bytes(const std::string& path, size_t limit,
-                                        const char* field) {
-  auto data = read_file(path, limit);
-  if (!data) return fail(field, data.error().message());
-  return std::vector<uint8_t>(data->begin(), data->end());
+/// The whole regular file at `path` in a HostBuffer (bytes; `limit` guards against huge inputs).
+Result<HostBuffer> read_to_buffer(const std::string& path, size_t limit, const char* field) {
+  auto fd = open_file(path, O_RDONLY | O_CLOEXEC);
+  if (!fd) return fail(field, fd.error().message());
+  struct stat st {};
+  if (::fstat(fd->get(), &st) != 0) return fail(field, Error{"fstat", path, errno}.message());
+  if (!S_ISREG(st.st_mode)) return fail(field, "open: " + path + ": not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > limit)
+    return fail(field, "open: " + path + ": file too large (" + std::to_string(st.st_size) +
+                           " bytes)");
+  auto buf = HostBuffer::allocate(static_cast<size_t>(st.st_size));
+  if (!buf) return fail(field, path + ": " + buf.error().message());
+  size_t done = 0;
+  std::span<uint8_t> out = buf->bytes();
+  while (done < out.size()) {
+    ssize_t n = ::read(fd->get(), out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(field, Error{"read", path, errno}.message());
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  buf->shrink(done);
+  return std::move(*buf);
+}
+
+/// An error about the kernel file: "--kernel PATH: what".
+tl::unexpected<Error> kernel_error(const VmConfig& c, const std::string& what) {
+  return fail("--kernel", c.kernel_path + ": " + what);
+}
+
+/// Errors from plan_pvh() under the option they concern.
+tl::unexpected<Error> pvh_plan_error(const VmConfig& c, const Error& e) {
+  if (e.op == "guest memory") return fail("--memory", e.message());
+  if (e.op == "initrd") return fail("--initrd", e.message());
+  if (e.op == "kernel command line") return fail("--cmdline", e.message());
+  return kernel_error(c, e.message());
+}
+
+constexpr const char* kNoPvhNote = "no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY)";
+
+/// The kernel for kPvh/kAuto from a bzImage `file`: its payload decompressed on the host and
+/// parsed. An error says what failed (the caller refuses it for kPvh, falls back for kAuto).
+Result<void> pvh_from_bzimage(const x86::BzImage& bz, std::span<const uint8_t> file,
+                              BootInputs& in) {
+  ASSIGN_OR_RETURN(std::span<const uint8_t> payload, x86::bzimage_compressed_payload(bz, file));
+  auto format = x86::detect_payload_compression(payload);
+  std::string name(x86::payload_compression_name(format));
+  auto elf = x86::decompress_payload(payload, kMaxDecompressedKernelBytes);
+  if (!elf) return fail("payload (" + name + ") does not decompress", elf.error().message());
+  auto parsed = x86::parse_elf_kernel(elf->bytes());
+  if (!parsed)
+    return fail("payload (" + name + ") is not a usable vmlinux", parsed.error().message());
+  if (!parsed->pvh_entry) return fail("payload (" + name + ")", kNoPvhNote);
+  in.elf = std::move(*parsed);
+  in.elf_image = std::move(*elf);
+  in.protocol_reason = "payload (" + name + ") decompressed on the host: " +
+                       std::to_string(in.elf_image.size() >> 20) + " MiB vmlinux";
+  return {};
+}
+
+/// Reads and parses the kernel for the protocol `c.boot_protocol` asks for; sets in.protocol.
+Result<void> prepare_kernel(const VmConfig& c, BootInputs& in) {
+  // The file lives in its own mapping only until this returns: what the VM needs is moved out
+  // (the vmlinux bytes) or copied (a bzImage's payload, by parse_bzimage).
+  ASSIGN_OR_RETURN(HostBuffer file, read_to_buffer(c.kernel_path, kMaxKernelBytes, "--kernel"));
+  if (x86::looks_like_elf(file.bytes())) {
+    if (c.boot_protocol == BootProtocol::kBzImage)
+      return kernel_error(c, "an ELF vmlinux cannot be booted with --boot-protocol bzimage (use "
+                             "pvh, or the kernel's bzImage)");
+    auto elf = x86::parse_elf_kernel(file.bytes());
+    if (!elf) return kernel_error(c, elf.error().message());
+    if (!elf->pvh_entry)
+      return kernel_error(c, std::string(kNoPvhNote) +
+                                 "; boot the kernel's bzImage with --boot-protocol bzimage or use "
+                                 "a kernel built with CONFIG_PVH=y");
+    in.elf = std::move(*elf);
+    in.elf_image = std::move(file);
+    in.protocol = BootProtocol::kPvh;
+    in.protocol_reason = "ELF vmlinux";
+    return {};
+  }
+  auto bz = x86::parse_bzimage(file.bytes());
+  if (!bz) return kernel_error(c, bz.error().message());
+  if (c.boot_protocol != BootProtocol::kBzImage) {
+    auto pvh = pvh_from_bzimage(*bz, file.bytes(), in);
+    if (pvh) {
+      bz->payload.clear();
+      bz->payload.shrink_to_fit();  // not needed on the PVH path: free it now
+      in.kernel = std::move(*bz);
+      in.protocol = BootProtocol::kPvh;
+      return {};
+    }
+    std::string why = pvh.error().message();
+    if (c.boot_protocol == BootProtocol::kPvh) {
+      if (why.find(kNoPvhNote) != std::string::npos)
+        why += "; boot it with --boot-protocol bzimage or use a kernel built with CONFIG_PVH=y";
+      return kernel_error(c, why);
+    }
+    spdlog::info("boot protocol auto: {}: not booting through PVH ({}); using the bzImage's "
+                 "64-bit entry",
+                 c.kernel_path, why);
+    in.protocol_reason = "auto: " + why;
+  } else {
+    in.protocol_reason = "--boot-protocol bzimage";
+  }
+  in.kernel = std::move(*bz);
+  in.protocol = BootProtocol::kBzImage;
+  return {};
 }
 
 }  // namespace
@@ -47,27 +159,29 @@ Result<BootInputs> prepare_boot(const VmConfig& c) {
   in.console = *console;
 
   if (c.kernel_path.empty()) return fail("--kernel", "no kernel image given");
-  ASSIGN_OR_RETURN(auto kernel_file, read_bytes(c.kernel_path, kMaxKernelBytes, "--kernel"));
-  auto bz = x86::parse_bzimage(kernel_file);
-  if (!bz) return fail("--kernel", c.kernel_path + ": " + bz.error().message());
-  in.kernel = std::move(*bz);
+  TRY(prepare_kernel(c, in));
 
   if (c.initrd_path) {
-    ASSIGN_OR_RETURN(in.initrd, read_bytes(*c.initrd_path, kMaxInitrdBytes, "--initrd"));
-    if (in.initrd.empty()) return fail("--initrd", *c.initrd_path + ": file is empty");
+    ASSIGN_OR_RETURN(in.initrd, read_to_buffer(*c.initrd_path, kMaxInitrdBytes, "--initrd"));
+    if (in.initrd.size() == 0) return fail("--initrd", *c.initrd_path + ": file is empty");
   }
 
-  if (auto ok = x86::validate_cmdline(c.cmdline, in.kernel.cmdline_size); !ok)
-    return fail("--cmdline", ok.error().message());
-
-  auto footprint = x86::kernel_footprint(in.kernel, x86::kHimemStart);
-  if (!footprint) return fail("--kernel", footprint.error().message());
-  if (auto ok = x86::check_low_ram(*footprint, in.initrd.size(), c.memory_bytes); !ok)
-    return fail("--memory", ok.error().message());
-  if (!in.initrd.empty()) {
-    auto at = x86::place_initrd(in.initrd.size(), footprint->end, in.kernel.initrd_addr_max,
-                                c.memory_bytes);
-    if (!at) return fail("--initrd", at.error().message());
+  if (in.protocol == BootProtocol::kPvh) {
+    auto plan = x86::plan_pvh(in.elf, in.elf_image.size(), c.memory_bytes, c.cmdline,
+                              in.initrd.size());
+    if (!plan) return pvh_plan_error(c, plan.error());
+  } else {
+    if (auto ok = x86::validate_cmdline(c.cmdline, in.kernel.cmdline_size); !ok)
+      return fail("--cmdline", ok.error().message());
+    auto footprint = x86::kernel_footprint(in.kernel, x86::kHimemStart);
+    if (!footprint) return fail("--kernel", footprint.error().message());
+    if (auto ok = x86::check_low_ram(*footprint, in.initrd.size(), c.memory_bytes); !ok)
+      return fail("--memory", ok.error().message());
+    if (in.initrd.size() != 0) {
+      auto at = x86::place_initrd(in.initrd.size(), footprint->end, in.kernel.initrd_addr_max,
+                                  c.memory_bytes);
+      if (!at) return fail("--initrd", at.error().message());
+    }
   }
   ASSIGN_OR_RETURN(in.devices, make_devices(c.devices));
   return in;

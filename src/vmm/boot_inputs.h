@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "arch/x86/bzimage.h"
+#include "arch/x86/elf_kernel.h"
+#include "base/host_buffer.h"
 #include "base/result.h"
 #include "devices/console/console_target.h"
 #include "vmm/devices/made_device.h"
@@ -15,11 +17,22 @@
 
 namespace tern {
 
-/// A VmConfig after validation, with the files it names already read.
+/// A VmConfig after validation, with the files it names already read. Lives only until the VM is
+/// built (create_vm_machine): the kernel and initrd bytes are in HostBuffers (their own mappings),
+/// so they go back to the OS when it is dropped, not into malloc's free lists.
 struct BootInputs {
   VmConfig config;
+  /// The protocol chosen: kPvh or kBzImage (never kAuto), and why (for the log line).
+  BootProtocol protocol = BootProtocol::kBzImage;
+  std::string protocol_reason;
+  /// kBzImage: the parsed bzImage with its payload. kPvh from a bzImage: its header fields only
+  /// (payload emptied); kPvh from a vmlinux: default.
   x86::BzImage kernel;
-  std::vector<uint8_t> initrd;  ///< Empty when there is no initrd.
+  /// kPvh: the vmlinux (the file, or the bzImage's payload decompressed on the host) and its
+  /// parsed program headers.
+  HostBuffer elf_image;
+  x86::ElfKernel elf;
+  HostBuffer initrd;  ///< Empty when there is no initrd.
   ConsoleTarget console;
   /// One device per config.devices entry, in order, made by the device registry (disk images
   /// already open): virtio devices and PCI function models (NVMe disks).
@@ -28,7 +41,10 @@ struct BootInputs {
 
 /// Reads and validates everything `config` names. Each error names the field it concerns
 /// (--kernel, --initrd, --cmdline, --memory, --cpus, --console) and what is wrong with it:
-/// unreadable files, a file that is not a 64-bit bzImage (or is truncated), a command line
+/// unreadable files, a file that is neither a 64-bit bzImage (or is truncated) nor a valid ELF
+/// vmlinux, for PVH (config.boot_protocol kPvh, or kAuto with an ELF) a kernel without the PVH
+/// entry note or a bzImage payload that does not decompress to one (kAuto with a bzImage falls
+/// back to the bzImage entry instead, logging why; an ELF cannot take the bzImage path), a command line
 /// longer than the kernel's cmdline_size, too little RAM for kernel + initrd, more RAM than the
 /// host can back, an initrd that cannot be placed under initrd_addr_max, a vCPU count of 0 or
 /// beyond what the MP table/APIC IDs allow, a malformed console target, a disk image that is

@@ -88,6 +88,31 @@ TEST(ConfigFile, MemoryBackend) {
             "machine-config.memory_backend: \"tmpfs\": unknown backend (anon, memfd, hugetlbfs)");
 }
 
+// tern extension boot-source.boot_protocol: parsed, kept through resources() into VmConfig and
+// GET /vm/config (rendered only when not "auto"); a bad value names the field.
+TEST(ConfigFile, BootProtocol) {
+  auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe",
+      "boot_protocol": "pvh"}})");
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->boot.boot_protocol, BootProtocol::kPvh);
+  VmResources r = c->resources();
+  EXPECT_EQ(r.vm_config_json()["boot-source"]["boot_protocol"], "pvh");
+  auto config = r.vm_config();
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_EQ(config->boot_protocol, BootProtocol::kPvh);
+
+  auto automatic = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"}})");
+  ASSERT_TRUE(automatic);
+  EXPECT_EQ(automatic->boot.boot_protocol, BootProtocol::kAuto);
+  EXPECT_FALSE(automatic->resources().vm_config_json()["boot-source"].contains("boot_protocol"));
+
+  auto bad = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe",
+      "boot_protocol": "multiboot"}})");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(), "boot-source.boot_protocol: \"multiboot\" is not one of "
+                                   "\"auto\", \"pvh\", \"bzimage\"");
+}
+
 // Firecracker's network-interfaces array; queues over the vCPUs is refused when the VM config is
 // built, naming the element.
 TEST(ConfigFile, NetworkInterfaces) {

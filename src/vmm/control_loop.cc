@@ -27,7 +27,7 @@ Error with_api_field_names(Error e) {
   static const std::pair<const char*, const char*> names[] = {
       {"--kernel", "boot-source.kernel_image_path"}, {"--initrd", "boot-source.initrd_path"},
       {"--cmdline", "boot-source.boot_args"},        {"--memory", "machine-config.mem_size_mib"},
-      {"--cpus", "machine-config.vcpu_count"}};
+      {"--cpus", "machine-config.vcpu_count"},      {"--boot-protocol", "boot-source.boot_protocol"}};
   for (auto [cli, api] : names)
     if (e.op == cli) e.op = api;
   for (const DeviceSurface& s : device_surfaces())

@@ -6,6 +6,7 @@
 #include "arch/x86/layout.h"
 #include "arch/x86/linux_loader.h"
 #include "arch/x86/mptable.h"
+#include "arch/x86/pvh.h"
 #include "base/log.h"
 #include "base/size.h"
 #include "vmm/host_check.h"
@@ -45,21 +46,44 @@ Result<void> Vm::build(const BootInputs& in) {
                  c.memory_backend ? "" : " (automatic: a vhost-user disk maps it)");
   TRY(add_memory(std::move(*mem)));
 
-  // 3. Kernel, initrd, command line, boot_params, firmware tables, page tables.
-  auto boot = x86::load_linux(*memory_, c.memory_bytes, in.kernel, c.cmdline, in.initrd);
-  if (!boot) return fail("boot", boot.error().message());
+  // 3. Kernel, initrd, command line, boot_params or start_info, firmware tables, page tables.
+  uint64_t entry = 0;
+  uint64_t boot_struct_gpa = 0;  // boot_params (RSI) or hvm_start_info (EBX)
+  uint64_t rsdp_gpa = 0;         // PVH: where start_info says the RSDP is
+  const bool pvh = in.protocol == BootProtocol::kPvh;
+  if (pvh) {
+    auto boot = x86::load_pvh(*memory_, c.memory_bytes, in.elf, in.elf_image.bytes(), c.cmdline,
+                              in.initrd.bytes());
+    if (!boot) return fail("boot", boot.error().message());
+    entry = boot->entry;
+    boot_struct_gpa = boot->start_info_gpa;
+    rsdp_gpa = boot->rsdp_gpa;
+  } else {
+    auto boot = x86::load_linux(*memory_, c.memory_bytes, in.kernel, c.cmdline, in.initrd.bytes());
+    if (!boot) return fail("boot", boot.error().message());
+    entry = boot->entry_rip;
+    boot_struct_gpa = boot->boot_params_gpa;
+  }
   // The MP table (for guests booted with acpi=off) has room for mptable_max_vcpus() processors in
   // the EBDA; larger guests are described by the ACPI MADT only.
   if (c.vcpus <= x86::mptable_max_vcpus()) TRY(x86::write_mptable(*memory_, c.vcpus));
-  TRY(x86::write_acpi_tables(*memory_, c.vcpus));
+  ASSIGN_OR_RETURN(x86::AcpiTablesInfo acpi, x86::write_acpi_tables(*memory_, c.vcpus));
+  TERN_CHECK(!pvh || acpi.rsdp == rsdp_gpa);
   TRY(x86::write_boot_page_tables_and_gdt(*memory_));
+  spdlog::info("boot protocol: {} ({}), entry {:#x}", pvh ? "PVH" : "bzImage 64-bit",
+               in.protocol_reason, entry);
 
   // 4. Devices.
   TRY(build_devices(in.console, in.devices));
-  // 5. vCPUs: CPUID before MSRs/regs (KVM validates some state against CPUID).
+  // 5. vCPUs: CPUID before sregs/regs (KVM validates CR4/EFER against CPUID; add_vcpu sets it).
   for (uint32_t i = 0; i < c.vcpus; ++i) {
     ASSIGN_OR_RETURN(KvmVcpu * vcpu, add_vcpu(i, c.vcpus));
-    TRY(x86::setup_boot_vcpu(*vcpu, boot->entry_rip, boot->boot_params_gpa));
+    if (pvh) {
+      TRY(x86::setup_pvh_vcpu(*vcpu, static_cast<uint32_t>(entry),
+                              static_cast<uint32_t>(boot_struct_gpa)));
+    } else {
+      TRY(x86::setup_boot_vcpu(*vcpu, entry, boot_struct_gpa));
+    }
   }
   build_stats();
   machine_.memory_bytes = c.memory_bytes;
@@ -71,7 +95,7 @@ Result<void> Vm::build(const BootInputs& in) {
   for (size_t i = 0; i < in.devices.size(); ++i)
     machine_.devices.push_back(save_device(c.devices[i], in.devices[i]));
   spdlog::debug("VM ready: {} vCPU(s), {} RAM, kernel entry {:#x}", c.vcpus,
-                format_size(c.memory_bytes), boot->entry_rip);
+                format_size(c.memory_bytes), entry);
   return {};
 }
 

@@ -8,13 +8,15 @@
 #include <vector>
 
 #include "base/result.h"
+#include "config/vm_specs.h"
 #include "memory/memory_backend.h"
 #include "vmm/devices/device_kinds.h"
 
 namespace tern {
 
 struct VmConfig {
-  std::string kernel_path;                ///< bzImage (Linux x86 boot protocol ≥ 2.12, 64-bit).
+  std::string kernel_path;  ///< bzImage (x86 boot protocol ≥ 2.12, 64-bit) or vmlinux (ELF).
+  BootProtocol boot_protocol = BootProtocol::kAuto;  ///< --boot-protocol (boot_inputs.h).
   std::optional<std::string> initrd_path;
   std::string cmdline;                    ///< Final kernel command line (defaults applied).
   uint64_t memory_bytes = 512ull << 20;   ///< Guest RAM in bytes (multiple of 4 KiB).

@@ -53,6 +53,7 @@ Result<VmConfig> VmResources::vm_config() const {
   VmConfig c;
   if (boot) {
     c.kernel_path = boot->kernel_image_path;
+    c.boot_protocol = boot->boot_protocol;
     c.initrd_path = boot->initrd_path;
     c.cmdline = boot->boot_args ? with_default_console(*boot->boot_args) : kDefaultCmdline;
   } else {

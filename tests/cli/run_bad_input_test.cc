@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "arch/x86/bzimage_fake.h"
+#include "arch/x86/elf_fake.h"
 
 extern char** environ;
 
@@ -113,6 +114,56 @@ TEST_F(RunBadInput, OldBootProtocol) {
   FakeKernel k;
   k.version = 0x020A;
   expect_rejected({"--kernel", write("old", make_fake_bzimage(k))}, {"--kernel", "2.10"});
+}
+
+TEST_F(RunBadInput, MalformedElfKernel) {
+  auto elf = x86::testing::make_fake_elf();
+  // Program header 1 (the PT_LOAD): p_filesz reaching past the end of the file.
+  x86::testing::poke_elf<uint64_t>(elf, x86::testing::kFakeElfPhoff + x86::testing::kFakePhdrSize + 32,
+                                   elf.size());
+  auto path = write("vmlinux-bad", elf);
+  expect_rejected({"--kernel", path},
+                  {"--kernel " + path + ": ELF kernel: program header 1: file range past the end "
+                                        "of the file"});
+}
+
+TEST_F(RunBadInput, ElfKernelWithoutPvhNote) {
+  x86::testing::FakeElf e;
+  e.pvh_entry.reset();
+  auto path = write("vmlinux-nopvh", x86::testing::make_fake_elf(e));
+  for (const char* protocol : {"pvh", "auto"})
+    expect_rejected({"--kernel", path, "--boot-protocol", protocol},
+                    {"--kernel " + path + ": no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY)",
+                     "CONFIG_PVH=y"});
+}
+
+TEST_F(RunBadInput, ElfKernelWithBzImageProtocol) {
+  auto path = write("vmlinux", x86::testing::make_fake_elf());
+  expect_rejected({"--kernel", path, "--boot-protocol", "bzimage"},
+                  {"--kernel " + path + ": an ELF vmlinux cannot be booted with --boot-protocol "
+                                        "bzimage"});
+}
+
+TEST_F(RunBadInput, BzImagePayloadDoesNotDecompress) {
+  // A bzImage whose payload_offset/payload_length name an LZ4 (legacy frame) stream with a corrupt
+  // block, followed by the decompressed size as the kernel's size_append writes it.
+  FakeKernel k;
+  auto image = make_fake_bzimage(k);
+  const size_t pm = (size_t{k.setup_sects} + 1) * 512;
+  std::vector<uint8_t> payload = {0x02, 0x21, 0x4c, 0x18, 0x00, 0x01, 0x00, 0x00};  // 256-byte block
+  payload.insert(payload.end(), 256, 0xff);
+  for (uint8_t b : {0x00, 0x00, 0x10, 0x00}) payload.push_back(b);  // 1 MiB decompressed
+  std::copy(payload.begin(), payload.end(), image.begin() + static_cast<long>(pm) + 0x40);
+  x86::testing::poke<uint32_t>(image, 0x248, 0x40);
+  x86::testing::poke<uint32_t>(image, 0x24C, static_cast<uint32_t>(payload.size()));
+  auto path = write("vmlinuz-corrupt", image);
+  expect_rejected({"--kernel", path, "--boot-protocol", "pvh"},
+                  {"--kernel " + path + ": payload (lz4) does not decompress"});
+}
+
+TEST_F(RunBadInput, BadBootProtocol) {
+  expect_rejected({"--kernel", kernel_, "--boot-protocol", "multiboot"},
+                  {"--boot-protocol", "\"multiboot\" is not one of auto, pvh, bzimage"});
 }
 
 TEST_F(RunBadInput, MissingInitrd) {

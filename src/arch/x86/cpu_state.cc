@@ -24,14 +24,19 @@ constexpr uint64_t gdt_entry(uint16_t flags, uint32_t base, uint32_t limit) {
          (uint64_t{limit} & 0x0000ffffu);
 }
 
-// Index 2 = __BOOT_CS (0x10), 3 = __BOOT_DS (0x18), 4 = TSS (0x20).
-constexpr std::array<uint64_t, 5> kGdt = {
+// Index 2 = __BOOT_CS (0x10), 3 = __BOOT_DS (0x18), 4 = TSS (0x20), 5 = 32-bit code (0x28).
+// The PVH entry (32-bit protected mode) uses 5 for CS, 3 for the data segments (flat 4 GiB, D/B=1:
+// already a 32-bit data segment) and 4 for TR (system type 0xB is "busy 32-bit TSS" outside long
+// mode and "busy 64-bit TSS" in it).
+constexpr std::array<uint64_t, 6> kGdt = {
     0,
     0,
     gdt_entry(0xa09b, 0, 0xfffff),  // 64-bit code: L=1, G=1, P, DPL0, execute/read, accessed
     gdt_entry(0xc093, 0, 0xfffff),  // data: D/B=1, G=1, P, read/write, accessed
-    gdt_entry(0x808b, 0, 0xfffff),  // busy 64-bit TSS
+    gdt_entry(0x808b, 0, 0xfffff),  // busy TSS
+    gdt_entry(0xc09b, 0, 0xfffff),  // 32-bit code: D=1, G=1, P, DPL0, execute/read, accessed
 };
+static_assert(kGdt.size() * 8 <= kZeroPageAddr - kGdtAddr);
 
 /// The KVM segment register that a GDT descriptor at `index` loads.
 kvm_segment segment_from_gdt(uint64_t e, uint16_t index) {
@@ -90,6 +95,30 @@ kvm_sregs long_mode_sregs(const kvm_sregs& base) {
   return s;
 }
 
+kvm_sregs pvh_sregs(const kvm_sregs& base) {
+  kvm_sregs s = base;
+  kvm_segment code = segment_from_gdt(kGdt[5], 5);
+  kvm_segment data = segment_from_gdt(kGdt[3], 3);
+  kvm_segment tss = segment_from_gdt(kGdt[4], 4);
+  // pvh.pandoc: "tr: must be a 32-bit TSS (active) with a base of '0' and a limit of '0x67'" (the
+  // hidden part KVM loads; the guest never reloads TR from this GDT before installing its own).
+  tss.base = 0;
+  tss.limit = 0x67;
+  tss.g = 0;
+  s.cs = code;
+  s.ds = s.es = s.fs = s.gs = s.ss = data;
+  s.tr = tss;
+  s.gdt.base = kGdtAddr;
+  s.gdt.limit = static_cast<uint16_t>(kGdt.size() * 8 - 1);
+  s.idt.base = 0;
+  s.idt.limit = 0;
+  s.cr0 = kCr0Pe | kCr0Et;  // protected mode, paging off, caches enabled
+  s.cr3 = 0;
+  s.cr4 = 0;
+  s.efer = 0;
+  return s;
+}
+
 std::vector<MsrValue> boot_msrs() {
   return {
       {0x174, 0},                  // IA32_SYSENTER_CS
@@ -105,19 +134,10 @@ std::vector<MsrValue> boot_msrs() {
   };
 }
 
-Result<void> setup_boot_vcpu(KvmVcpu& vcpu, uint64_t entry_rip, uint64_t boot_params_gpa) {
-  // Order: sregs (mode) before regs; MSRs and FPU are independent; LAPIC last.
-  ASSIGN_OR_RETURN(kvm_sregs base, vcpu.get_sregs());
-  TRY(vcpu.set_sregs(long_mode_sregs(base)));
+namespace {
 
-  kvm_regs regs{};
-  regs.rflags = 0x2;  // reserved bit 1; IF clear
-  regs.rip = entry_rip;
-  regs.rsi = boot_params_gpa;
-  regs.rsp = kBootStackPointer;
-  regs.rbp = kBootStackPointer;
-  TRY(vcpu.set_regs(regs));
-
+/// What both entry protocols set the same way: FPU, MSRs, LAPIC LINT0/LINT1. After sregs/regs.
+Result<void> setup_common_vcpu_state(KvmVcpu& vcpu) {
   kvm_fpu fpu{};
   fpu.fcw = 0x37f;
   fpu.mxcsr = 0x1f80;
@@ -141,6 +161,41 @@ Result<void> setup_boot_vcpu(KvmVcpu& vcpu, uint64_t entry_rip, uint64_t boot_pa
   set_lvt(0x360, 4);  // LVT LINT1: NMI
   TRY(vcpu.set_lapic(lapic));
   return {};
+}
+
+}  // namespace
+
+Result<void> setup_boot_vcpu(KvmVcpu& vcpu, uint64_t entry_rip, uint64_t boot_params_gpa) {
+  // Order: sregs (mode) before regs; MSRs and FPU are independent; LAPIC last.
+  ASSIGN_OR_RETURN(kvm_sregs base, vcpu.get_sregs());
+  TRY(vcpu.set_sregs(long_mode_sregs(base)));
+
+  kvm_regs regs{};
+  regs.rflags = 0x2;  // reserved bit 1; IF clear
+  regs.rip = entry_rip;
+  regs.rsi = boot_params_gpa;
+  regs.rsp = kBootStackPointer;
+  regs.rbp = kBootStackPointer;
+  TRY(vcpu.set_regs(regs));
+  return setup_common_vcpu_state(vcpu);
+}
+
+Result<void> setup_pvh_vcpu(KvmVcpu& vcpu, uint32_t entry_eip, uint32_t start_info_gpa) {
+  // KVM ordering: CPUID (KVM_SET_CPUID2, done by the caller) before sregs, because KVM checks
+  // CR4/EFER bits against the guest's CPUID; sregs (the mode: CR0.PE, 32-bit CS) before regs, so
+  // RIP and RFLAGS are taken in the mode the vCPU will run in; FPU and MSRs are independent;
+  // LAPIC last (after KVM_CREATE_IRQCHIP, which the VM did first).
+  ASSIGN_OR_RETURN(kvm_sregs base, vcpu.get_sregs());
+  TRY(vcpu.set_sregs(pvh_sregs(base)));
+
+  // pvh.pandoc: EBX = start_info, EFLAGS with VM, IF and TF clear (0x2: only the reserved bit),
+  // EIP = the PHYS32_ENTRY; every other register undefined (zeroed here; no stack is promised).
+  kvm_regs regs{};
+  regs.rflags = 0x2;
+  regs.rip = entry_eip;
+  regs.rbx = start_info_gpa;
+  TRY(vcpu.set_regs(regs));
+  return setup_common_vcpu_state(vcpu);
 }
 
 }  // namespace tern::x86

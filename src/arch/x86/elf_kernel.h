@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "src/base/result.h"
+#include "base/result.h"
 
 namespace tern::x86 {
 
