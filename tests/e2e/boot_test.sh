@@ -76,7 +76,9 @@ if wants elf; then
     if [[ -s "$elf_dir/guest/vmlinux" ]]; then
         :
     elif ! command -v lz4 >/dev/null; then
-        not_run[c1_256m-elf]="SKIP: no lz4 CLI on this host to decompress the payload (apt-get install lz4)"
+        for c in "${elf_cases[@]}"; do
+            not_run[${c%%:*}]="SKIP: no lz4 CLI on this host to decompress the payload (apt-get install lz4)"
+        done
     else
         bz="$(th_kernel_image "$ver")"
         u8() { od -An -tu1 -j "$1" -N 1 "$bz" | tr -d ' '; }
@@ -88,7 +90,8 @@ if wants elf; then
         want_size="$(u32 $((start + len - 4)))"
         mkdir -p "$elf_dir/guest"
         tmp="$(mktemp "$elf_dir/vmlinux.XXXXXX")"
-        tail -c +$((start + 1)) "$bz" | head -c $((len - 4)) | lz4 -dc >"$tmp" \
+        dd if="$bz" iflag=skip_bytes,count_bytes skip="$start" count=$((len - 4)) bs=1M status=none \
+            | lz4 -dc >"$tmp" \
             || th_die "lz4 could not decompress the payload of $bz"
         got_size="$(stat -c %s "$tmp")"
         [[ "$got_size" == "$want_size" && "$(head -c 4 "$tmp" | od -An -tx1 | tr -d ' ')" == 7f454c46 ]] \
@@ -121,6 +124,7 @@ set -e
 release="$(th_kernel_version)"
 passed=0 failed=0
 skipped=0
+declare -A proto_secs=()  # test host seconds spent in each protocol's cases
 for c in "${cases[@]}"; do
     IFS=: read -r name cpus mem _ want proto <<<"$c"
     if [[ -n "${not_run[$name]:-}" ]]; then
@@ -133,6 +137,8 @@ for c in "${cases[@]}"; do
     block="$(awk -v n="$name" '$0 ~ "^E2E-CASE case=" n " " { on = 1 } on { print }
         on && $0 ~ "^E2E-RESULT case=" n " " { exit }' "$log")"
     status="$(sed -n "s/^E2E-RESULT case=$name status=\([0-9]*\).*/\1/p" <<<"$block")"
+    secs="$(sed -n "s/^E2E-RESULT case=$name .*l1_seconds=\([0-9.]*\).*/\1/p" <<<"$block")"
+    [[ -z "$secs" ]] || proto_secs[$proto]="$(awk "BEGIN { print ${proto_secs[$proto]:-0} + $secs }")"
     marker="$(grep -ao 'TERN-GUEST-MARKER nproc=[0-9]* memtotal_kb=[0-9]* release=[^ ]*' <<<"$block" | head -n 1 || true)"
     problems=()
     if [[ -z "$status" ]]; then
@@ -170,7 +176,7 @@ for c in "${cases[@]}"; do
         problems+=("guest shell did not print PIPED-42 from piped stdin")
     fi
     if ((${#problems[@]} == 0)); then
-        echo "PASS case=$name status=$status $marker"
+        echo "PASS case=$name status=$status l1_seconds=$secs $marker"
         passed=$((passed + 1))
     else
         printf 'FAIL case=%s:' "$name"
@@ -183,5 +189,8 @@ if [[ "$host_rc" != 0 ]]; then
     echo "FAIL test host: run.sh exited $host_rc (log: $log)"
     failed=$((failed + 1))
 fi
+summary=""
+for p in bz pvh elf; do [[ -z "${proto_secs[$p]:-}" ]] || summary+=" $p=${proto_secs[$p]}"; done
+[[ -z "$summary" ]] || echo "test host seconds per protocol:$summary"
 echo "$passed passed, $failed failed, $skipped skipped"
 ((failed == 0))
