@@ -166,9 +166,9 @@ for c in "${cases[@]}"; do
         fi
     fi
     if [[ "$vmm" == tern ]]; then
-        if [[ "$proto" != bz ]] && ! grep -aqF "$pvh_log_line" <<<"$block"; then
+        if [[ "$proto" != bz ]] && ! grep -aqiF "$pvh_log_line" <<<"$block"; then
             problems+=("tern did not log '$pvh_log_line'")
-        elif [[ "$proto" == bz ]] && grep -aqF "$pvh_log_line" <<<"$block"; then
+        elif [[ "$proto" == bz ]] && grep -aqiF "$pvh_log_line" <<<"$block"; then
             problems+=("tern logged '$pvh_log_line' for a bzImage-protocol case")
         fi
     fi
