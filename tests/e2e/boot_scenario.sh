@@ -7,7 +7,8 @@
 # protocol: bz = the bzImage, tern --boot-protocol bzimage (the option only when
 # $E2E_PROTOCOL_OPTION=1: a tern without it has only that path); pvh = the bzImage, tern
 # --boot-protocol pvh; elf = the uncompressed vmlinux at $E2E_VMLINUX, tern --boot-protocol pvh
-# (QEMU: -kernel vmlinux, which it enters through PVH).
+# (QEMU: -kernel vmlinux, which it enters through PVH). tern logs at info level: its
+# "boot protocol: ..." line says which path it took (boot_test.sh checks it).
 # Each boot is bounded by $E2E_CASE_TIMEOUT seconds (busybox timeout: a killed VMM shows 137).
 : "${E2E_VMM:=tern}" "${E2E_CASE_TIMEOUT:=300}" "${E2E_PROTOCOL_OPTION:=1}"
 
@@ -39,11 +40,11 @@ EOC
     if [ "$E2E_VMM" = tern ]; then
         if [ "$action" = shell ]; then
             # Host stdin piped to the guest's console: the guest shell runs the line and exits.
-            printf 'echo PIPED-$((6*7))\nexit\n' | timeout -s KILL "$E2E_CASE_TIMEOUT" "$TH_TERN" run \
+            printf 'echo PIPED-$((6*7))\nexit\n' | timeout -s KILL "$E2E_CASE_TIMEOUT" "$TH_TERN" --log-level info run \
                 $protocol --kernel "$kernel" --initrd "$TH_GUEST_INITRD" --cmdline "$cmdline" \
                 --memory "${mem}M" --cpus "$cpus"
         else
-            timeout -s KILL "$E2E_CASE_TIMEOUT" "$TH_TERN" run $protocol --kernel "$kernel" \
+            timeout -s KILL "$E2E_CASE_TIMEOUT" "$TH_TERN" --log-level info run $protocol --kernel "$kernel" \
                 --initrd "$TH_GUEST_INITRD" --cmdline "$cmdline" --memory "${mem}M" --cpus "$cpus" </dev/null
         fi
     else
