@@ -6,7 +6,7 @@
 # Usage: bench/boot/investigate.sh [--vmms "tern tern-pvh qemu-pc qemu-microvm"] [--parts "exits timeline dmesg debuglog memory"]
 #        bench/boot/investigate.sh --debian [--boots "tern qemu tern"]
 #        bench/boot/investigate.sh --experiments [--runs N]
-#   (default --vmms "tern qemu-pc", parts: all but memory; see investigate_scenario.sh)
+#   (default --vmms "tern qemu-pc", parts: all but timeline and memory; see investigate_scenario.sh)
 #   --debian       instead: bench/boot/investigate_debian_scenario.sh (the real Debian guest of
 #                  images/debian, DEBIAN_IMG or build/images/debian-12.img: systemd-analyze, kernel
 #                  log), written to results/investigate-debian.txt
@@ -20,7 +20,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 source "$repo/testhost/lib.sh"
 
-vmms="tern qemu-pc" parts="exits timeline dmesg debuglog" experiments=0 debian=0 runs=3 boots="tern qemu tern" out=""
+vmms="tern qemu-pc" parts="exits dmesg debuglog" experiments=0 debian=0 runs=3 boots="tern qemu tern" out=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --vmms) vmms="$2"; shift 2 ;;
