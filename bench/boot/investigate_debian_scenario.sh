@@ -15,7 +15,7 @@
 DEB_TERN_ARGS="$TERN_BOOT_ARGS"
 DEB_POLL=1
 echo "INV-INFO debian boots='$INV_DEB_BOOTS' tern_boot_args='$TERN_BOOT_ARGS' cmdline='$DEB_CMDLINE'"
-l1_now() { cut -d' ' -f1 /proc/uptime; }
+inv_now() { cut -d' ' -f1 /proc/uptime; }
 
 # run NAME SEC CMD: CMD in the guest's shell, its output (without the echoed command) on stdout.
 run() {
@@ -28,10 +28,10 @@ for v in $INV_DEB_BOOTS; do
     i=$((i + 1))
     n="debian-$v-$i"
     echo "INV-BEGIN $n boot"
-    t0=$(l1_now)
+    t0=$(inv_now)
     deb_start "$n" "$v" 2 512 path=/dev/vda,cache=none
     m=$(deb_marker "$n" 400)
-    t1=$(l1_now)
+    t1=$(inv_now)
     echo "marker: $m"
     echo "l1_s_to_marker=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')"
     if ! deb_prompt "$n" 120; then
