@@ -14,7 +14,8 @@
 #                  RAM, QEMU with -cpu host), written to results/experiments.txt
 #   --out FILE     write there instead of results/<name>.txt
 # Environment: TERN_BIN (default build/tern), TERN_BOOT_ARGS (words appended to every tern's `run`
-# options, e.g. "--boot-protocol pvh"), TESTHOST_CACHE (as for testhost/run.sh).
+# options, e.g. "--boot-protocol pvh"), INV_CMDLINE (words added to the busybox guest's command
+# line, e.g. "cryptomgr.notests"), TESTHOST_CACHE (as for testhost/run.sh).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -48,7 +49,8 @@ elif [[ "$debian" == 1 ]]; then
         --modules "virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk")
 else
     scenario="$here/investigate_scenario.sh" name=investigate
-    env=(--env "INV_VMMS=$vmms" --env "INV_PARTS=$parts" --env "TERN_BOOT_ARGS=${TERN_BOOT_ARGS:-}")
+    env=(--env "INV_VMMS=$vmms" --env "INV_PARTS=$parts" --env "TERN_BOOT_ARGS=${TERN_BOOT_ARGS:-}"
+        --env "INV_CMDLINE=${INV_CMDLINE:-}")
 fi
 log="$TH_CACHE/logs/bench-boot-$name.log"
 out="${out:-$here/results/$name.txt}"

@@ -2,7 +2,8 @@
 # Runs inside the test host (L1), started by bench/boot/investigate.sh: where does a boot's time go?
 # For each VMM in $INV_VMMS, boots the stock kernel (256 MiB, 1 vCPU). VMMs: tern, tern-pvh (tern with
 # --boot-protocol pvh), qemu-pc, qemu-microvm; $TERN_BOOT_ARGS (words) is appended to every tern's
-# `run` options. Parts ($INV_PARTS, default "exits dmesg debuglog"; add "timeline", "memory"):
+# `run` options; qemu-pc-host is QEMU -M pc -cpu host (the CPU tern shows); $INV_CMDLINE (words) is
+# added to the guest's command line in the exits and dmesg parts. Parts ($INV_PARTS, default "exits dmesg debuglog"; add "timeline", "memory"):
 #   exits     quiet, with the test host's KVM tracepoints on (kvm_exit, kvm_pio, kvm_mmio,
 #             kvm_userspace_exit, kvm_msr, kvm_page_fault, kvm_inj_virq) from the VMM's start UP TO
 #             THE GUEST'S MARKER (tracing stops when the marker line reaches L1): exit reasons, PIO
@@ -19,12 +20,12 @@
 #   memory    idle guest: the VMM's /proc/PID/smaps by mapping, status, threads.
 # Every section is printed between "INV-BEGIN <vmm> <what>" and "INV-END <vmm> <what>".
 : "${INV_VMMS:=tern qemu-pc}" "${INV_TIMEOUT:=400}" "${INV_PARTS:=exits dmesg debuglog}"
-: "${TERN_BOOT_ARGS:=}" "${INV_RUN_ARGS:=}"
+: "${TERN_BOOT_ARGS:=}" "${INV_RUN_ARGS:=}" "${INV_CMDLINE:=}"
 MEM_MIB=256
 T=/sys/kernel/tracing
 EVENTS="kvm_exit kvm_pio kvm_mmio kvm_userspace_exit kvm_msr kvm_page_fault kvm_inj_virq"
 mount -t tracefs tracefs $T 2>/dev/null
-echo "INV-INFO tern_boot_args='$TERN_BOOT_ARGS' vmms='$INV_VMMS' parts='$INV_PARTS' host_kernel=$(uname -r)" \
+echo "INV-INFO tern_boot_args='$TERN_BOOT_ARGS' cmdline_extra='$INV_CMDLINE' vmms='$INV_VMMS' parts='$INV_PARTS' host_kernel=$(uname -r)" \
     "thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled | tr ' ' ,)"
 
 # The guest initramfs plus /actions/dmesg (gzip'ed cpio; the kernel unpacks concatenated archives).
@@ -33,6 +34,7 @@ mkdir -p $act/actions
 cat >$act/actions/dmesg <<'EOF'
 #!/bin/sh
 echo "INV-UPTIME $(cat /proc/uptime)"
+echo "INV-CRYPTO drivers=$(grep -c '^driver' /proc/crypto) selftest_passed=$(grep -c 'selftest.*passed' /proc/crypto)"
 echo "INV-DMESG-BEGIN"
 # Printed through the serial port (an exit per byte): only initcalls of >= 1 ms, lines after a step
 # of the guest clock of >= 5 ms, and the milestones of investigate_scenario.sh.
@@ -59,6 +61,7 @@ vmm_cmd() {  # vmm_cmd VMM [tern global args] [initrd]: as in bench/boot/scenari
         tern-pvh) echo "$TH_TERN $2 run --kernel $TH_GUEST_KERNEL --initrd $initrd --memory ${MEM_MIB}M --cpus 1 --boot-protocol pvh $TERN_BOOT_ARGS $INV_RUN_ARGS --cmdline" ;;
         qemu-microvm) echo "$TH_QEMU -enable-kvm -M microvm -L $TH_QEMU_FW -m ${MEM_MIB}M -smp 1 $common -append" ;;
         qemu-pc) echo "$TH_QEMU -enable-kvm -M pc -L $TH_QEMU_FW -m ${MEM_MIB}M -smp 1 $common -append" ;;
+        qemu-pc-host) echo "$TH_QEMU -enable-kvm -M pc -cpu host -L $TH_QEMU_FW -m ${MEM_MIB}M -smp 1 $common -append" ;;
     esac
 }
 has_part() { case " $INV_PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -86,7 +89,7 @@ for v in $INV_VMMS; do
     # Tracing stops when the marker line arrives: what follows (poweroff) is not counted.
     # shellcheck disable=SC2046
     { time -v timeout -s KILL "$INV_TIMEOUT" $cmd \
-        "console=ttyS0 quiet tern.action=poweroff" </dev/null 2>/tmp/time; echo $? >/tmp/rc; } |
+        "console=ttyS0 quiet $INV_CMDLINE tern.action=poweroff" </dev/null 2>/tmp/time; echo $? >/tmp/rc; } |
         while IFS= read -r line; do
             case "$line" in *TERN-GUEST-MARKER*) echo 0 >$T/tracing_on ;; esac
             printf '%s\n' "$line"
@@ -155,13 +158,14 @@ for v in $INV_VMMS; do
     echo "INV-BEGIN $v dmesg"
     # shellcheck disable=SC2046
     { echo INV-T0; timeout -s KILL "$INV_TIMEOUT" $(vmm_cmd "$v" "" /tmp/inv-initrd.img) \
-        "console=ttyS0 quiet initcall_debug log_buf_len=1M tern.action=dmesg" </dev/null 2>&1; echo INV-T1; } |
+        "console=ttyS0 quiet initcall_debug log_buf_len=1M $INV_CMDLINE tern.action=dmesg" </dev/null 2>&1; echo INV-T1; } |
         ts '%.s' >/tmp/dm
     awk '$2 == "INV-T0" { t0 = $1 } /TERN-GUEST-MARKER/ && m == "" { m = $1 - t0 } $2 == "INV-UPTIME" { up = $3 }
          $2 == "INV-T1" { t1 = $1 - t0 }
          END { printf "l1_marker_s=%.3f guest_uptime_at_marker_s=%s before_guest_clock_s=%.3f l1_exit_s=%.3f\n", m, up, m - up, t1 }' /tmp/dm
     sed -n '/INV-DMESG-BEGIN/,/INV-DMESG-END/p' /tmp/dm | cut -d' ' -f2- | grep -v '^INV-DMESG' >/tmp/dmesg
     grep INV-INITCALLS /tmp/dmesg
+    grep -a INV-CRYPTO /tmp/dm | cut -d' ' -f2-
     echo "-- milestones (guest clock s): first line matching"
     for p in 'Linux version' 'Kernel command line' 'Memory: ' 'APIC timer\|TSC deadline\|clocksource: tsc' \
         'printk: console' 'smpboot: CPU0' 'Freeing SMP alternatives' 'PCI: \|pci 0000' 'Trying to unpack\|Unpacking initramfs' \
