@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs inside the test host (L1), started by bench/boot/investigate.sh: where does a boot's time go?
-# For each VMM in $INV_VMMS, boots the stock kernel (256 MiB, 1 vCPU). VMMs: tern, tern-pvh (tern with
-# --boot-protocol pvh), qemu-pc, qemu-microvm; $TERN_BOOT_ARGS (words) is appended to every tern's
+# For each VMM in $INV_VMMS, boots the stock kernel (256 MiB, 1 vCPU). VMMs: tern, tern-P (tern with
+# --boot-protocol P: pvh, bzimage, auto), qemu-pc, qemu-microvm; $TERN_BOOT_ARGS (words) is appended to every tern's
 # `run` options; qemu-pc-host is QEMU -M pc -cpu host (the CPU tern shows); $INV_CMDLINE (words) is
 # added to the guest's command line in the exits and dmesg parts. Parts ($INV_PARTS, default "exits dmesg debuglog"; add "timeline", "memory"):
 #   exits     quiet, with the test host's KVM tracepoints on (kvm_exit, kvm_pio, kvm_mmio,
@@ -58,7 +58,7 @@ vmm_cmd() {  # vmm_cmd VMM [tern global args] [initrd]: as in bench/boot/scenari
     common="-kernel $TH_GUEST_KERNEL -initrd $initrd -display none -nodefaults -serial stdio -no-reboot"
     case "$1" in
         tern) echo "$TH_TERN $2 run --kernel $TH_GUEST_KERNEL --initrd $initrd --memory ${MEM_MIB}M --cpus 1 $TERN_BOOT_ARGS $INV_RUN_ARGS --cmdline" ;;
-        tern-pvh) echo "$TH_TERN $2 run --kernel $TH_GUEST_KERNEL --initrd $initrd --memory ${MEM_MIB}M --cpus 1 --boot-protocol pvh $TERN_BOOT_ARGS $INV_RUN_ARGS --cmdline" ;;
+        tern-*) echo "$TH_TERN $2 run --kernel $TH_GUEST_KERNEL --initrd $initrd --memory ${MEM_MIB}M --cpus 1 --boot-protocol ${1#tern-} $TERN_BOOT_ARGS $INV_RUN_ARGS --cmdline" ;;
         qemu-microvm) echo "$TH_QEMU -enable-kvm -M microvm -L $TH_QEMU_FW -m ${MEM_MIB}M -smp 1 $common -append" ;;
         qemu-pc) echo "$TH_QEMU -enable-kvm -M pc -L $TH_QEMU_FW -m ${MEM_MIB}M -smp 1 $common -append" ;;
         qemu-pc-host) echo "$TH_QEMU -enable-kvm -M pc -cpu host -L $TH_QEMU_FW -m ${MEM_MIB}M -smp 1 $common -append" ;;
