@@ -9,7 +9,7 @@
 #   (phases, largest steps, lines about RTC/entropy/ACPI/PCI/serial/timers), the clocksource,
 #   the slowest units' journal lines; then poweroff.
 # Every section is printed between "INV-BEGIN debian-<vmm>-<n> <what>" and "INV-END ...".
-# shellcheck source=testhost/debian_lib.sh
+# shellcheck source=testhost/debian_lib.sh disable=SC1091,SC2034,SC2154  # DEB_* and deb_out belong to debian_lib.sh
 . /testhost/debian_lib.sh
 : "${INV_DEB_BOOTS:=tern qemu tern}" "${TERN_BOOT_ARGS:=}"
 DEB_TERN_ARGS="$TERN_BOOT_ARGS"

@@ -26,7 +26,7 @@ T=/sys/kernel/tracing
 EVENTS="kvm_exit kvm_pio kvm_mmio kvm_userspace_exit kvm_msr kvm_page_fault kvm_inj_virq"
 mount -t tracefs tracefs $T 2>/dev/null
 echo "INV-INFO tern_boot_args='$TERN_BOOT_ARGS' cmdline_extra='$INV_CMDLINE' vmms='$INV_VMMS' parts='$INV_PARTS' host_kernel=$(uname -r)" \
-    "thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled | tr ' ' ,)"
+    "thp=$(tr </sys/kernel/mm/transparent_hugepage/enabled ' ' ,)"
 
 # The guest initramfs plus /actions/dmesg (gzip'ed cpio; the kernel unpacks concatenated archives).
 act=/tmp/inv-actions
@@ -80,7 +80,7 @@ for v in $INV_VMMS; do
     echo 0 >$T/tracing_on
     echo 65536 >$T/buffer_size_kb
     echo >$T/trace
-    for e in $EVENTS; do echo 1 >$T/events/kvm/$e/enable; done
+    for e in $EVENTS; do echo 1 >"$T/events/kvm/$e/enable"; done
     INV_RUN_ARGS=""
     [ "$is_tern" = 1 ] && INV_RUN_ARGS="--stats-on-exit"
     cmd=$(vmm_cmd "$v")
@@ -88,6 +88,7 @@ for v in $INV_VMMS; do
     echo 1 >$T/tracing_on
     # Tracing stops when the marker line arrives: what follows (poweroff) is not counted.
     # shellcheck disable=SC2046
+    # shellcheck disable=SC2086,SC2023  # $cmd: words; busybox time -v
     { time -v timeout -s KILL "$INV_TIMEOUT" $cmd \
         "console=ttyS0 quiet $INV_CMDLINE tern.action=poweroff" </dev/null 2>/tmp/time; echo $? >/tmp/rc; } |
         while IFS= read -r line; do
@@ -95,7 +96,7 @@ for v in $INV_VMMS; do
             printf '%s\n' "$line"
         done >/tmp/out
     echo 0 >$T/tracing_on
-    for e in $EVENTS; do echo 0 >$T/events/kvm/$e/enable; done
+    for e in $EVENTS; do echo 0 >"$T/events/kvm/$e/enable"; done
     echo "rc=$(cat /tmp/rc) marker=$(grep -c TERN-GUEST-MARKER /tmp/out)"
     grep -E 'Elapsed|User time|System time|context switches' /tmp/time
     echo "-- VMM stderr (tern: --stats-on-exit)"
