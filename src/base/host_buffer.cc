@@ -47,7 +47,8 @@ HostBuffer::~HostBuffer() {
 Result<HostBuffer> HostBuffer::allocate(size_t bytes) {
   HostBuffer buf;
   if (bytes == 0) return buf;
-  if (bytes > SIZE_MAX - page_size()) return fail_code(ENOMEM, "mmap", std::to_string(bytes) + " bytes");
+  if (bytes > SIZE_MAX - page_size())
+    return fail_code(ENOMEM, "mmap", std::to_string(bytes) + " bytes");
   const size_t len = round_up_to_page(bytes);
   void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return fail_errno("mmap", std::to_string(bytes) + " bytes");

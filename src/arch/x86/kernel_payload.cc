@@ -64,7 +64,8 @@ Result<void> inflate_gzip(std::span<const uint8_t> in, std::span<uint8_t> out) {
     if (ret == Z_STREAM_END) break;
     if (ret == Z_OK) continue;
     if (ret == Z_BUF_ERROR && out_pos == out.size())
-      return payload_error(kGz, "decompresses to more than its size field's " + bytes_str(out.size()));
+      return payload_error(kGz,
+                           "decompresses to more than its size field's " + bytes_str(out.size()));
     if (ret == Z_BUF_ERROR)
       return payload_error(kGz, "truncated: the stream ends after " + bytes_str(out_pos) + " of " +
                                     bytes_str(out.size()));
@@ -96,20 +97,27 @@ Result<void> decode_xz(std::span<const uint8_t> in, std::span<uint8_t> out) {
   while (ret == LZMA_OK) ret = lzma_code(&strm, LZMA_FINISH);
   const size_t produced = out.size() - strm.avail_out;
   switch (ret) {
-    case LZMA_STREAM_END: break;
+    case LZMA_STREAM_END:
+      break;
     case LZMA_BUF_ERROR:
       if (strm.avail_out == 0)
-        return payload_error(kXz, "decompresses to more than its size field's " + bytes_str(out.size()));
+        return payload_error(kXz,
+                             "decompresses to more than its size field's " + bytes_str(out.size()));
       return payload_error(kXz, "truncated: the stream ends after " + bytes_str(produced) + " of " +
                                     bytes_str(out.size()));
     case LZMA_MEMLIMIT_ERROR:
       return payload_error(kXz, "needs more than " + std::to_string(kXzMemLimitBytes >> 20) +
                                     " MiB of decoder memory");
-    case LZMA_MEM_ERROR: return payload_error(kXz, "out of memory");
-    case LZMA_FORMAT_ERROR: return payload_error(kXz, "not an .xz stream");
-    case LZMA_OPTIONS_ERROR: return payload_error(kXz, "unsupported stream options");
-    case LZMA_DATA_ERROR: return payload_error(kXz, "corrupt data");
-    default: return payload_error(kXz, "decoder error " + std::to_string(static_cast<int>(ret)));
+    case LZMA_MEM_ERROR:
+      return payload_error(kXz, "out of memory");
+    case LZMA_FORMAT_ERROR:
+      return payload_error(kXz, "not an .xz stream");
+    case LZMA_OPTIONS_ERROR:
+      return payload_error(kXz, "unsupported stream options");
+    case LZMA_DATA_ERROR:
+      return payload_error(kXz, "corrupt data");
+    default:
+      return payload_error(kXz, "decoder error " + std::to_string(static_cast<int>(ret)));
   }
   if (produced != out.size())
     return payload_error(kXz, "decompresses to " + bytes_str(produced) + ", its size field says " +
@@ -120,7 +128,8 @@ Result<void> decode_xz(std::span<const uint8_t> in, std::span<uint8_t> out) {
   return {};
 }
 
-/// Decompresses zstd frames (single pass into `out`: libzstd allocates no window) into exactly `out`.
+/// Decompresses zstd frames (single pass into `out`: libzstd allocates no window) into exactly
+/// `out`.
 Result<void> decode_zstd(std::span<const uint8_t> in, std::span<uint8_t> out) {
   constexpr auto kZstd = PayloadCompression::kZstd;
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
@@ -128,7 +137,8 @@ Result<void> decode_zstd(std::span<const uint8_t> in, std::span<uint8_t> out) {
   size_t n = ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), in.data(), in.size());
   if (ZSTD_isError(n)) {
     if (ZSTD_getErrorCode(n) == ZSTD_error_dstSize_tooSmall)
-      return payload_error(kZstd, "decompresses to more than its size field's " + bytes_str(out.size()));
+      return payload_error(kZstd,
+                           "decompresses to more than its size field's " + bytes_str(out.size()));
     return payload_error(kZstd, std::string(ZSTD_getErrorName(n)));
   }
   if (n != out.size())
@@ -150,15 +160,16 @@ Result<void> decode_lz4_legacy(std::span<const uint8_t> in, std::span<uint8_t> o
     pos += 4;
     if (csize == kLz4LegacyMagic) continue;
     if (csize == 0 || csize > static_cast<uint32_t>(LZ4_compressBound(kLz4LegacyBlockBytes)))
-      return payload_error(kLz4, "block " + std::to_string(block) + " has an invalid size of " +
-                                     bytes_str(csize));
+      return payload_error(
+          kLz4, "block " + std::to_string(block) + " has an invalid size of " + bytes_str(csize));
     if (csize > in.size() - pos)
       return payload_error(kLz4, "truncated: block " + std::to_string(block) + " needs " +
-                                     bytes_str(csize) + ", " + bytes_str(in.size() - pos) + " left");
+                                     bytes_str(csize) + ", " + bytes_str(in.size() - pos) +
+                                     " left");
     const size_t room = std::min(kLz4LegacyBlockBytes, out.size() - out_pos);
     int n = LZ4_decompress_safe(reinterpret_cast<const char*>(in.data() + pos),
-                                reinterpret_cast<char*>(out.data() + out_pos), static_cast<int>(csize),
-                                static_cast<int>(room));
+                                reinterpret_cast<char*>(out.data() + out_pos),
+                                static_cast<int>(csize), static_cast<int>(room));
     if (n < 0)
       return payload_error(kLz4, "block " + std::to_string(block) +
                                      " is corrupt or decompresses past the size field's " +
@@ -190,15 +201,24 @@ PayloadCompression detect_payload_compression(std::span<const uint8_t> data) {
 
 std::string_view payload_compression_name(PayloadCompression c) {
   switch (c) {
-    case PayloadCompression::kNone: return "none";
-    case PayloadCompression::kGzip: return "gzip";
-    case PayloadCompression::kXz: return "xz";
-    case PayloadCompression::kZstd: return "zstd";
-    case PayloadCompression::kLz4: return "lz4";
-    case PayloadCompression::kBzip2: return "bzip2";
-    case PayloadCompression::kLzma: return "lzma";
-    case PayloadCompression::kLzo: return "lzo";
-    case PayloadCompression::kUnknown: break;
+    case PayloadCompression::kNone:
+      return "none";
+    case PayloadCompression::kGzip:
+      return "gzip";
+    case PayloadCompression::kXz:
+      return "xz";
+    case PayloadCompression::kZstd:
+      return "zstd";
+    case PayloadCompression::kLz4:
+      return "lz4";
+    case PayloadCompression::kBzip2:
+      return "bzip2";
+    case PayloadCompression::kLzma:
+      return "lzma";
+    case PayloadCompression::kLzo:
+      return "lzo";
+    case PayloadCompression::kUnknown:
+      break;
   }
   return "unknown";
 }
@@ -211,9 +231,10 @@ Result<HostBuffer> decompress_payload(std::span<const uint8_t> payload, uint64_t
     case C::kBzip2:
     case C::kLzma:
     case C::kLzo:
-      return payload_error(c, "unsupported compression; build the kernel with CONFIG_KERNEL_LZ4, "
-                              "CONFIG_KERNEL_GZIP, CONFIG_KERNEL_XZ or CONFIG_KERNEL_ZSTD, or "
-                              "pass the uncompressed vmlinux");
+      return payload_error(c,
+                           "unsupported compression; build the kernel with CONFIG_KERNEL_LZ4, "
+                           "CONFIG_KERNEL_GZIP, CONFIG_KERNEL_XZ or CONFIG_KERNEL_ZSTD, or "
+                           "pass the uncompressed vmlinux");
     case C::kUnknown: {
       std::string magic;
       for (size_t i = 0; i < std::min<size_t>(payload.size(), 4); ++i) {
@@ -231,10 +252,12 @@ Result<HostBuffer> decompress_payload(std::span<const uint8_t> payload, uint64_t
       std::memcpy(buf.bytes().data(), payload.data(), payload.size());
       return buf;
     }
-    default: break;
+    default:
+      break;
   }
   if (payload.size() <= kSizeFieldBytes)
-    return payload_error(c, "truncated: " + bytes_str(payload.size()) + " is too short for the size field");
+    return payload_error(
+        c, "truncated: " + bytes_str(payload.size()) + " is too short for the size field");
   const uint32_t out_size = load_le32(payload.data() + payload.size() - kSizeFieldBytes);
   if (out_size == 0) return payload_error(c, "its size field says 0 bytes");
   if (out_size > max_output_bytes)
@@ -244,11 +267,20 @@ Result<HostBuffer> decompress_payload(std::span<const uint8_t> payload, uint64_t
   const auto body = payload.first(payload.size() - kSizeFieldBytes);  // without the size field
   Result<void> r;
   switch (c) {
-    case C::kGzip: r = inflate_gzip(payload, buf.bytes()); break;  // ISIZE is the size field
-    case C::kXz: r = decode_xz(body, buf.bytes()); break;
-    case C::kZstd: r = decode_zstd(body, buf.bytes()); break;
-    case C::kLz4: r = decode_lz4_legacy(body, buf.bytes()); break;
-    default: TERN_CHECK(false);
+    case C::kGzip:
+      r = inflate_gzip(payload, buf.bytes());
+      break;  // ISIZE is the size field
+    case C::kXz:
+      r = decode_xz(body, buf.bytes());
+      break;
+    case C::kZstd:
+      r = decode_zstd(body, buf.bytes());
+      break;
+    case C::kLz4:
+      r = decode_lz4_legacy(body, buf.bytes());
+      break;
+    default:
+      TERN_CHECK(false);
   }
   if (!r) return tl::unexpected(std::move(r).error());
   return buf;

@@ -32,7 +32,8 @@ Bytes make_elf_like(size_t n) {
     x = x * 1103515245 + 12345;
     b[i] = (i % 64 < 40) ? static_cast<uint8_t>(i / 64) : static_cast<uint8_t>(x >> 24);
   }
-  std::memcpy(b.data(), "\x7f" "ELF", 4);
+  const uint8_t magic[] = {0x7F, 'E', 'L', 'F'};
+  std::memcpy(b.data(), magic, sizeof magic);
   return b;
 }
 
@@ -59,9 +60,8 @@ Bytes gzip_payload(const Bytes& in) {
 Bytes xz_payload(const Bytes& in) {
   lzma_options_lzma lzma2{};
   EXPECT_FALSE(lzma_lzma_preset(&lzma2, 2));
-  lzma_filter filters[] = {{LZMA_FILTER_X86, nullptr},
-                           {LZMA_FILTER_LZMA2, &lzma2},
-                           {LZMA_VLI_UNKNOWN, nullptr}};
+  lzma_filter filters[] = {
+      {LZMA_FILTER_X86, nullptr}, {LZMA_FILTER_LZMA2, &lzma2}, {LZMA_VLI_UNKNOWN, nullptr}};
   Bytes out(lzma_stream_buffer_bound(in.size()));
   size_t pos = 0;
   EXPECT_EQ(lzma_stream_buffer_encode(filters, LZMA_CHECK_CRC32, nullptr, in.data(), in.size(),
@@ -281,7 +281,7 @@ TEST(KernelPayload, DecompressesTheDebianKernelToAnElf) {
   if (!file) GTEST_SKIP() << testing::kDebianKernelPath << " not found";
   auto bz = parse_bzimage(*file);
   ASSERT_TRUE(bz) << bz.error().message();
-  // boot.rst: payload_offset (0x248) and payload_length (0x24C), relative to the protected-mode code.
+  // boot.rst: payload_offset (0x248), payload_length (0x24C), from the protected-mode code.
   uint32_t off = 0, len = 0;
   std::memcpy(&off, file->data() + 0x248, 4);
   std::memcpy(&len, file->data() + 0x24C, 4);
