@@ -18,6 +18,7 @@ PACKAGES=(
   qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio kmod seabios e2fsprogs
   qemu-system-common  # qemu-storage-daemon: the vhost-user-blk back-end of tests/e2e/vhost_user_test.sh
   python3 curl fio iperf3 iproute2 jq
+  lz4  # tests/e2e/boot_scenario.sh extracts an uncompressed vmlinux for the ELF boot case
   mmdebstrap  # the Debian 12 guest image (images/debian/build.sh)
 )
 
