@@ -7,6 +7,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include "base/log.h"
+#include "base/process_memory.h"
 #include "vmm/exit_status.h"
 #include "cli/run_command.h"
 #include "cli/vmm_runner.h"
@@ -16,6 +17,8 @@
 #include "cli/vhost_user_blk_command.h"
 
 int main(int argc, char** argv) {
+  // Before any thread exists: malloc thresholds and arenas, thread stack size.
+  tern::tune_process_memory();
   CLI::App app{"tern: a KVM virtual machine monitor"};
   app.set_version_flag("--version", std::string("tern ") + TERN_VERSION);
   // No subcommand: Firecracker-style `tern --api-sock PATH` and/or `tern --config-file FILE`.
