@@ -123,7 +123,7 @@ TEST_F(RunBadInput, MalformedElfKernel) {
                                    elf.size());
   auto path = write("vmlinux-bad", elf);
   expect_rejected({"--kernel", path},
-                  {"--kernel " + path + ": ELF kernel: program header 1: file range past the end "
+                  {"--kernel: " + path + ": ELF kernel: program header 1: file range past the end "
                                         "of the file"});
 }
 
@@ -133,14 +133,14 @@ TEST_F(RunBadInput, ElfKernelWithoutPvhNote) {
   auto path = write("vmlinux-nopvh", x86::testing::make_fake_elf(e));
   for (const char* protocol : {"pvh", "auto"})
     expect_rejected({"--kernel", path, "--boot-protocol", protocol},
-                    {"--kernel " + path + ": no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY)",
+                    {"--kernel: " + path + ": no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY)",
                      "CONFIG_PVH=y"});
 }
 
 TEST_F(RunBadInput, ElfKernelWithBzImageProtocol) {
   auto path = write("vmlinux", x86::testing::make_fake_elf());
   expect_rejected({"--kernel", path, "--boot-protocol", "bzimage"},
-                  {"--kernel " + path + ": an ELF vmlinux cannot be booted with --boot-protocol "
+                  {"--kernel: " + path + ": an ELF vmlinux cannot be booted with --boot-protocol "
                                         "bzimage"});
 }
 
@@ -158,7 +158,7 @@ TEST_F(RunBadInput, BzImagePayloadDoesNotDecompress) {
   x86::testing::poke<uint32_t>(image, 0x24C, static_cast<uint32_t>(payload.size()));
   auto path = write("vmlinuz-corrupt", image);
   expect_rejected({"--kernel", path, "--boot-protocol", "pvh"},
-                  {"--kernel " + path + ": payload (lz4) does not decompress"});
+                  {"--kernel: " + path + ": payload (lz4) does not decompress"});
 }
 
 TEST_F(RunBadInput, BadBootProtocol) {
