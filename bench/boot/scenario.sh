@@ -86,10 +86,12 @@ deb_failed=""
 if [ "$BENCH_DEBIAN_ROUNDS" -gt 0 ]; then
     # shellcheck source=testhost/debian_lib.sh
     . /testhost/debian_lib.sh
+    # shellcheck disable=SC2034  # read by debian_lib.sh
     DEB_POLL=1  # the times come from ts's stamps, not from the polls: each poll forks (L1 is TCG)
     # _deb_launch (replaces debian_lib.sh's): the same files, but the console goes through a FIFO
     # to tee (NAME.out, raw: prompts without a newline are there at once) and ts (NAME.ts: each
     # complete line stamped as it arrives). NAME.t0 is stamped by the same ts just before the exec.
+    # shellcheck disable=SC2317  # called by deb_start
     _deb_launch() {
         n="$1"
         shift
@@ -143,6 +145,7 @@ deb_analyze() {
 # deb_boot VMM RUN (RUN 0: the warm-up, nothing reported but errors).
 deb_boot() {
     v="$1" r="$2" n="deb"
+    # shellcheck disable=SC2034  # DEB_TERN_ARGS: read by deb_start
     case "$v" in tern | tern-*) DEB_TERN_ARGS="--stats-on-exit $(tern_proto "$v")" ;; *) DEB_TERN_ARGS="" ;; esac
     deb_start "$n" "$(deb_vmm "$v")" "$BENCH_DEBIAN_CPUS" "$BENCH_DEBIAN_MEM" "$DEB_DISK" || return 1
     [ "$r" != 1 ] || echo "BENCH-DEBIAN-CMD vmm=$v cmd=$(cat "/tmp/$n.cmd")"
@@ -177,7 +180,9 @@ deb_boot() {
 }
 
 if [ "$BENCH_DEBIAN_ROUNDS" -gt 0 ] && [ "$BENCH_DEBIAN_WARMUP" = 1 ]; then
-    for v in $BENCH_DEBIAN_VMMS; do
+    # QEMU boots the warm-up when it is a row (the reference VMM), else the first row.
+    case " $BENCH_DEBIAN_VMMS " in *" qemu "*) warm=qemu ;; *) warm=$BENCH_DEBIAN_VMMS ;; esac
+    for v in $warm; do
         case " $deb_failed " in *" $v "*) continue ;; esac
         echo "BENCH-PROGRESS warmup vmm=debian-$v (untimed first boot of the image) uptime=$(up)"
         deb_boot "$v" 0 || echo "BENCH-ERROR vmm=debian-$v what=the warm-up boot failed"
