@@ -89,8 +89,8 @@ if [ "$BENCH_DEBIAN_ROUNDS" -gt 0 ]; then
     # shellcheck disable=SC2034  # read by debian_lib.sh
     DEB_POLL=1  # the times come from ts's stamps, not from the polls: each poll forks (L1 is TCG)
     # _deb_launch (replaces debian_lib.sh's): the same files, but the console goes through a FIFO
-    # to tee (NAME.out, raw: prompts without a newline are there at once) and ts (NAME.ts: each
-    # complete line stamped as it arrives). NAME.t0 is stamped by the same ts just before the exec.
+    # to tee (NAME.out, raw and unbuffered: prompts without a newline are there at once) and ts
+    # (NAME.ts: each complete line stamped as ts reads it; written out at the end). NAME.t0 is stamped by the same ts just before the exec.
     # shellcheck disable=SC2317  # called by deb_start
     _deb_launch() {
         n="$1"
@@ -150,7 +150,9 @@ deb_boot() {
     deb_start "$n" "$(deb_vmm "$v")" "$BENCH_DEBIAN_CPUS" "$BENCH_DEBIAN_MEM" "$DEB_DISK" || return 1
     [ "$r" != 1 ] || echo "BENCH-DEBIAN-CMD vmm=$v cmd=$(cat "/tmp/$n.cmd")"
     ok=0
-    if l1_wait_pid_every 1 "$deb_pid" "$BENCH_DEBIAN_TIMEOUT" grep -q 'TERN-DEBIAN-MARKER .*uptime=' "/tmp/$n.ts"; then
+    # Seen in NAME.out (tee writes through at once; ts buffers its output until the VMM's exit:
+    # the stamps are read from NAME.ts only then).
+    if l1_wait_pid_every 1 "$deb_pid" "$BENCH_DEBIAN_TIMEOUT" l1_has "/tmp/$n.out" 'TERN-DEBIAN-MARKER .*uptime='; then
         ok=1
         [ "$r" = 0 ] || echo "BENCH-DEBIAN-MARK vmm=$v run=$r"
         if deb_prompt "$n" 120; then
