@@ -28,6 +28,7 @@
 #   --image IMG         the Debian image (default $TERN_DEBIAN_IMAGE, else build/images/debian-12.img;
 #                       images/debian/build.sh builds it)
 #   --tern PATH         the tern binary (default $TERN_BIN, else build/tern)
+#   --no-warmup         no untimed first boot of the Debian image before the rounds
 # Hold /tmp/testhost-bench.lock around it (flock, as above): one benchmark test host at a time.
 # A test host that wedges is booted once more (testhost/lib.sh th_run_retrying).
 set -euo pipefail
@@ -37,7 +38,7 @@ source "$repo/testhost/lib.sh"
 
 runs=5 deb_rounds=3 out="" tern_rows="${BENCH_TERN_ROWS:-}" qemu_rows="qemu-pc qemu-microvm"
 deb_rows="${BENCH_DEBIAN_ROWS:-tern qemu}" image="${TERN_DEBIAN_IMAGE:-$repo/build/images/debian-12.img}"
-tern="${TERN_BIN:-$repo/build/tern}"
+tern="${TERN_BIN:-$repo/build/tern}" warmup=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --runs) runs="$2"; shift 2 ;;
@@ -48,7 +49,8 @@ while [[ $# -gt 0 ]]; do
         --image) image="$2"; shift 2 ;;
         --tern) tern="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
-        -h | --help) sed -n '2,33p' "$0"; exit 0 ;;
+        --no-warmup) warmup=0; shift ;;
+        -h | --help) sed -n '2,/^set /{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
         *) th_die "unknown argument $1; see --help" ;;
     esac
 done
@@ -83,13 +85,14 @@ pidfile="$TH_CACHE/bench-boot.pid"
 nrows="$(wc -w <<<"$rows")" ndeb="$(wc -w <<<"$deb_rows")"
 args=(--scenario "$here/scenario.sh" --with-qemu --memory "$memory" --log "$log" --stall 120 --pidfile "$pidfile"
     --timeout $((600 + runs * nrows * 150 + (deb_rounds * ndeb + 1) * 900))
-    --env "BENCH_RUNS=$runs" --env "BENCH_VMMS=$rows" --env "BENCH_DEBIAN_ROUNDS=$deb_rounds" --env "BENCH_DEBIAN_VMMS=$deb_rows")
+    --env "BENCH_RUNS=$runs" --env "BENCH_VMMS=$rows" --env "BENCH_DEBIAN_ROUNDS=$deb_rounds" --env "BENCH_DEBIAN_VMMS=$deb_rows"
+    --env "BENCH_DEBIAN_WARMUP=$warmup")
 if ((have_tern)); then args+=(--tern "$tern"); else args+=(--no-tern); fi
 if ((deb_rounds > 0)); then
     args+=(--with-debian-initrd --disk "$image" --disk-snapshot
         --modules "virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk")
 fi
-th_log "busybox rows: $rows ($runs rounds); Debian rows: $deb_rows ($deb_rounds rounds + 1 warm-up boot); tern $tern ($rev); out $(dirname "$out")"
+th_log "busybox rows: $rows ($runs rounds); Debian rows: $deb_rows ($deb_rounds rounds$( ((warmup)) && echo " + 1 warm-up boot")); tern $tern ($rev); out $(dirname "$out")"
 load_before="$(th_loadavg)"
 started=$SECONDS
 # boot_host_run: one test-host run; only the benchmark's own lines reach the terminal (the full
