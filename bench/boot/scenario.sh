@@ -136,7 +136,7 @@ deb_analyze() {
             time) c="systemd-analyze" ;; chain) c="systemd-analyze critical-chain" ;;
             blame) c="systemd-analyze blame | head -n 10" ;;
         esac
-        deb_cmd "$1" 120 "$c" || { echo "BENCH-ERROR vmm=debian-$2 what=$c: no status within 120 s"; return 1; }
+        deb_cmd "$1" 600 "$c" || { echo "BENCH-ERROR vmm=debian-$2 what=$c: no status within 600 s"; return 1; }
         echo "$deb_out" | grep -av 'TERN-DEB-RC' | grep -av "^root@" | grep -av "printf '" | grep -av '^ *$' |
             sed "s/^/BENCH-DEBIAN-ANALYZE vmm=$2 what=$what line=/"
     done
