@@ -28,6 +28,15 @@ def comparisons(comp, metrics):
             print(f"- {pair}: " + "; ".join(parts))
 
 
+def goal(comp, qemu, limit):
+    """The issue's goal for tern / QEMU to the marker: met only when the median ratio is within it."""
+    for pair, m in comp.items():
+        v = m.get("to_marker_ms")
+        if pair.endswith(f" vs {qemu}") and v:
+            print(f"- goal {pair.split(' vs ')[0]} / {qemu} to marker <= {limit}x: "
+                  f"{'met' if v['ratio_of_medians'] <= limit else 'not met'} ({v['ratio_of_medians']:.2f}x)")
+
+
 def old_format(r, path):
     """The results of runs before the Debian row (results/boot.json of 2026-11-30)."""
     g = r["guest"]
@@ -66,6 +75,7 @@ def main():
     print()
     comparisons(b["comparisons"], (("to_marker_ms", "to marker"), ("to_exit_ms", "to exit"),
                                    ("l1_host_cpu_ms", "test host CPU")))
+    goal(b["comparisons"], "qemu-pc", 0.5)
     d = r.get("debian")
     if d:
         g = d["guest"]
@@ -90,6 +100,7 @@ def main():
         print()
         comparisons(d["comparisons"], (("to_marker_ms", "to marker"), ("to_login_ms", "to login"),
                                        ("l1_host_cpu_ms", "test host CPU")))
+        goal(d["comparisons"], "qemu", 0.8)
         for name, v in d["vmms"].items():
             chain = (v.get("systemd_analyze_text") or {}).get("chain") or []
             blame = (v.get("systemd_analyze_text") or {}).get("blame") or []
