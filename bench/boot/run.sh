@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Boot benchmark (not a test): ONE nested test-host run, interleaved rounds of two rows of boots:
+# Boot benchmark (not a test): ONE nested test-host run, two rows of boots, each in interleaved
+# rounds (all busybox rounds first: a Debian boot just before slowed the next busybox boot by seconds):
 #   busybox  Debian's stock cloud kernel + the busybox guest initramfs (256 MiB, 1 vCPU, direct
 #            kernel boot) under each tern row (tern, or tern-pvh + tern-bzimage once tern has
 #            --boot-protocol), QEMU -M pc and QEMU -M microvm: time to the guest's marker line and
@@ -13,7 +14,8 @@
 # Medians with min-max; a ratio is claimed only when the ranges do not overlap (bench/lib/compare.py).
 # Writes DIR/boot.json, DIR/boot.md, DIR/boot.svg and DIR/console.log (DIR: results/<UTC date-time>-<rev>).
 #
-# The final run (one command; ~25 min with the defaults on this machine, 2 tern rows):
+# The final run (one command; ~30 min with the defaults at host load ~10, 2 tern rows; the
+# validation with --runs 3 --debian-rounds 1 took 14 min):
 #     flock /tmp/testhost-bench.lock bench/boot/run.sh
 #
 # Usage: bench/boot/run.sh [--runs N] [--debian-rounds N] [--tern-rows LIST] [--qemu-rows LIST]
