@@ -3,7 +3,7 @@
 # bounded time, starting from the saved corpus in tests/fuzz/corpus/<name>/ (copied, so the run
 # never edits the repository). A crash fails the script; its input is left in build-fuzz/crashes/.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 20 s for each of CMakeLists.txt's TERN_FUZZ_TARGETS,
-#                                            19 now, FUZZ_JOBS (default 2) at a time: ~3.5 minutes;
+#                                            20 now, FUZZ_JOBS (default 2) at a time: ~3.5 minutes;
 #                                            FUZZ_SECONDS also works)
 set -euo pipefail
 cd "$(dirname "$0")/.."
