@@ -161,6 +161,41 @@ TEST_F(RunBadInput, BzImagePayloadDoesNotDecompress) {
                   {"--kernel: " + path + ": payload (lz4) does not decompress"});
 }
 
+// A small payload claiming a vmlinux bigger than the guest's RAM is refused before tern allocates
+// or touches the output (a gzip/zstd bomb cannot make tern use more than the guest's RAM).
+TEST_F(RunBadInput, BzImagePayloadLargerThanGuestRam) {
+  FakeKernel k;
+  auto image = make_fake_bzimage(k);
+  const size_t pm = (size_t{k.setup_sects} + 1) * 512;
+  std::vector<uint8_t> payload = {0x1f, 0x8b, 0x08, 0x00};  // gzip magic, deflate
+  payload.insert(payload.end(), 60, 0);
+  for (uint8_t b : {0x00, 0x00, 0x00, 0x13}) payload.push_back(b);  // 304 MiB decompressed
+  std::copy(payload.begin(), payload.end(), image.begin() + static_cast<long>(pm) + 0x40);
+  x86::testing::poke<uint32_t>(image, 0x248, 0x40);
+  x86::testing::poke<uint32_t>(image, 0x24C, static_cast<uint32_t>(payload.size()));
+  auto path = write("vmlinuz-bomb", image);
+  expect_rejected({"--kernel", path, "--boot-protocol", "pvh", "--memory", "256M"},
+                  {"--kernel: " + path + ": payload (gzip) does not decompress",
+                   "decompressed size 318767104 bytes exceeds the limit of 268435456 bytes",
+                   "--memory"});
+}
+
+TEST_F(RunBadInput, ElfSegmentIntoThe32BitHole) {
+  x86::testing::FakeElf e;
+  e.segments[0].memsz = uint64_t{1} << 40;  // at 16 MiB: a TiB of bss
+  auto path = write("vmlinux-huge-bss", x86::testing::make_fake_elf(e));
+  for (const char* mem : {"256M", "1G"})
+    expect_rejected({"--kernel", path, "--memory", mem},
+                    {"--kernel: " + path + ": PVH kernel: segment [0x1000000, 0x10001000000) ends "
+                                          "above 3 GiB"});
+}
+
+TEST_F(RunBadInput, ElfKernelNeedsMoreRam) {
+  auto path = write("vmlinux", x86::testing::make_fake_elf());
+  expect_rejected({"--kernel", path, "--memory", "16M"},
+                  {"--memory: kernel " + path + ": guest memory:", "needs 17 MiB of RAM"});
+}
+
 TEST_F(RunBadInput, BadBootProtocol) {
   expect_rejected({"--kernel", kernel_, "--boot-protocol", "multiboot"},
                   {"--boot-protocol", "\"multiboot\" is not one of auto, pvh, bzimage"});

@@ -151,6 +151,33 @@ TEST(LoadPvh, RefusesBeforeWriting) {
   expect_refused(short_file, k, 32 * MiB, "", 0, "file range past the end");
 }
 
+// A segment reaching into the 32-bit hole (memsz of GiBs) is the kernel's fault, not --memory's:
+// op "PVH kernel" whatever the RAM, and nothing of its memsz is allocated or touched.
+/// The default fake vmlinux (one segment at 16 MiB, 0x3000 file bytes) with `memsz`.
+std::vector<uint8_t> elf_with_memsz(uint64_t memsz) {
+  FakeElf e;
+  e.segments[0].memsz = memsz;
+  return make_fake_elf(e);
+}
+
+TEST(PlanPvh, SegmentEndingAbove3GiBIsAKernelError) {
+  for (uint64_t memsz : {uint64_t{0xC0000000} - 0x1000000 + 0x1000, uint64_t{1} << 40}) {
+    const auto file = elf_with_memsz(memsz);
+    for (uint64_t ram : {256 * MiB, 3 * GiB + 512 * MiB, 8 * GiB}) {
+      auto plan = plan_pvh(parsed(file), file.size(), ram, "", 0);
+      ASSERT_FALSE(plan) << memsz << " " << ram;
+      EXPECT_EQ(plan.error().op, "PVH kernel");
+      EXPECT_THAT(plan.error().message(), HasSubstr("ends above 3 GiB"));
+    }
+  }
+  // Ending exactly at 3 GiB is fine once RAM reaches it.
+  const auto file = elf_with_memsz(0xC0000000 - 0x1000000);
+  EXPECT_TRUE(plan_pvh(parsed(file), file.size(), 4 * GiB, "", 0));
+  auto small = plan_pvh(parsed(file), file.size(), 256 * MiB, "", 0);
+  ASSERT_FALSE(small);
+  EXPECT_EQ(small.error().op, "guest memory");
+}
+
 TEST(LoadPvh, RefusesUnbackedRam) {
   const auto file = make_fake_elf();
   FlatRam ram(32 * MiB);
