@@ -78,7 +78,7 @@ Result<void> pvh_from_bzimage(const x86::BzImage& bz, std::span<const uint8_t> f
   if (!elf) {
     std::string why = elf.error().message();
     if (why.find("exceeds the limit") != std::string::npos)
-      why += " (the guest's RAM below 3 GiB, --memory, at most 512 MiB: its PT_LOAD segments "
+      why += " (the limit is the guest's RAM below 3 GiB, at most 512 MiB: a vmlinux's segments "
              "must fit there)";
     return fail("payload (" + name + ") does not decompress", why);
   }

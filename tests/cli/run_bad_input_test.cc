@@ -177,7 +177,7 @@ TEST_F(RunBadInput, BzImagePayloadLargerThanGuestRam) {
   expect_rejected({"--kernel", path, "--boot-protocol", "pvh", "--memory", "256M"},
                   {"--kernel: " + path + ": payload (gzip) does not decompress",
                    "decompressed size 318767104 bytes exceeds the limit of 268435456 bytes",
-                   "--memory"});
+                   "the guest's RAM below 3 GiB"});
 }
 
 TEST_F(RunBadInput, ElfSegmentIntoThe32BitHole) {
