@@ -178,6 +178,33 @@ TEST(PlanPvh, SegmentEndingAbove3GiBIsAKernelError) {
   EXPECT_EQ(small.error().op, "guest memory");
 }
 
+// RAM at the edges: exactly what the kernel needs, between 3 and 4 GiB, above 4 GiB. The memory
+// map describes all of it (RAM above 4 GiB for the part past the hole) and the initrd stays
+// above the kernel, below 2 GiB (initrd_addr_max) and inside RAM.
+TEST(PlanPvh, RamAtTheEdges) {
+  const auto file = make_fake_elf();  // ends at 16 MiB + 20 KiB
+  const ElfKernel k = parsed(file);
+  for (uint64_t ram : {17 * MiB, 3 * GiB + 512 * MiB, 4 * GiB, 8 * GiB}) {
+    auto bare = plan_pvh(k, file.size(), ram, "", 0);
+    ASSERT_TRUE(bare) << ram << ": " << bare.error().message();
+    uint64_t ram_in_map = 0, highest = 0;
+    for (const auto& e : bare->e820) {
+      if (e.type != kE820Ram) continue;
+      ram_in_map += e.size;
+      highest = std::max(highest, e.addr + e.size);
+    }
+    // All of RAM but the EBDA and the BIOS area below 1 MiB.
+    EXPECT_EQ(ram_in_map, ram - (kHimemStart - kEbdaStart)) << ram;
+    EXPECT_EQ(highest, ram > kHoleStart ? ram + (kHoleEnd - kHoleStart) : ram) << ram;
+    if (ram < 32 * MiB) continue;
+    auto with_initrd = plan_pvh(k, file.size(), ram, "", 64 * MiB);
+    ASSERT_TRUE(with_initrd) << ram << ": " << with_initrd.error().message();
+    EXPECT_GE(with_initrd->initrd_gpa, with_initrd->kernel_end);
+    EXPECT_LE(with_initrd->initrd_gpa + 64 * MiB, std::min<uint64_t>(ram, uint64_t{kPvhInitrdAddrMax} + 1));
+  }
+  EXPECT_FALSE(plan_pvh(k, file.size(), 16 * MiB, "", 0));
+}
+
 TEST(LoadPvh, RefusesUnbackedRam) {
   const auto file = make_fake_elf();
   FlatRam ram(32 * MiB);
