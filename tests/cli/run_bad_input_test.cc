@@ -196,6 +196,31 @@ TEST_F(RunBadInput, ElfKernelNeedsMoreRam) {
                   {"--memory: kernel " + path + ": guest memory:", "needs 17 MiB of RAM"});
 }
 
+// A config file's boot-source fails like PUT /boot-source + InstanceStart: the message names the
+// file's fields (boot-source.kernel_image_path, machine-config.mem_size_mib), not run's options.
+TEST_F(RunBadInput, ConfigFileKernelErrorsNameTheFileFields) {
+  auto elf = write("vmlinux", x86::testing::make_fake_elf());
+  const auto cfg = (dir_ / "vm.json").string();
+  auto run_config = [&](const std::string& protocol, int mib) {
+    std::ofstream(cfg) << R"({"boot-source": {"kernel_image_path": ")" << elf
+                       << R"(", "boot_protocol": ")" << protocol
+                       << R"("}, "machine-config": {"vcpu_count": 1, "mem_size_mib": )" << mib
+                       << "}}";
+    return run_tern({"--config-file", cfg});
+  };
+  RunResult r = run_config("bzimage", 64);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("--config-file " + cfg + ": boot-source.kernel_image_path: " + elf +
+                       ": an ELF vmlinux cannot be booted"),
+            std::string::npos)
+      << r.err;
+  r = run_config("pvh", 8);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("--config-file " + cfg + ": machine-config.mem_size_mib: kernel " + elf),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(RunBadInput, BadBootProtocol) {
   expect_rejected({"--kernel", kernel_, "--boot-protocol", "multiboot"},
                   {"--boot-protocol", "\"multiboot\" is not one of auto, pvh, bzimage"});
