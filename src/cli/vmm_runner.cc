@@ -52,7 +52,6 @@ int run_vmm_command(const VmmOptions& o) {
     std::fprintf(stderr, "tern: %s\n", loop.error().message().c_str());
     return kExitError;
   }
-  bool start_now = false;
   if (!o.config_file.empty()) {
     auto cfg = read_config_file(o.config_file);
     if (!cfg) {
@@ -60,9 +59,19 @@ int run_vmm_command(const VmmOptions& o) {
       return kExitError;
     }
     (*loop)->configure(cfg->resources());
-    start_now = true;
+    // Errors name the file's fields, as its parse errors do, not the `tern run` options.
+    ControlLoop& l = **loop;
+    return run_vmm(l, events, o.api_sock, false, [&]() -> tl::expected<void, StartFailure> {
+      auto ok = l.start();
+      if (!ok) {
+        Error e = with_api_field_names(ok.error().error);
+        if (e.op != ok.error().error.op) e.op = "--config-file " + o.config_file + ": " + e.op;
+        return tl::unexpected(StartFailure{ok.error().exit_status, std::move(e)});
+      }
+      return {};
+    });
   }
-  return run_vmm(**loop, events, o.api_sock, start_now);
+  return run_vmm(**loop, events, o.api_sock, /*start_now=*/false);
 }
 
 }  // namespace tern

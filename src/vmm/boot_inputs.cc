@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "arch/x86/cmdline.h"
 #include "arch/x86/kernel_payload.h"
 #include "arch/x86/layout.h"
@@ -22,7 +24,7 @@ namespace {
 
 constexpr size_t kMaxKernelBytes = 512 * MiB;
 constexpr size_t kMaxInitrdBytes = 3 * GiB;  // must fit below the 32-bit hole anyway
-/// Largest vmlinux a bzImage payload may decompress to.
+/// Largest vmlinux a bzImage payload may decompress to, whatever the guest's RAM.
 constexpr size_t kMaxDecompressedKernelBytes = 512 * MiB;
 
 /// The whole regular file at `path` in a HostBuffer (bytes; `limit` guards against huge inputs).
@@ -57,7 +59,7 @@ tl::unexpected<Error> kernel_error(const VmConfig& c, const std::string& what) {
 
 /// Errors from plan_pvh() under the option they concern.
 tl::unexpected<Error> pvh_plan_error(const VmConfig& c, const Error& e) {
-  if (e.op == "guest memory") return fail("--memory", e.message());
+  if (e.op == "guest memory") return fail("--memory", "kernel " + c.kernel_path + ": " + e.message());
   if (e.op == "initrd") return fail("--initrd", e.message());
   if (e.op == "kernel command line") return fail("--cmdline", e.message());
   return kernel_error(c, e.message());
@@ -68,12 +70,18 @@ constexpr const char* kNoPvhNote = "no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY)
 /// The kernel for kPvh/kAuto from a bzImage `file`: its payload decompressed on the host and
 /// parsed. An error says what failed (the caller refuses it for kPvh, falls back for kAuto).
 Result<void> pvh_from_bzimage(const x86::BzImage& bz, std::span<const uint8_t> file,
-                              BootInputs& in) {
+                              uint64_t ram_bytes, BootInputs& in) {
   ASSIGN_OR_RETURN(std::span<const uint8_t> payload, x86::bzimage_compressed_payload(bz, file));
   auto format = x86::detect_payload_compression(payload);
   std::string name(x86::payload_compression_name(format));
-  auto elf = x86::decompress_payload(payload, kMaxDecompressedKernelBytes);
-  if (!elf) return fail("payload (" + name + ") does not decompress", elf.error().message());
+  auto elf = x86::decompress_payload(payload, max_decompressed_kernel_bytes(ram_bytes));
+  if (!elf) {
+    std::string why = elf.error().message();
+    if (why.find("exceeds the limit") != std::string::npos)
+      why += " (the limit is the guest's RAM below 3 GiB, at most 512 MiB: a vmlinux's segments "
+             "must fit there)";
+    return fail("payload (" + name + ") does not decompress", why);
+  }
   auto parsed = x86::parse_elf_kernel(elf->bytes());
   if (!parsed)
     return fail("payload (" + name + ") is not a usable vmlinux", parsed.error().message());
@@ -109,7 +117,7 @@ Result<void> prepare_kernel(const VmConfig& c, BootInputs& in) {
   auto bz = x86::parse_bzimage(file.bytes());
   if (!bz) return kernel_error(c, bz.error().message());
   if (c.boot_protocol != BootProtocol::kBzImage) {
-    auto pvh = pvh_from_bzimage(*bz, file.bytes(), in);
+    auto pvh = pvh_from_bzimage(*bz, file.bytes(), c.memory_bytes, in);
     if (pvh) {
       bz->payload.clear();
       bz->payload.shrink_to_fit();  // not needed on the PVH path: free it now
@@ -136,6 +144,10 @@ Result<void> prepare_kernel(const VmConfig& c, BootInputs& in) {
 }
 
 }  // namespace
+
+uint64_t max_decompressed_kernel_bytes(uint64_t ram_bytes) {
+  return std::min<uint64_t>(kMaxDecompressedKernelBytes, std::min(ram_bytes, x86::kHoleStart));
+}
 
 Result<BootInputs> prepare_boot(const VmConfig& c) {
   BootInputs in;

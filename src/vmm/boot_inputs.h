@@ -52,4 +52,10 @@ struct BootInputs {
 /// (--disk; see VirtioBlock::create), an rng rate limit the device refuses (--rng).
 [[nodiscard]] Result<BootInputs> prepare_boot(const VmConfig& config);
 
+/// The most a bzImage payload may decompress to (bytes) for a guest with `ram_bytes` of RAM: its
+/// RAM below 3 GiB (the vmlinux's PT_LOAD segments must fit there, and a stripped vmlinux is little
+/// more than its segments), at most 512 MiB. A small crafted payload (a zstd or gzip "bomb") makes
+/// tern touch at most this much host memory before refusing it.
+[[nodiscard]] uint64_t max_decompressed_kernel_bytes(uint64_t ram_bytes);
+
 }  // namespace tern

@@ -22,7 +22,8 @@ struct Overloaded : Ts... {
 template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;  // clang-14 has no aggregate deduction (P1816) yet
 
-// prepare_boot() names command-line options; API users configured the same things by these names.
+}  // namespace
+
 Error with_api_field_names(Error e) {
   static const std::pair<const char*, const char*> names[] = {
       {"--kernel", "boot-source.kernel_image_path"}, {"--initrd", "boot-source.initrd_path"},
@@ -34,8 +35,6 @@ Error with_api_field_names(Error e) {
     if (e.op == s.cli_option) e.op = std::string(s.config_key);
   return e;
 }
-
-}  // namespace
 
 Result<std::unique_ptr<ControlLoop>> ControlLoop::create(MachineFactory factory, EventLog& events,
                                                          RestoreFactory restore) {

@@ -33,6 +33,11 @@ using MachineFactory =
 using RestoreFactory = std::function<tl::expected<std::unique_ptr<Machine>, StartFailure>(
     const SnapshotLoadSpec&, VmResources& resources)>;
 
+/// `e` with its op, when prepare_boot() named a command-line option (--kernel, --memory,
+/// --boot-protocol, a device option...), renamed to the API/config-file field that sets the same
+/// thing (boot-source.kernel_image_path, machine-config.mem_size_mib, ...).
+[[nodiscard]] Error with_api_field_names(Error e);
+
 /// Owns the VM and its configuration. Construct, optionally configure() and start() (the CLI and
 /// --config-file paths), then run() on the thread that will be the control thread; other threads
 /// only push() commands onto queue().

@@ -161,6 +161,66 @@ TEST_F(RunBadInput, BzImagePayloadDoesNotDecompress) {
                   {"--kernel: " + path + ": payload (lz4) does not decompress"});
 }
 
+// A small payload claiming a vmlinux bigger than the guest's RAM is refused before tern allocates
+// or touches the output (a gzip/zstd bomb cannot make tern use more than the guest's RAM).
+TEST_F(RunBadInput, BzImagePayloadLargerThanGuestRam) {
+  FakeKernel k;
+  auto image = make_fake_bzimage(k);
+  const size_t pm = (size_t{k.setup_sects} + 1) * 512;
+  std::vector<uint8_t> payload = {0x1f, 0x8b, 0x08, 0x00};  // gzip magic, deflate
+  payload.insert(payload.end(), 60, 0);
+  for (uint8_t b : {0x00, 0x00, 0x00, 0x13}) payload.push_back(b);  // 304 MiB decompressed
+  std::copy(payload.begin(), payload.end(), image.begin() + static_cast<long>(pm) + 0x40);
+  x86::testing::poke<uint32_t>(image, 0x248, 0x40);
+  x86::testing::poke<uint32_t>(image, 0x24C, static_cast<uint32_t>(payload.size()));
+  auto path = write("vmlinuz-bomb", image);
+  expect_rejected({"--kernel", path, "--boot-protocol", "pvh", "--memory", "256M"},
+                  {"--kernel: " + path + ": payload (gzip) does not decompress",
+                   "decompressed size 318767104 bytes exceeds the limit of 268435456 bytes",
+                   "the guest's RAM below 3 GiB"});
+}
+
+TEST_F(RunBadInput, ElfSegmentIntoThe32BitHole) {
+  x86::testing::FakeElf e;
+  e.segments[0].memsz = uint64_t{1} << 40;  // at 16 MiB: a TiB of bss
+  auto path = write("vmlinux-huge-bss", x86::testing::make_fake_elf(e));
+  for (const char* mem : {"256M", "1G"})
+    expect_rejected({"--kernel", path, "--memory", mem},
+                    {"--kernel: " + path + ": PVH kernel: segment [0x1000000, 0x10001000000) ends "
+                                          "above 3 GiB"});
+}
+
+TEST_F(RunBadInput, ElfKernelNeedsMoreRam) {
+  auto path = write("vmlinux", x86::testing::make_fake_elf());
+  expect_rejected({"--kernel", path, "--memory", "16M"},
+                  {"--memory: kernel " + path + ": guest memory:", "needs 17 MiB of RAM"});
+}
+
+// A config file's boot-source fails like PUT /boot-source + InstanceStart: the message names the
+// file's fields (boot-source.kernel_image_path, machine-config.mem_size_mib), not run's options.
+TEST_F(RunBadInput, ConfigFileKernelErrorsNameTheFileFields) {
+  auto elf = write("vmlinux", x86::testing::make_fake_elf());
+  const auto cfg = (dir_ / "vm.json").string();
+  auto run_config = [&](const std::string& protocol, int mib) {
+    std::ofstream(cfg) << R"({"boot-source": {"kernel_image_path": ")" << elf
+                       << R"(", "boot_protocol": ")" << protocol
+                       << R"("}, "machine-config": {"vcpu_count": 1, "mem_size_mib": )" << mib
+                       << "}}";
+    return run_tern({"--config-file", cfg});
+  };
+  RunResult r = run_config("bzimage", 64);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("--config-file " + cfg + ": boot-source.kernel_image_path: " + elf +
+                       ": an ELF vmlinux cannot be booted"),
+            std::string::npos)
+      << r.err;
+  r = run_config("pvh", 8);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("--config-file " + cfg + ": machine-config.mem_size_mib: kernel " + elf),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(RunBadInput, BadBootProtocol) {
   expect_rejected({"--kernel", kernel_, "--boot-protocol", "multiboot"},
                   {"--boot-protocol", "\"multiboot\" is not one of auto, pvh, bzimage"});

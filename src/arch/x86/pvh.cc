@@ -63,6 +63,12 @@ Result<PvhBoot> plan_pvh(const ElfKernel& kernel, uint64_t elf_file_size, uint64
                   fmt::format("segment [{:#x}, {:#x}) is below 1 MiB, where tern keeps the GDT, "
                               "page tables, command line, MP and ACPI tables",
                               s.paddr, end));
+    // No --memory can hold a segment that reaches into the 32-bit hole: the kernel is at fault.
+    if (end > kHoleStart)
+      return fail("PVH kernel",
+                  fmt::format("segment [{:#x}, {:#x}) ends above 3 GiB, where the 32-bit PCI "
+                              "hole starts (PVH kernels are loaded below it)",
+                              s.paddr, end));
     if (end > low_ram_end)
       return fail("guest memory",
                   fmt::format("the kernel's segment [{:#x}, {:#x}) needs {} MiB of RAM below "

@@ -107,7 +107,8 @@ struct PvhBoot {
 /// caller writes the ACPI tables there (write_acpi_tables). Validated before the first write
 /// (op "PVH kernel" unless said otherwise): a PVH entry note present and inside a segment; every
 /// segment at or above kHimemStart (clear of tern's GDT, page tables, command line, MP and ACPI
-/// tables below 1 MiB) and inside RAM below the 32-bit hole; the command line (kPvhCmdlineSize);
+/// tables below 1 MiB), ending at or below kHoleStart (else op "PVH kernel") and inside RAM
+/// (else op "guest memory"); the command line (kPvhCmdlineSize);
 /// the initrd above the kernel (op "initrd"); every destination backed by `mem`. On error guest
 /// memory is untouched. Does not write page tables, GDT, MP or ACPI tables.
 [[nodiscard]] Result<PvhBoot> load_pvh(const GuestMemory& mem, uint64_t ram_bytes,

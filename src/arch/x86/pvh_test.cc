@@ -151,6 +151,60 @@ TEST(LoadPvh, RefusesBeforeWriting) {
   expect_refused(short_file, k, 32 * MiB, "", 0, "file range past the end");
 }
 
+// A segment reaching into the 32-bit hole (memsz of GiBs) is the kernel's fault, not --memory's:
+// op "PVH kernel" whatever the RAM, and nothing of its memsz is allocated or touched.
+/// The default fake vmlinux (one segment at 16 MiB, 0x3000 file bytes) with `memsz`.
+std::vector<uint8_t> elf_with_memsz(uint64_t memsz) {
+  FakeElf e;
+  e.segments[0].memsz = memsz;
+  return make_fake_elf(e);
+}
+
+TEST(PlanPvh, SegmentEndingAbove3GiBIsAKernelError) {
+  for (uint64_t memsz : {uint64_t{0xC0000000} - 0x1000000 + 0x1000, uint64_t{1} << 40}) {
+    const auto file = elf_with_memsz(memsz);
+    for (uint64_t ram : {256 * MiB, 3 * GiB + 512 * MiB, 8 * GiB}) {
+      auto plan = plan_pvh(parsed(file), file.size(), ram, "", 0);
+      ASSERT_FALSE(plan) << memsz << " " << ram;
+      EXPECT_EQ(plan.error().op, "PVH kernel");
+      EXPECT_THAT(plan.error().message(), HasSubstr("ends above 3 GiB"));
+    }
+  }
+  // Ending exactly at 3 GiB is fine once RAM reaches it.
+  const auto file = elf_with_memsz(0xC0000000 - 0x1000000);
+  EXPECT_TRUE(plan_pvh(parsed(file), file.size(), 4 * GiB, "", 0));
+  auto small = plan_pvh(parsed(file), file.size(), 256 * MiB, "", 0);
+  ASSERT_FALSE(small);
+  EXPECT_EQ(small.error().op, "guest memory");
+}
+
+// RAM at the edges: exactly what the kernel needs, between 3 and 4 GiB, above 4 GiB. The memory
+// map describes all of it (RAM above 4 GiB for the part past the hole) and the initrd stays
+// above the kernel, below 2 GiB (initrd_addr_max) and inside RAM.
+TEST(PlanPvh, RamAtTheEdges) {
+  const auto file = make_fake_elf();  // ends at 16 MiB + 20 KiB
+  const ElfKernel k = parsed(file);
+  for (uint64_t ram : {17 * MiB, 3 * GiB + 512 * MiB, 4 * GiB, 8 * GiB}) {
+    auto bare = plan_pvh(k, file.size(), ram, "", 0);
+    ASSERT_TRUE(bare) << ram << ": " << bare.error().message();
+    uint64_t ram_in_map = 0, highest = 0;
+    for (const auto& e : bare->e820) {
+      if (e.type != kE820Ram) continue;
+      ram_in_map += e.size;
+      highest = std::max(highest, e.addr + e.size);
+    }
+    // All of RAM but the EBDA and the BIOS area below 1 MiB.
+    EXPECT_EQ(ram_in_map, ram - (kHimemStart - kEbdaStart)) << ram;
+    EXPECT_EQ(highest, ram > kHoleStart ? ram + (kHoleEnd - kHoleStart) : ram) << ram;
+    if (ram < 32 * MiB) continue;
+    auto with_initrd = plan_pvh(k, file.size(), ram, "", 64 * MiB);
+    ASSERT_TRUE(with_initrd) << ram << ": " << with_initrd.error().message();
+    EXPECT_GE(with_initrd->initrd_gpa, with_initrd->kernel_end);
+    EXPECT_LE(with_initrd->initrd_gpa + 64 * MiB, std::min<uint64_t>(ram, uint64_t{kPvhInitrdAddrMax} + 1));
+  }
+  EXPECT_FALSE(plan_pvh(k, file.size(), 16 * MiB, "", 0));
+}
+
 TEST(LoadPvh, RefusesUnbackedRam) {
   const auto file = make_fake_elf();
   FlatRam ram(32 * MiB);
