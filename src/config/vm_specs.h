@@ -20,7 +20,8 @@ inline constexpr uint32_t kMaxVcpus = 254;
 /// How the kernel is entered (`tern run --boot-protocol`, boot-source "boot_protocol"):
 /// kPvh: uncompressed, at its XEN_ELFNOTE_PHYS32_ENTRY with an hvm_start_info (an ELF vmlinux, or
 /// a bzImage whose payload tern decompresses on the host); kBzImage: the bzImage's own 64-bit
-/// entry (the kernel decompresses itself); kAuto: PVH when the kernel allows it, else bzImage.
+/// entry (the kernel decompresses itself); kAuto: PVH for an ELF vmlinux,
+/// the bzImage entry for a bzImage (docs/boot.md says why).
 enum class BootProtocol { kAuto, kPvh, kBzImage };
 
 /// "auto", "pvh", "bzimage".
