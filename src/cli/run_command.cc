@@ -7,20 +7,20 @@
 
 #include "base/log.h"
 #include "base/size.h"
-#include "vmm/disk_option.h"
-#include "vmm/devices/device_surfaces.h"
-#include "vmm/vm_resources.h"
-#include "vmm/exit_status.h"
-#include "vmm/host_check.h"
+#include "cli/vmm_runner.h"
 #include "stats/stats_table.h"
 #include "vmm/control_loop.h"
-#include "cli/vmm_runner.h"
+#include "vmm/devices/device_surfaces.h"
+#include "vmm/disk_option.h"
+#include "vmm/exit_status.h"
+#include "vmm/host_check.h"
+#include "vmm/vm_resources.h"
 
 namespace tern {
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
-  CLI::App* run =
-      app.add_subcommand("run", "Boot a Linux kernel (bzImage or vmlinux) and run it until it stops");
+  CLI::App* run = app.add_subcommand(
+      "run", "Boot a Linux kernel (bzImage or vmlinux) and run it until it stops");
   run->add_option("--kernel", o.kernel,
                   "Kernel image: a bzImage (x86 boot protocol >= 2.12) or an uncompressed vmlinux "
                   "(ELF)")
@@ -36,7 +36,8 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   run->add_option("--initrd", o.initrd, "Initial ramdisk (cpio, optionally compressed)");
   run->add_option("--cmdline", o.cmdline,
                   std::string("Kernel command line; console=ttyS0 is added when it names no "
-                              "console (default: \"") + kDefaultCmdline + "\")")
+                              "console (default: \"") +
+                      kDefaultCmdline + "\")")
       ->each([&o](const std::string&) { o.cmdline_given = true; });
   run->add_option("--memory", o.memory, "Guest RAM, e.g. 512M, 2G (bare number: MiB)")
       ->capture_default_str();
@@ -55,7 +56,8 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
                   "vhost-user=SOCKET[,queues=N][,queue_size=N]: a disk "
                   "served by a vhost-user-blk back-end listening at SOCKET (qemu-storage-daemon, "
                   "tern vhost-user-blk; docs/vhost-user.md), or path=FILE,interface=nvme[,cache=..]"
-                  "[,readonly=on][,serial=STR][,io=..][,locking=off]: an emulated NVMe controller (/dev/nvme0n1; "
+                  "[,readonly=on][,serial=STR][,io=..][,locking=off]: an emulated NVMe controller "
+                  "(/dev/nvme0n1; "
                   "the guest creates its queues, one per vCPU; docs/nvme.md)")
       ->take_all()
       ->allow_extra_args(false);
@@ -98,8 +100,7 @@ Result<VmResources> run_resources(const RunOptions& o) {
   if (o.cmdline_given) boot.boot_args = o.cmdline;
   auto protocol = parse_boot_protocol(o.boot_protocol);
   if (!protocol)
-    return fail("--boot-protocol",
-                "\"" + o.boot_protocol + "\" is not one of auto, pvh, bzimage");
+    return fail("--boot-protocol", "\"" + o.boot_protocol + "\" is not one of auto, pvh, bzimage");
   boot.boot_protocol = *protocol;
   r.boot = std::move(boot);
   ASSIGN_OR_RETURN(r.memory_bytes, parse_size(o.memory, "--memory"));

@@ -35,8 +35,8 @@ Result<HostBuffer> read_to_buffer(const std::string& path, size_t limit, const c
   if (::fstat(fd->get(), &st) != 0) return fail(field, Error{"fstat", path, errno}.message());
   if (!S_ISREG(st.st_mode)) return fail(field, "open: " + path + ": not a regular file");
   if (static_cast<uint64_t>(st.st_size) > limit)
-    return fail(field, "open: " + path + ": file too large (" + std::to_string(st.st_size) +
-                           " bytes)");
+    return fail(field,
+                "open: " + path + ": file too large (" + std::to_string(st.st_size) + " bytes)");
   auto buf = HostBuffer::allocate(static_cast<size_t>(st.st_size));
   if (!buf) return fail(field, path + ": " + buf.error().message());
   size_t done = 0;
@@ -59,7 +59,8 @@ tl::unexpected<Error> kernel_error(const VmConfig& c, const std::string& what) {
 
 /// Errors from plan_pvh() under the option they concern.
 tl::unexpected<Error> pvh_plan_error(const VmConfig& c, const Error& e) {
-  if (e.op == "guest memory") return fail("--memory", "kernel " + c.kernel_path + ": " + e.message());
+  if (e.op == "guest memory")
+    return fail("--memory", "kernel " + c.kernel_path + ": " + e.message());
   if (e.op == "initrd") return fail("--initrd", e.message());
   if (e.op == "kernel command line") return fail("--cmdline", e.message());
   return kernel_error(c, e.message());
@@ -78,8 +79,9 @@ Result<void> pvh_from_bzimage(const x86::BzImage& bz, std::span<const uint8_t> f
   if (!elf) {
     std::string why = elf.error().message();
     if (why.find("exceeds the limit") != std::string::npos)
-      why += " (the limit is the guest's RAM below 3 GiB, at most 512 MiB: a vmlinux's segments "
-             "must fit there)";
+      why +=
+          " (the limit is the guest's RAM below 3 GiB, at most 512 MiB: a vmlinux's segments "
+          "must fit there)";
     return fail("payload (" + name + ") does not decompress", why);
   }
   auto parsed = x86::parse_elf_kernel(elf->bytes());
@@ -88,8 +90,9 @@ Result<void> pvh_from_bzimage(const x86::BzImage& bz, std::span<const uint8_t> f
   if (!parsed->pvh_entry) return fail("payload (" + name + ")", kNoPvhNote);
   in.elf = std::move(*parsed);
   in.elf_image = std::move(*elf);
-  in.protocol_reason = "payload (" + name + ") decompressed on the host: " +
-                       std::to_string(in.elf_image.size() >> 20) + " MiB vmlinux";
+  in.protocol_reason = "payload (" + name +
+                       ") decompressed on the host: " + std::to_string(in.elf_image.size() >> 20) +
+                       " MiB vmlinux";
   return {};
 }
 
@@ -100,8 +103,9 @@ Result<void> prepare_kernel(const VmConfig& c, BootInputs& in) {
   ASSIGN_OR_RETURN(HostBuffer file, read_to_buffer(c.kernel_path, kMaxKernelBytes, "--kernel"));
   if (x86::looks_like_elf(file.bytes())) {
     if (c.boot_protocol == BootProtocol::kBzImage)
-      return kernel_error(c, "an ELF vmlinux cannot be booted with --boot-protocol bzimage (use "
-                             "pvh, or the kernel's bzImage)");
+      return kernel_error(c,
+                          "an ELF vmlinux cannot be booted with --boot-protocol bzimage (use "
+                          "pvh, or the kernel's bzImage)");
     auto elf = x86::parse_elf_kernel(file.bytes());
     if (!elf) return kernel_error(c, elf.error().message());
     if (!elf->pvh_entry)
@@ -177,8 +181,8 @@ Result<BootInputs> prepare_boot(const VmConfig& c) {
   }
 
   if (in.protocol == BootProtocol::kPvh) {
-    auto plan = x86::plan_pvh(in.elf, in.elf_image.size(), c.memory_bytes, c.cmdline,
-                              in.initrd.size());
+    auto plan =
+        x86::plan_pvh(in.elf, in.elf_image.size(), c.memory_bytes, c.cmdline, in.initrd.size());
     if (!plan) return pvh_plan_error(c, plan.error());
   } else {
     if (auto ok = x86::validate_cmdline(c.cmdline, in.kernel.cmdline_size); !ok)

@@ -76,18 +76,22 @@ Result<void> write_boot_page_tables_and_gdt(const GuestMemory& mem) {
   return {};
 }
 
-kvm_sregs long_mode_sregs(const kvm_sregs& base) {
+/// `base` with CS from boot-GDT entry `code_index`, flat data segments (entry 3), TR from `tss`
+/// and the boot GDT loaded, no IDT: what both entry states share.
+static kvm_sregs flat_segments(const kvm_sregs& base, size_t code_index, const kvm_segment& tss) {
   kvm_sregs s = base;
-  kvm_segment code = segment_from_gdt(kGdt[2], 2);
-  kvm_segment data = segment_from_gdt(kGdt[3], 3);
-  kvm_segment tss = segment_from_gdt(kGdt[4], 4);
-  s.cs = code;
-  s.ds = s.es = s.fs = s.gs = s.ss = data;
+  s.cs = segment_from_gdt(kGdt[code_index], static_cast<uint16_t>(code_index));
+  s.ds = s.es = s.fs = s.gs = s.ss = segment_from_gdt(kGdt[3], 3);
   s.tr = tss;
   s.gdt.base = kGdtAddr;
   s.gdt.limit = static_cast<uint16_t>(kGdt.size() * 8 - 1);
   s.idt.base = 0;
   s.idt.limit = 0;
+  return s;
+}
+
+kvm_sregs long_mode_sregs(const kvm_sregs& base) {
+  kvm_sregs s = flat_segments(base, 2, segment_from_gdt(kGdt[4], 4));
   s.cr0 = kCr0Pe | kCr0Et | kCr0Pg;  // caches enabled (CD/NW clear)
   s.cr3 = kPml4Addr;
   s.cr4 = kCr4Pae;
@@ -96,22 +100,13 @@ kvm_sregs long_mode_sregs(const kvm_sregs& base) {
 }
 
 kvm_sregs pvh_sregs(const kvm_sregs& base) {
-  kvm_sregs s = base;
-  kvm_segment code = segment_from_gdt(kGdt[5], 5);
-  kvm_segment data = segment_from_gdt(kGdt[3], 3);
   kvm_segment tss = segment_from_gdt(kGdt[4], 4);
   // pvh.pandoc: "tr: must be a 32-bit TSS (active) with a base of '0' and a limit of '0x67'" (the
   // hidden part KVM loads; the guest never reloads TR from this GDT before installing its own).
   tss.base = 0;
   tss.limit = 0x67;
   tss.g = 0;
-  s.cs = code;
-  s.ds = s.es = s.fs = s.gs = s.ss = data;
-  s.tr = tss;
-  s.gdt.base = kGdtAddr;
-  s.gdt.limit = static_cast<uint16_t>(kGdt.size() * 8 - 1);
-  s.idt.base = 0;
-  s.idt.limit = 0;
+  kvm_sregs s = flat_segments(base, 5, tss);
   s.cr0 = kCr0Pe | kCr0Et;  // protected mode, paging off, caches enabled
   s.cr3 = 0;
   s.cr4 = 0;
@@ -121,16 +116,16 @@ kvm_sregs pvh_sregs(const kvm_sregs& base) {
 
 std::vector<MsrValue> boot_msrs() {
   return {
-      {0x174, 0},                  // IA32_SYSENTER_CS
-      {0x175, 0},                  // IA32_SYSENTER_ESP
-      {0x176, 0},                  // IA32_SYSENTER_EIP
-      {0xc0000081, 0},             // STAR
-      {0xc0000082, 0},             // LSTAR
-      {0xc0000083, 0},             // CSTAR
-      {0xc0000084, 0},             // SYSCALL_MASK (FMASK)
-      {0xc0000102, 0},             // KERNEL_GS_BASE
-      {0x1a0, 1},                  // IA32_MISC_ENABLE: fast strings
-      {0x2ff, (1u << 11) | 6u},    // MTRRdefType: MTRRs enabled, default write-back
+      {0x174, 0},                // IA32_SYSENTER_CS
+      {0x175, 0},                // IA32_SYSENTER_ESP
+      {0x176, 0},                // IA32_SYSENTER_EIP
+      {0xc0000081, 0},           // STAR
+      {0xc0000082, 0},           // LSTAR
+      {0xc0000083, 0},           // CSTAR
+      {0xc0000084, 0},           // SYSCALL_MASK (FMASK)
+      {0xc0000102, 0},           // KERNEL_GS_BASE
+      {0x1a0, 1},                // IA32_MISC_ENABLE: fast strings
+      {0x2ff, (1u << 11) | 6u},  // MTRRdefType: MTRRs enabled, default write-back
   };
 }
 

@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/result.h"
+#include "memory/guest_memory.h"
+
 namespace tern::x86 {
 
 inline constexpr uint32_t kE820Ram = 1;
@@ -28,5 +31,10 @@ struct E820Entry {
 /// `ram_bytes`, so a guest smaller than 1 MiB gets no high-memory entry (load_linux rejects such
 /// sizes anyway). Total RAM reported = ram_bytes - (kHimemStart - kEbdaStart) for ram >= 1 MiB.
 [[nodiscard]] std::vector<E820Entry> build_e820(uint64_t ram_bytes);
+
+/// Checks that `mem` backs every RAM entry of `e820` (built for `ram_bytes`). Error: op "guest
+/// memory", naming the first range that is not backed.
+[[nodiscard]] Result<void> check_ram_backed(const GuestMemory& mem,
+                                            const std::vector<E820Entry>& e820, uint64_t ram_bytes);
 
 }  // namespace tern::x86

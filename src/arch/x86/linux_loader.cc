@@ -66,13 +66,7 @@ Result<LinuxBoot> load_linux(const GuestMemory& mem, uint64_t ram_bytes, const B
   boot.cmdline_gpa = kCmdlineAddr;
   boot.cmdline_len = cmdline.size();
   boot.e820 = build_e820(ram_bytes);
-  for (const auto& e : boot.e820) {
-    if (e.type != kE820Ram) continue;
-    if (!mem.slice(e.addr, e.size))
-      return fail("guest memory",
-                  fmt::format("e820 RAM [{:#x}, {:#x}) for {} MiB is not backed by guest memory",
-                              e.addr, e.addr + e.size, ram_bytes / MiB));
-  }
+  TRY(check_ram_backed(mem, boot.e820, ram_bytes));
 
   const BootParams bp = make_boot_params(kernel, boot);
   std::vector<uint8_t> cmdline_z(cmdline.begin(), cmdline.end());

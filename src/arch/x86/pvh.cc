@@ -48,8 +48,7 @@ HvmStartInfo make_start_info(const PvhBoot& boot) {
 
 Result<PvhBoot> plan_pvh(const ElfKernel& kernel, uint64_t elf_file_size, uint64_t ram_bytes,
                          std::string_view cmdline, uint64_t initrd_size) {
-  if (!kernel.pvh_entry)
-    return fail("PVH kernel", "no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY)");
+  if (!kernel.pvh_entry) return fail("PVH kernel", "no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY)");
   if (kernel.segments.empty()) return fail("PVH kernel", "no PT_LOAD segment");
   const uint64_t low_ram_end = std::min(ram_bytes, kHoleStart);
   PvhBoot boot;
@@ -80,13 +79,13 @@ Result<PvhBoot> plan_pvh(const ElfKernel& kernel, uint64_t elf_file_size, uint64
                                             "file",
                                             s.paddr));
   }
-  bool entry_inside = std::any_of(kernel.segments.begin(), kernel.segments.end(),
-                                  [&](const ElfSegment& s) {
-                                    return boot.entry >= s.paddr && boot.entry < s.paddr + s.filesz;
-                                  });
+  bool entry_inside =
+      std::any_of(kernel.segments.begin(), kernel.segments.end(), [&](const ElfSegment& s) {
+        return boot.entry >= s.paddr && boot.entry < s.paddr + s.filesz;
+      });
   if (!entry_inside)
-    return fail("PVH kernel", fmt::format("PVH entry {:#x} is not inside a loaded segment",
-                                          boot.entry));
+    return fail("PVH kernel",
+                fmt::format("PVH entry {:#x} is not inside a loaded segment", boot.entry));
   TRY(validate_cmdline(cmdline, kPvhCmdlineSize));
   if (initrd_size != 0) {
     auto kernel_end = align_up(kernel.paddr_end, 4096);
@@ -101,7 +100,8 @@ Result<PvhBoot> plan_pvh(const ElfKernel& kernel, uint64_t elf_file_size, uint64
   boot.rsdp_gpa = kAcpiStart;
   boot.e820 = build_e820(ram_bytes);
   if (boot.e820.size() > kPvhMemmapMaxEntries)
-    return fail("PVH kernel", fmt::format("memory map of {} entries does not fit", boot.e820.size()));
+    return fail("PVH kernel",
+                fmt::format("memory map of {} entries does not fit", boot.e820.size()));
   return boot;
 }
 
@@ -109,14 +109,9 @@ Result<PvhBoot> load_pvh(const GuestMemory& mem, uint64_t ram_bytes, const ElfKe
                          std::span<const uint8_t> elf_file, std::string_view cmdline,
                          std::span<const uint8_t> initrd) {
   // 1. Validate and place everything; nothing is written until all of it has passed.
-  ASSIGN_OR_RETURN(PvhBoot boot, plan_pvh(kernel, elf_file.size(), ram_bytes, cmdline, initrd.size()));
-  for (const auto& e : boot.e820) {
-    if (e.type != kE820Ram) continue;
-    if (!mem.slice(e.addr, e.size))
-      return fail("guest memory",
-                  fmt::format("e820 RAM [{:#x}, {:#x}) for {} MiB is not backed by guest memory",
-                              e.addr, e.addr + e.size, ram_bytes / MiB));
-  }
+  ASSIGN_OR_RETURN(PvhBoot boot,
+                   plan_pvh(kernel, elf_file.size(), ram_bytes, cmdline, initrd.size()));
+  TRY(check_ram_backed(mem, boot.e820, ram_bytes));
 
   const HvmStartInfo si = make_start_info(boot);
   const HvmModlistEntry module{boot.initrd_gpa, boot.initrd_size, 0, 0};
@@ -128,8 +123,8 @@ Result<PvhBoot> load_pvh(const GuestMemory& mem, uint64_t ram_bytes, const ElfKe
   std::vector<Write> writes;
   for (size_t i = 0; i < kernel.segments.size(); ++i) {
     const ElfSegment& s = kernel.segments[i];
-    writes.push_back({s.paddr, elf_file.subspan(s.file_offset, s.filesz),
-                      fmt::format("kernel segment {}", i)});
+    writes.push_back(
+        {s.paddr, elf_file.subspan(s.file_offset, s.filesz), fmt::format("kernel segment {}", i)});
   }
   writes.push_back({boot.cmdline_gpa, cmdline_z, "command line"});
   if (!initrd.empty()) {
