@@ -119,7 +119,18 @@ Result<void> prepare_kernel(const VmConfig& c, BootInputs& in) {
     return {};
   }
   auto bz = x86::parse_bzimage(file.bytes());
-  if (!bz) return kernel_error(c, bz.error().message());
+  if (!bz)
+    return kernel_error(c, "neither an ELF vmlinux nor a usable bzImage: " + bz.error().message());
+  // Without decompressing (auto, bzimage), a payload whose magic is no format Linux builds is
+  // refused here: the guest's own decompressor would halt silently without an early console.
+  if (c.boot_protocol != BootProtocol::kPvh) {
+    // (A bzImage that records no payload, as old or synthetic ones, is left to the guest.)
+    auto payload = x86::bzimage_compressed_payload(*bz, file.bytes());
+    if (payload && x86::detect_payload_compression(*payload) == x86::PayloadCompression::kUnknown)
+      return kernel_error(c,
+                          "the compressed kernel at payload_offset has no known compression "
+                          "magic (gzip, xz, zstd, lz4, bzip2, lzma, lzo): a corrupt bzImage");
+  }
   // auto boots a bzImage through its own entry: in the benchmark (docs/boot.md) host-side
   // decompression + PVH saved no measurable time, and the bzImage path keeps KASLR.
   if (c.boot_protocol == BootProtocol::kPvh) {

@@ -119,12 +119,12 @@ TEST_F(RunBadInput, OldBootProtocol) {
 TEST_F(RunBadInput, MalformedElfKernel) {
   auto elf = x86::testing::make_fake_elf();
   // Program header 1 (the PT_LOAD): p_filesz reaching past the end of the file.
-  x86::testing::poke_elf<uint64_t>(elf, x86::testing::kFakeElfPhoff + x86::testing::kFakePhdrSize + 32,
-                                   elf.size());
+  x86::testing::poke_elf<uint64_t>(
+      elf, x86::testing::kFakeElfPhoff + x86::testing::kFakePhdrSize + 32, elf.size());
   auto path = write("vmlinux-bad", elf);
-  expect_rejected({"--kernel", path},
-                  {"--kernel: " + path + ": ELF kernel: program header 1: file range past the end "
-                                        "of the file"});
+  expect_rejected({"--kernel", path}, {"--kernel: " + path +
+                                       ": ELF kernel: program header 1: file range past the end "
+                                       "of the file"});
 }
 
 TEST_F(RunBadInput, ElfKernelWithoutPvhNote) {
@@ -132,16 +132,17 @@ TEST_F(RunBadInput, ElfKernelWithoutPvhNote) {
   e.pvh_entry.reset();
   auto path = write("vmlinux-nopvh", x86::testing::make_fake_elf(e));
   for (const char* protocol : {"pvh", "auto"})
-    expect_rejected({"--kernel", path, "--boot-protocol", protocol},
-                    {"--kernel: " + path + ": no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY)",
-                     "CONFIG_PVH=y"});
+    expect_rejected(
+        {"--kernel", path, "--boot-protocol", protocol},
+        {"--kernel: " + path + ": no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY)", "CONFIG_PVH=y"});
 }
 
 TEST_F(RunBadInput, ElfKernelWithBzImageProtocol) {
   auto path = write("vmlinux", x86::testing::make_fake_elf());
   expect_rejected({"--kernel", path, "--boot-protocol", "bzimage"},
-                  {"--kernel: " + path + ": an ELF vmlinux cannot be booted with --boot-protocol "
-                                        "bzimage"});
+                  {"--kernel: " + path +
+                   ": an ELF vmlinux cannot be booted with --boot-protocol "
+                   "bzimage"});
 }
 
 TEST_F(RunBadInput, BzImagePayloadDoesNotDecompress) {
@@ -150,7 +151,8 @@ TEST_F(RunBadInput, BzImagePayloadDoesNotDecompress) {
   FakeKernel k;
   auto image = make_fake_bzimage(k);
   const size_t pm = (size_t{k.setup_sects} + 1) * 512;
-  std::vector<uint8_t> payload = {0x02, 0x21, 0x4c, 0x18, 0x00, 0x01, 0x00, 0x00};  // 256-byte block
+  std::vector<uint8_t> payload = {0x02, 0x21, 0x4c, 0x18,
+                                  0x00, 0x01, 0x00, 0x00};  // 256-byte block
   payload.insert(payload.end(), 256, 0xff);
   for (uint8_t b : {0x00, 0x00, 0x10, 0x00}) payload.push_back(b);  // 1 MiB decompressed
   std::copy(payload.begin(), payload.end(), image.begin() + static_cast<long>(pm) + 0x40);
@@ -159,6 +161,21 @@ TEST_F(RunBadInput, BzImagePayloadDoesNotDecompress) {
   auto path = write("vmlinuz-corrupt", image);
   expect_rejected({"--kernel", path, "--boot-protocol", "pvh"},
                   {"--kernel: " + path + ": payload (lz4) does not decompress"});
+}
+
+// A bzImage whose payload has no known compression magic (here zeroed) is refused under auto and
+// bzimage too, without decompressing anything: the guest's decompressor would halt silently.
+TEST_F(RunBadInput, BzImagePayloadWithoutKnownMagic) {
+  FakeKernel k;
+  auto image = make_fake_bzimage(k);
+  x86::testing::poke<uint32_t>(image, 0x248, 0x40);
+  x86::testing::poke<uint32_t>(image, 0x24C, 64);
+  auto path = write("vmlinuz-zeroed", image);
+  for (const char* protocol : {"auto", "bzimage"})
+    expect_rejected({"--kernel", path, "--boot-protocol", protocol},
+                    {"--kernel: " + path +
+                     ": the compressed kernel at payload_offset has no known "
+                     "compression magic"});
 }
 
 // A small payload claiming a vmlinux bigger than the guest's RAM is refused before tern allocates
@@ -186,8 +203,9 @@ TEST_F(RunBadInput, ElfSegmentIntoThe32BitHole) {
   auto path = write("vmlinux-huge-bss", x86::testing::make_fake_elf(e));
   for (const char* mem : {"256M", "1G"})
     expect_rejected({"--kernel", path, "--memory", mem},
-                    {"--kernel: " + path + ": PVH kernel: segment [0x1000000, 0x10001000000) ends "
-                                          "above 3 GiB"});
+                    {"--kernel: " + path +
+                     ": PVH kernel: segment [0x1000000, 0x10001000000) ends "
+                     "above 3 GiB"});
 }
 
 TEST_F(RunBadInput, ElfKernelNeedsMoreRam) {
@@ -283,9 +301,9 @@ TEST_F(RunBadInput, BadDiskInterface) {
                   {"--disk queue_size", "not with interface=nvme"});
   expect_rejected({"--kernel", kernel_, "--disk", "vhost-user=/tmp/x.sock,interface=nvme"},
                   {"--disk interface=nvme", "not with vhost-user="});
-  expect_rejected({"--kernel", kernel_, "--disk",
-                   "path=" + (dir_ / "absent.img").string() + ",interface=nvme"},
-                  {"--disk path"});
+  expect_rejected(
+      {"--kernel", kernel_, "--disk", "path=" + (dir_ / "absent.img").string() + ",interface=nvme"},
+      {"--disk path"});
 }
 
 TEST_F(RunBadInput, ValidInputReachesTheHostCheck) {
