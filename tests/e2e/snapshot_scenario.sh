@@ -188,7 +188,7 @@ cmd2="console=ttyS0 quiet tern.action=snap-mem"
 "$T" run --kernel "$TH_GUEST_KERNEL" --initrd "$TH_GUEST_INITRD" --cmdline "$cmd2" --cpus 1 \
     --memory 512M --api-sock /tmp/m.sock >/tmp/m.out 2>/tmp/m.err </dev/null &
 pid_m=$!
-wait_for "$SNAP_WAIT" has /tmp/m.out TERN-MEM-READY
+wait_for "$SNAP_WAIT" has /tmp/m.out 'TERN-MEM-READY sum=[0-9a-f]\{32\}'
 check mem-guest-ready $? "$(grep TERN-MEM-READY /tmp/m.out)"
 out=$("$T" snapshot --api-sock /tmp/m.sock --state /tmp/m.state --mem /tmp/m.mem --exit 2>&1)
 check mem-save "$?" "$(echo "$out" | tail -n 1)"
@@ -205,7 +205,7 @@ wait_for "$SNAP_WAIT" sh -c "[ \$(grep -c '^TERN-MEM-SUM' /tmp/m2.out) -ge 2 ]"
 check mem-restored-runs $? "$(grep -c TERN-MEM-SUM /tmp/m2.out) sums after restore; stderr: $(head -c 300 /tmp/m2.err)"
 machine_is /tmp/m2.sock 1 512
 check mem-restored-machine-config "$ok" "after tern restore (want 1 vCPU, 512 MiB): $r"
-want=$(sed -n 's/^TERN-MEM-READY sum=\([0-9a-f]*\).*/\1/p' /tmp/m.out)
+want=$(sed -n 's/^TERN-MEM-READY sum=\([0-9a-f]\{32\}\).*/\1/p' /tmp/m.out)
 sums=$(sed -n 's/^TERN-MEM-SUM \([0-9a-f]*\).*/\1/p' /tmp/m2.out | sort -u)
 ok=1; [ -n "$want" ] && [ "$sums" = "$want" ] && ok=0
 check mem-identical "$ok" "before: $want; after restore: $(echo $sums)"
@@ -233,21 +233,22 @@ check cancel-leaves-nothing "$([ -z "$left" ]; echo $?)" "left: ${left:-nothing}
 
 # ---------------- case 4: re-snapshot a restored VM to its own memory file ----------------
 rm -f /tmp/m.mem /tmp/m.state
-sums_of() { sed -n 's/^TERN-MEM-SUM \([0-9a-f]*\).*/\1/p' "$1" | sort -u; }
+# Only whole sums (32 hex digits): the console file may end in a line still being written.
+sums_of() { sed -n 's/^TERN-MEM-SUM \([0-9a-f]\{32\}\).*/\1/p' "$1" | sort -u; }
 restore_r() {  # restore_r NAME: tern restore of /tmp/r.state + /tmp/r.mem as NAME, until a sum
     "$T" restore --state /tmp/r.state --mem /tmp/r.mem --resume --api-sock "/tmp/$1.sock" \
         >"/tmp/$1.out" 2>"/tmp/$1.err" </dev/null &
     pid_r=$!
     # The first MD5 after a restore faults in all 64 MiB from the memory file: slow under TCG.
-    wait_for "$SNAP_WAIT" has "/tmp/$1.out" '^TERN-MEM-SUM'
+    wait_for "$SNAP_WAIT" has "/tmp/$1.out" '^TERN-MEM-SUM [0-9a-f]\{32\}'
 }
 truncate -s 16M /tmp/r.img
 cmd4="console=ttyS0 quiet tern.action=snap-mem tern.rand_mib=64 tern.zero_mib=0"
 "$T" run --kernel "$TH_GUEST_KERNEL" --initrd "$TH_GUEST_INITRD" --cmdline "$cmd4" --cpus 1 \
     --memory 256M --disk path=/tmp/r.img --api-sock /tmp/r0.sock >/tmp/r0.out 2>/tmp/r0.err </dev/null &
 pid_r0=$!
-wait_for "$SNAP_WAIT" has /tmp/r0.out TERN-MEM-READY
-want=$(sed -n 's/^TERN-MEM-READY sum=\([0-9a-f]*\).*/\1/p' /tmp/r0.out)
+wait_for "$SNAP_WAIT" has /tmp/r0.out 'TERN-MEM-READY sum=[0-9a-f]\{32\}'
+want=$(sed -n 's/^TERN-MEM-READY sum=\([0-9a-f]\{32\}\).*/\1/p' /tmp/r0.out)
 check resave-guest-ready "$([ -n "$want" ]; echo $?)" "64 MiB random, md5 $want"
 out=$("$T" snapshot --api-sock /tmp/r0.sock --state /tmp/r.state --mem /tmp/r.mem --exit 2>&1)
 check resave-first-save "$?" "$(echo "$out" | tail -n 1)"
