@@ -12,6 +12,7 @@ PACKAGES=(
   libexpected-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev liburing-dev
   libgtest-dev libgmock-dev libboost-dev zlib1g-dev libseccomp-dev
   liblzma-dev libzstd-dev liblz4-dev  # host-side kernel decompression (src/arch/x86/kernel_payload)
+  libbpf-dev libelf-dev clang-14 llvm-14  # in-kernel exit accounting (src/trace: eBPF, static libbpf)
   # fuzzers (tests/fuzz, -DTERN_FUZZ=ON with clang++-14 + libFuzzer)
   clang-14 libclang-rt-14-dev
   # nested test host and guests (testhost/, tests/e2e, bench/)
