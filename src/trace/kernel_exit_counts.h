@@ -6,7 +6,8 @@
 namespace tern {
 
 /// Sorts every vector of `c` by count, descending; ties in a stable order of their keys (isa,
-/// code / msr, access / port, dir / kind, page / vector), so that two readings list equal rows alike.
+/// code / msr, access / port, dir / kind, page / vector), so that two readings list equal rows
+/// alike.
 void sort_kernel_exit_counts(KernelExitCounts& c);
 
 }  // namespace tern

@@ -19,9 +19,23 @@ struct CodeName {
 // The exception vectors SVM_EXIT_REASONS adds to SVM_EXIT_EXCP_BASE (the kernel's <asm/trapnr.h>,
 // not exported to uapi).
 enum : int {
-  DE_VECTOR = 0, DB_VECTOR = 1, BP_VECTOR = 3, OF_VECTOR = 4, BR_VECTOR = 5, UD_VECTOR = 6,
-  NM_VECTOR = 7, DF_VECTOR = 8, TS_VECTOR = 10, NP_VECTOR = 11, SS_VECTOR = 12, GP_VECTOR = 13,
-  PF_VECTOR = 14, MF_VECTOR = 16, AC_VECTOR = 17, MC_VECTOR = 18, XM_VECTOR = 19,
+  DE_VECTOR = 0,
+  DB_VECTOR = 1,
+  BP_VECTOR = 3,
+  OF_VECTOR = 4,
+  BR_VECTOR = 5,
+  UD_VECTOR = 6,
+  NM_VECTOR = 7,
+  DF_VECTOR = 8,
+  TS_VECTOR = 10,
+  NP_VECTOR = 11,
+  SS_VECTOR = 12,
+  GP_VECTOR = 13,
+  PF_VECTOR = 14,
+  MF_VECTOR = 16,
+  AC_VECTOR = 17,
+  MC_VECTOR = 18,
+  XM_VECTOR = 19,
 };
 
 constexpr CodeName kSvmReasons[] = {SVM_EXIT_REASONS};
@@ -90,13 +104,13 @@ constexpr MsrName kMsrs[] = {
 
 // x2APIC MSR 0x800 + (xAPIC MMIO offset >> 4).
 constexpr MsrName kX2Apic[] = {
-    {0x802, "X2APIC_ID"},      {0x803, "X2APIC_VERSION"}, {0x808, "X2APIC_TPR"},
-    {0x80a, "X2APIC_PPR"},     {0x80b, "X2APIC_EOI"},     {0x80d, "X2APIC_LDR"},
-    {0x80f, "X2APIC_SPIV"},    {0x828, "X2APIC_ESR"},     {0x82f, "X2APIC_LVTCMCI"},
-    {0x830, "X2APIC_ICR"},     {0x832, "X2APIC_LVTT"},    {0x833, "X2APIC_LVTTHMR"},
-    {0x834, "X2APIC_LVTPC"},   {0x835, "X2APIC_LVT0"},    {0x836, "X2APIC_LVT1"},
-    {0x837, "X2APIC_LVTERR"},  {0x838, "X2APIC_TMICT"},   {0x839, "X2APIC_TMCCT"},
-    {0x83e, "X2APIC_TDCR"},    {0x83f, "X2APIC_SELF_IPI"},
+    {0x802, "X2APIC_ID"},     {0x803, "X2APIC_VERSION"},  {0x808, "X2APIC_TPR"},
+    {0x80a, "X2APIC_PPR"},    {0x80b, "X2APIC_EOI"},      {0x80d, "X2APIC_LDR"},
+    {0x80f, "X2APIC_SPIV"},   {0x828, "X2APIC_ESR"},      {0x82f, "X2APIC_LVTCMCI"},
+    {0x830, "X2APIC_ICR"},    {0x832, "X2APIC_LVTT"},     {0x833, "X2APIC_LVTTHMR"},
+    {0x834, "X2APIC_LVTPC"},  {0x835, "X2APIC_LVT0"},     {0x836, "X2APIC_LVT1"},
+    {0x837, "X2APIC_LVTERR"}, {0x838, "X2APIC_TMICT"},    {0x839, "X2APIC_TMCCT"},
+    {0x83e, "X2APIC_TDCR"},   {0x83f, "X2APIC_SELF_IPI"},
 };
 
 const char* find(const MsrName* begin, const MsrName* end, uint32_t msr) {
@@ -118,7 +132,9 @@ std::string kernel_exit_reason_name(ExitIsa isa, uint32_t code) {
   return hex(code);
 }
 
-const char* exit_isa_name(ExitIsa isa) { return isa == ExitIsa::kVmx ? "vmx" : "svm"; }
+const char* exit_isa_name(ExitIsa isa) {
+  return isa == ExitIsa::kVmx ? "vmx" : "svm";
+}
 
 std::string msr_name(uint32_t msr) {
   if (msr >= 0x800 && msr <= 0x8ff) {
@@ -137,10 +153,14 @@ std::string msr_name(uint32_t msr) {
 
 const char* npf_kind_name(NpfKind kind) {
   switch (kind) {
-    case NpfKind::kRamNotPresent: return "ram-not-present";
-    case NpfKind::kRamOther: return "ram-other";
-    case NpfKind::kMmioCached: return "mmio-cached";
-    case NpfKind::kMmioOther: return "mmio-other";
+    case NpfKind::kRamNotPresent:
+      return "ram-not-present";
+    case NpfKind::kRamOther:
+      return "ram-other";
+    case NpfKind::kMmioCached:
+      return "mmio-cached";
+    case NpfKind::kMmioOther:
+      return "mmio-other";
   }
   return "?";
 }

@@ -31,9 +31,8 @@ struct Tracepoint {
   const char* program;
 };
 constexpr Tracepoint kTracepoints[] = {
-    {"kvm_exit", "kx_exit"},           {"kvm_entry", "kx_entry"}, {"kvm_msr", "kx_msr"},
-    {"kvm_pio", "kx_pio"},             {"kvm_page_fault", "kx_page_fault"},
-    {"kvm_inj_virq", "kx_inj_virq"},
+    {"kvm_exit", "kx_exit"}, {"kvm_entry", "kx_entry"},           {"kvm_msr", "kx_msr"},
+    {"kvm_pio", "kx_pio"},   {"kvm_page_fault", "kx_page_fault"}, {"kvm_inj_virq", "kx_inj_virq"},
 };
 
 /// 0, or the errno of stat(path).
@@ -53,12 +52,16 @@ std::string tracefs_dir() {
 Result<void> preflight() {
   std::string tracefs = tracefs_dir();
   int e = stat_errno(tracefs + "/events");
-  if (e == EACCES || e == EPERM) return fail_code(e, kOp, tracefs + ": " + kPermission);
+  if (e == EACCES || e == EPERM)
+    return fail_code(e, kOp,
+                     tracefs +
+                         ": not readable (tracefs is root-only by default: needs root, or CAP_BPF "
+                         "and CAP_PERFMON with access to tracefs)");
   if (e != 0) return fail(kOp, "no tracefs (mount -t tracefs nodev /sys/kernel/tracing)");
   for (const auto& tp : kTracepoints) {
     std::string dir = tracefs + "/events/kvm/" + tp.event;
     e = stat_errno(dir);
-    if (e == EACCES || e == EPERM) return fail_code(e, kOp, dir + ": " + kPermission);
+    if (e == EACCES || e == EPERM) return fail_code(e, kOp, dir + ": not readable (needs root)");
     if (e != 0)
       return fail(kOp, std::string("kernel has no kvm:") + tp.event +
                            " tracepoint (kvm module not loaded?)");
@@ -68,7 +71,8 @@ Result<void> preflight() {
   // A loadable kvm module has /sys/module/kvm/initstate; its tracepoints' records are described
   // by its own BTF.
   if (stat_errno("/sys/module/kvm/initstate") == 0 && stat_errno("/sys/kernel/btf/kvm") != 0)
-    return fail(kOp, "no BTF for the kvm module (/sys/kernel/btf/kvm; CONFIG_DEBUG_INFO_BTF_MODULES)");
+    return fail(kOp,
+                "no BTF for the kvm module (/sys/kernel/btf/kvm; CONFIG_DEBUG_INFO_BTF_MODULES)");
   return {};
 }
 
@@ -218,8 +222,9 @@ Result<KernelExitCounts> KernelExitTrace::read() const {
   TRY((walk<kx_npf_key, __u64>(impl_->npf, "npf", [&](const kx_npf_key& k, __u64 v) {
     c.npf.push_back({static_cast<NpfKind>(k.kind), k.gpa_page, v});
   })));
-  TRY((walk<__u32, __u64>(impl_->irqs, "irqs",
-                          [&](__u32 k, __u64 v) { c.irqs.push_back({k, v}); })));
+  TRY((walk<__u32, __u64>(impl_->irqs, "irqs", [&](__u32 k, __u64 v) {
+    c.irqs.push_back({k, v});
+  })));
   __u32 zero = 0;
   __u64 dropped = 0;
   if (bpf_map_lookup_elem(impl_->dropped, &zero, &dropped) != 0)

@@ -14,8 +14,8 @@
 
 /// Set by the loader before load (.rodata: the verifier sees them as constants).
 struct kx_config {
-  __u32 tgid;       ///< count only threads of this process
-  __u32 ram_count;  ///< valid entries of ram_start/ram_end
+  __u32 tgid;                          ///< count only threads of this process
+  __u32 ram_count;                     ///< valid entries of ram_start/ram_end
   __u64 ram_start[KX_MAX_RAM_RANGES];  ///< guest-physical, bytes, inclusive
   __u64 ram_end[KX_MAX_RAM_RANGES];    ///< guest-physical, bytes, exclusive
 };

@@ -4,14 +4,17 @@
 // K CPUID exits, and its sum over reasons equals the vCPU's KVM `exits` statistic (read after the
 // vCPU thread ended: no exit in flight). Skips, printing why, where the trace cannot start (no
 // privileges, no kvm tracepoints, no BTF).
+#include "trace/kernel_exit_trace.h"
+
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 #include "kvm/kvm_stats.h"
 #include "tests/kvm/tiny_vm.h"
-#include "trace/kernel_exit_trace.h"
 
 namespace tern::testing {
 namespace {
@@ -19,7 +22,9 @@ namespace {
 constexpr uint32_t kOuts = 150;   // N: out to port 0x500
 constexpr uint32_t kCpuids = 40;  // K: cpuid
 
-constexpr uint8_t b(uint32_t v, int i) { return static_cast<uint8_t>(v >> (8 * i)); }
+constexpr uint8_t b(uint32_t v, int i) {
+  return static_cast<uint8_t>(v >> (8 * i));
+}
 
 // 64-bit guest code (hand-assembled):
 //   mov al,0x42
@@ -28,12 +33,12 @@ constexpr uint8_t b(uint32_t v, int i) { return static_cast<uint8_t>(v >> (8 * i
 //   mov dx,0x5f1; out dx,al      -> recorder "done"
 //   jmp $
 const uint8_t kCode[] = {
-    0xB0, 0x42,                                                             //
-    0xB9, b(kOuts, 0), b(kOuts, 1), b(kOuts, 2), b(kOuts, 3),              //
-    0x66, 0xBA, 0x00, 0x05, 0xEE, 0xE2, 0xFD,                              //
-    0xBE, b(kCpuids, 0), b(kCpuids, 1), b(kCpuids, 2), b(kCpuids, 3),      //
-    0x31, 0xC0, 0x0F, 0xA2, 0xFF, 0xCE, 0x75, 0xF8,                        //
-    0x66, 0xBA, 0xF1, 0x05, 0xEE,                                          //
+    0xB0, 0x42,                                                                          //
+    0xB9, b(kOuts, 0),   b(kOuts, 1),   b(kOuts, 2),   b(kOuts, 3),                      //
+    0x66, 0xBA,          0x00,          0x05,          0xEE,          0xE2, 0xFD,        //
+    0xBE, b(kCpuids, 0), b(kCpuids, 1), b(kCpuids, 2), b(kCpuids, 3),                    //
+    0x31, 0xC0,          0x0F,          0xA2,          0xFF,          0xCE, 0x75, 0xF8,  //
+    0x66, 0xBA,          0xF1,          0x05,          0xEE,                             //
     0xEB, 0xFE,
 };
 
@@ -78,11 +83,14 @@ TEST(KernelExitTrace, CountsTheGuestsExitsByReason) {
 
   std::string dump;
   for (const auto& r : counts->reasons)
-    dump += std::string(exit_isa_name(r.isa)) + ":" + kernel_exit_reason_name(r.isa, r.code) +
-            "=" + std::to_string(r.count) + " (" + std::to_string(r.time_ns) + " ns) ";
+    dump += std::string(exit_isa_name(r.isa)) + ":" + kernel_exit_reason_name(r.isa, r.code) + "=" +
+            std::to_string(r.count) + " (" + std::to_string(r.time_ns) + " ns) ";
   for (const auto& p : counts->pio)
     dump += "pio " + std::to_string(p.port) + (p.in ? " in" : " out") + "=" +
             std::to_string(p.count) + " ";
+  for (const auto& n : counts->npf)
+    dump += std::string("npf ") + npf_kind_name(n.kind) + "=" + std::to_string(n.count) + " ";
+  std::printf("kernel exits: %s\n", dump.c_str());
   SCOPED_TRACE(dump);
 
   // Port I/O: exactly the guest's OUTs (kvm_pio fires once per OUT instruction).
@@ -103,14 +111,24 @@ TEST(KernelExitTrace, CountsTheGuestsExitsByReason) {
   const ExitIsa isa = counts->reasons[0].isa;
   const char* io = isa == ExitIsa::kSvm ? "io" : "IO_INSTRUCTION";
   const char* cpuid = isa == ExitIsa::kSvm ? "cpuid" : "CPUID";
-  uint64_t io_exits = 0, cpuid_exits = 0;
+  uint64_t io_exits = 0, cpuid_exits = 0, io_time_ns = 0;
   for (const auto& r : counts->reasons) {
     EXPECT_EQ(r.isa, isa);
     std::string name = kernel_exit_reason_name(r.isa, r.code);
-    if (name == io) io_exits = r.count;
+    if (name == io) {
+      io_exits = r.count;
+      io_time_ns = r.time_ns;
+    }
     if (name == cpuid) cpuid_exits = r.count;
   }
   EXPECT_GE(io_exits, kOuts + 1);
+  EXPECT_GT(io_time_ns, 0u);  // kvm_exit -> kvm_entry accounted
+  // Nested page faults: the guest touches only RAM (its code, stack and page tables).
+  for (const auto& n : counts->npf) {
+    EXPECT_TRUE(n.kind == NpfKind::kRamNotPresent || n.kind == NpfKind::kRamOther)
+        << npf_kind_name(n.kind) << " at page 0x" << std::hex << n.gpa_page;
+    EXPECT_EQ(n.gpa_page, 0u);
+  }
   EXPECT_GE(cpuid_exits, kCpuids);
   for (size_t i = 1; i < counts->reasons.size(); ++i)
     EXPECT_GE(counts->reasons[i - 1].count, counts->reasons[i].count);  // sorted
