@@ -55,10 +55,10 @@ std::string ns_text(double ns) {
 // The tables of the section, in display order, and their titles.
 constexpr std::array<std::pair<const char*, const char*>, 5> kTables{{
     {"reasons", "in-kernel exits by reason (all vCPUs)"},
-    {"msrs", "in-kernel: MSR accesses"},
-    {"pio_in_kernel", "in-kernel: port I/O served by KVM (kvm_pio minus exits to tern)"},
-    {"npf", "in-kernel: nested page faults by kind (MMIO: page, device)"},
-    {"injected_irqs", "in-kernel: injected interrupts"},
+    {"msrs", "in-kernel MSR accesses"},
+    {"pio_in_kernel", "in-kernel PIO (kvm_pio minus exits to tern)"},
+    {"npf", "in-kernel NPF by kind (MMIO: page, device)"},
+    {"injected_irqs", "in-kernel injected interrupts"},
 }};
 
 struct Flat {
@@ -218,7 +218,7 @@ std::string render_kernel_exit_rates(const Json& r, size_t max_rows) {
     const bool reasons = std::string_view(section) == "reasons";
     if (rows.empty() && !reasons) continue;
     out += fmt::format("\n{:<44} {:>12} {:>12}{}\n", title, "total", "per s",
-                       reasons ? fmt::format(" {:>10}", "in kernel") : "");
+                       reasons ? fmt::format(" {:>10}", "mean time") : "");
     size_t shown = 0;
     for (const Row& row : rows) {
       if (max_rows && shown++ == max_rows) {
@@ -261,7 +261,7 @@ std::string render_kernel_exit_summary(const Json& k) {
     std::stable_sort(rows.begin(), rows.end(),
                      [](auto& x, auto& y) { return x.second > y.second; });
     out += fmt::format("  {:<44} {:>12}{}\n", title, "count",
-                       reasons ? fmt::format(" {:>12}", "mean in kernel") : "");
+                       reasons ? fmt::format(" {:>12}", "mean time") : "");
     size_t shown = 0;
     for (const auto& [name, total] : rows) {
       if (shown++ == 12) {
