@@ -91,7 +91,7 @@ Result<void> Vm::build(const BootInputs& in) {
   // Before the first KVM_RUN (start()): every exit of the guest is counted.
   if (c.kernel_exits) {
     if (auto on = set_kernel_exits(true); !on)
-      spdlog::warn("{} (--kernel-exits: the VM runs without it)", on.error().message());
+      spdlog::warn("{} (the VM runs without in-kernel exit accounting)", on.error().message());
   }
   machine_.memory_bytes = c.memory_bytes;
   machine_.vcpus = c.vcpus;
