@@ -72,8 +72,8 @@ class KernelExitsMachine : public Machine {
 class Harness {
  public:
   explicit Harness(std::string fail_reason = {}) : fail_reason_(std::move(fail_reason)) {
-    sock = "/tmp/tern-kexits-test-" + std::to_string(::getpid()) + "-" +
-           std::to_string(counter++) + ".sock";
+    sock = "/tmp/tern-kexits-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) +
+           ".sock";
     auto loop = ControlLoop::create(
         [this](const VmConfig& c) -> tl::expected<std::unique_ptr<Machine>, StartFailure> {
           built = c;
@@ -138,7 +138,9 @@ std::string fault_of(const HttpReply& r) {
 }
 
 TEST(KernelExitsRoute, BodyIsValidatedFirst) {
-  auto parse = [](std::string_view body) { return parse_api_request("PUT", "/tern/kernel-exits", body); };
+  auto parse = [](std::string_view body) {
+    return parse_api_request("PUT", "/tern/kernel-exits", body);
+  };
   auto on = parse(R"({"enabled": true})");
   ASSERT_TRUE(on);
   EXPECT_TRUE(std::get<api::PutKernelExits>(*on).value.enabled);
@@ -207,8 +209,7 @@ TEST(KernelExitsRoute, BeforeBootItConfiguresTheVm) {
   Harness h;
   EXPECT_EQ(h.get("/tern/stats")["kernel_exits"], Json({{"enabled", false}}));
   ASSERT_EQ(h.call("PUT", "/tern/kernel-exits", R"({"enabled": true})").status, 204);
-  EXPECT_EQ(h.get("/tern/stats")["kernel_exits"],
-            Json({{"enabled", false}, {"requested", true}}));
+  EXPECT_EQ(h.get("/tern/stats")["kernel_exits"], Json({{"enabled", false}, {"requested", true}}));
   EXPECT_EQ(h.get("/vm/config")["kernel-exits"], Json({{"enabled", true}}));
   h.start_vm();
   EXPECT_TRUE(h.built.kernel_exits);
@@ -226,8 +227,9 @@ TEST(KernelExitsRoute, BootStartFailureKeepsTheVm) {
   EXPECT_EQ(h.get("/")["state"], "Running");
   EXPECT_EQ(h.get("/tern/stats")["kernel_exits"],
             Json({{"enabled", false},
-                  {"error", "in-kernel exit accounting: no kernel BTF (/sys/kernel/btf/vmlinux; "
-                            "CONFIG_DEBUG_INFO_BTF)"}}));
+                  {"error",
+                   "in-kernel exit accounting: no kernel BTF (/sys/kernel/btf/vmlinux; "
+                   "CONFIG_DEBUG_INFO_BTF)"}}));
 }
 
 }  // namespace

@@ -14,9 +14,13 @@ namespace {
 
 using Json = nlohmann::json;
 
-std::string hex(uint64_t v) { return fmt::format("{:#x}", v); }
+std::string hex(uint64_t v) {
+  return fmt::format("{:#x}", v);
+}
 
-uint64_t minus(uint64_t now, uint64_t base) { return now >= base ? now - base : now; }
+uint64_t minus(uint64_t now, uint64_t base) {
+  return now >= base ? now - base : now;
+}
 
 class TraceSource : public KernelExitSource {
  public:
@@ -120,7 +124,11 @@ Json in_kernel_pio_json(const std::vector<KernelPioAccess>& pio,
     if (range) {
       Group& g = groups[{range->base, true, a.in}];
       if (g.device.empty()) {
-        g = Group{range->base, range->base + range->len - 1, range->device, a.in, 0,
+        g = Group{range->base,
+                  range->base + range->len - 1,
+                  range->device,
+                  a.in,
+                  0,
                   minus(range_count(now_ranges, range->base, a.in),
                         range_count(base_ranges, range->base, a.in))};
       }

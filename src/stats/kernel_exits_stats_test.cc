@@ -106,8 +106,9 @@ TEST_F(KernelExitsStatsTest, OffUntilEnabled) {
 }
 
 TEST_F(KernelExitsStatsTest, StartFailureIsReportedAndKept) {
-  kernel_.fail = "bpf(BPF_PROG_LOAD): needs CAP_BPF and CAP_PERFMON (or root): Operation not "
-                 "permitted";
+  kernel_.fail =
+      "bpf(BPF_PROG_LOAD): needs CAP_BPF and CAP_PERFMON (or root): Operation not "
+      "permitted";
   KernelExitsStats k(inputs());
   auto on = k.enable();
   ASSERT_FALSE(on);
@@ -159,16 +160,14 @@ TEST_F(KernelExitsStatsTest, JsonShapeAndReconciliation) {
   EXPECT_EQ(j["dropped"], 3);
   ASSERT_EQ(j["reasons"].size(), 2u);
   // Names from the contract's table (the stub prints hex; A's gives "npf"): whatever it says.
-  EXPECT_EQ(j["reasons"][0],
-            Json({{"isa", "svm"},
-                  {"code", 0x400},
-                  {"reason", kernel_exit_reason_name(ExitIsa::kSvm, 0x400)},
-                  {"count", 100},
-                  {"time_ns", 500000}}));
-  EXPECT_EQ(j["msrs"][0], Json({{"msr", "0x80b"},
-                                {"name", msr_name(0x80b)},
-                                {"access", "write"},
-                                {"count", 30}}));
+  EXPECT_EQ(j["reasons"][0], Json({{"isa", "svm"},
+                                   {"code", 0x400},
+                                   {"reason", kernel_exit_reason_name(ExitIsa::kSvm, 0x400)},
+                                   {"count", 100},
+                                   {"time_ns", 500000}}));
+  EXPECT_EQ(
+      j["msrs"][0],
+      Json({{"msr", "0x80b"}, {"name", msr_name(0x80b)}, {"access", "write"}, {"count", 30}}));
   EXPECT_EQ(j["injected_irqs"][0], Json({{"vector", 48}, {"count", 11}}));
   EXPECT_EQ(j["injected_irqs"][1], Json({{"vector", 236}, {"count", 9}}));
   EXPECT_EQ(j["npf"][0], Json({{"kind", "ram-not-present"}, {"count", 60}}));
@@ -259,27 +258,34 @@ TEST_F(KernelExitsStatsTest, InKernelPio) {
   out(0x3f9, 3);
   in(0x3fd, 4);
   in(0x510, 6);
-  kernel_.counts.pio = {{0x40, false, 50},   // PIT: all in the kernel
-                        {0x3f8, false, 7},   // serial0: all reached tern
+  kernel_.counts.pio = {{0x40, false, 50},  // PIT: all in the kernel
+                        {0x3f8, false, 7},  // serial0: all reached tern
                         {0x3f9, false, 3},
                         {0x3fd, true, 4},
-                        {0x510, true, 6}};   // unclaimed by tern: every one reached tern
+                        {0x510, true, 6}};  // unclaimed by tern: every one reached tern
   Json j = k.json();
   ASSERT_EQ(j["pio"].size(), 5u);
   EXPECT_EQ(j["pio"][0], Json({{"port", "0x40"}, {"dir", "out"}, {"count", 50}}));
-  EXPECT_EQ(j["pio"][1], Json({{"port", "0x3f8"}, {"dir", "out"}, {"count", 7},
-                               {"device", "serial0"}}));
+  EXPECT_EQ(j["pio"][1],
+            Json({{"port", "0x3f8"}, {"dir", "out"}, {"count", 7}, {"device", "serial0"}}));
   const Json& ik = j["pio_in_kernel"];
   ASSERT_EQ(ik.size(), 4u) << ik.dump();
-  EXPECT_EQ(ik[0], Json({{"port", "0x40"}, {"dir", "out"}, {"kvm_pio", 50}, {"userspace", 0},
+  EXPECT_EQ(ik[0], Json({{"port", "0x40"},
+                         {"dir", "out"},
+                         {"kvm_pio", 50},
+                         {"userspace", 0},
                          {"in_kernel", 50}}));
   for (size_t i = 1; i < ik.size(); ++i) EXPECT_EQ(ik[i]["in_kernel"], 0) << ik[i].dump();
   bool saw_serial_out = false, saw_unclaimed = false;
   for (const Json& row : ik) {
     if (row.value("device", "") == "serial0" && row["dir"] == "out") {
       saw_serial_out = true;
-      EXPECT_EQ(row, Json({{"port", "0x3f8-0x3ff"}, {"device", "serial0"}, {"dir", "out"},
-                           {"kvm_pio", 10}, {"userspace", 10}, {"in_kernel", 0}}));
+      EXPECT_EQ(row, Json({{"port", "0x3f8-0x3ff"},
+                           {"device", "serial0"},
+                           {"dir", "out"},
+                           {"kvm_pio", 10},
+                           {"userspace", 10},
+                           {"in_kernel", 0}}));
     }
     if (row["port"] == "0x510") {
       saw_unclaimed = true;

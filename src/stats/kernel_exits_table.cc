@@ -106,7 +106,9 @@ const Json& kernel_of(const Json& stats) {
   return it != stats.end() && it->is_object() ? *it : kOff;
 }
 
-bool usable(const Json& k) { return k.value("enabled", false) && !k.contains("error"); }
+bool usable(const Json& k) {
+  return k.value("enabled", false) && !k.contains("error");
+}
 
 uint64_t bound_of(const Json& k) {
   return u64(k, "kvm_exits_edge") + u64(k, "kvm_exits_start_edge") + u64(k, "vcpus");
@@ -176,9 +178,13 @@ Json kernel_exit_rates(const Json& prev, const Json& cur) {
     }
     rates[section] = std::move(s);
   }
-  Json j = {{"enabled", true}, {"interval_s", interval}, {"since_ns", since},
-            {"total", u64(kc, "total")}, {"vcpus", u64(kc, "vcpus")},
-            {"userspace_exits", u64(kc, "userspace_exits")}, {"dropped", u64(kc, "dropped")}};
+  Json j = {{"enabled", true},
+            {"interval_s", interval},
+            {"since_ns", since},
+            {"total", u64(kc, "total")},
+            {"vcpus", u64(kc, "vcpus")},
+            {"userspace_exits", u64(kc, "userspace_exits")},
+            {"dropped", u64(kc, "dropped")}};
   if (kc.contains("kvm_exits")) {
     j["kvm_exits"] = u64(kc, "kvm_exits");
     j["kvm_exits_edge"] = u64(kc, "kvm_exits_edge");
@@ -231,19 +237,20 @@ std::string render_kernel_exit_rates(const Json& r, size_t max_rows) {
     }
     if (reasons) {
       out += "  " + reconciliation_line(r) + "\n";
-      const Json& u = rates.value("userspace", Json::object()).value("reached userspace",
-                                                                      Json::object());
+      const Json& u =
+          rates.value("userspace", Json::object()).value("reached userspace", Json::object());
       const uint64_t total = u64(r, "total"), user = u64(u, "total");
-      out += fmt::format("  reached userspace: {} of {} ({:.1f}%), {}/s\n", user, total,
-                         total ? 100.0 * static_cast<double>(user) / static_cast<double>(total)
-                               : 0.0,
-                         human(u.value("per_s", 0.0)));
+      out +=
+          fmt::format("  reached userspace: {} of {} ({:.1f}%), {}/s\n", user, total,
+                      total ? 100.0 * static_cast<double>(user) / static_cast<double>(total) : 0.0,
+                      human(u.value("per_s", 0.0)));
     }
   }
   if (u64(r, "dropped"))
-    out += fmt::format("\nnote: in-kernel exits: {} breakdown rows dropped (a kernel map was full; "
-                       "their exits are still counted)\n",
-                       u64(r, "dropped"));
+    out += fmt::format(
+        "\nnote: in-kernel exits: {} breakdown rows dropped (a kernel map was full; "
+        "their exits are still counted)\n",
+        u64(r, "dropped"));
   return out;
 }
 
@@ -268,11 +275,11 @@ std::string render_kernel_exit_summary(const Json& k) {
         out += fmt::format("    ... {} more\n", rows.size() - 12);
         break;
       }
-      out += fmt::format("    {:<42} {:>12}{}\n", name, total,
-                         reasons ? fmt::format(" {:>12}",
-                                               ns_text(static_cast<double>(f.reason_time_ns[name]) /
-                                                       static_cast<double>(total)))
-                                 : "");
+      out += fmt::format(
+          "    {:<42} {:>12}{}\n", name, total,
+          reasons ? fmt::format(" {:>12}", ns_text(static_cast<double>(f.reason_time_ns[name]) /
+                                                   static_cast<double>(total)))
+                  : "");
     }
     if (reasons) {
       out += "    " + reconciliation_line(k) + "\n";

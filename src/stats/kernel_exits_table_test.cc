@@ -26,9 +26,15 @@ Json kernel_exits(uint64_t k, uint64_t since_ns = 1'000'000'000) {
           {"vcpus", 2},
           {"userspace_exits", 100 * k},
           {"reasons",
-           {{{"isa", "svm"}, {"code", 1024}, {"reason", "npf"}, {"count", 1000 * k},
+           {{{"isa", "svm"},
+             {"code", 1024},
+             {"reason", "npf"},
+             {"count", 1000 * k},
              {"time_ns", 2'000'000 * k}},
-            {{"isa", "svm"}, {"code", 124}, {"reason", "msr"}, {"count", 200 * k},
+            {{"isa", "svm"},
+             {"code", 124},
+             {"reason", "msr"},
+             {"count", 200 * k},
              {"time_ns", 100'000 * k}}}},
           {"msrs",
            {{{"msr", "0x80b"}, {"name", "X2APIC_EOI"}, {"access", "write"}, {"count", 150 * k}},
@@ -36,13 +42,22 @@ Json kernel_exits(uint64_t k, uint64_t since_ns = 1'000'000'000) {
             {{"msr", "0xc0011029"}, {"name", ""}, {"access", "read"}, {"count", 10 * k}}}},
           {"pio", {{{"port", "0x40"}, {"dir", "out"}, {"count", 30 * k}}}},
           {"pio_in_kernel",
-           {{{"port", "0x40"}, {"dir", "out"}, {"kvm_pio", 30 * k}, {"userspace", 0},
+           {{{"port", "0x40"},
+             {"dir", "out"},
+             {"kvm_pio", 30 * k},
+             {"userspace", 0},
              {"in_kernel", 30 * k}},
-            {{"port", "0x3f8-0x3ff"}, {"device", "serial0"}, {"dir", "out"},
-             {"kvm_pio", 8 * k}, {"userspace", 8 * k}, {"in_kernel", 0}}}},
+            {{"port", "0x3f8-0x3ff"},
+             {"device", "serial0"},
+             {"dir", "out"},
+             {"kvm_pio", 8 * k},
+             {"userspace", 8 * k},
+             {"in_kernel", 0}}}},
           {"npf",
            {{{"kind", "ram-not-present"}, {"count", 900 * k}},
-            {{"kind", "mmio-cached"}, {"gpa", "0xfebf1000"}, {"device", "virtio-blk0"},
+            {{"kind", "mmio-cached"},
+             {"gpa", "0xfebf1000"},
+             {"device", "virtio-blk0"},
              {"count", 100 * k}}}},
           {"injected_irqs", {{{"vector", 236}, {"count", 50 * k}}}},
           {"dropped", 0}};
@@ -102,8 +117,8 @@ TEST(KernelExitRates, UnavailableCarriesTheReason) {
 }
 
 TEST(ReconciliationLine, TheBriefsWording) {
-  Json k = {{"total", 12345}, {"kvm_exits", 12347}, {"difference", -2}, {"kvm_exits_edge", 3},
-            {"kvm_exits_start_edge", 0}, {"vcpus", 2}};
+  Json k = {{"total", 12345},      {"kvm_exits", 12347},        {"difference", -2},
+            {"kvm_exits_edge", 3}, {"kvm_exits_start_edge", 0}, {"vcpus", 2}};
   EXPECT_EQ(reconciliation_line(k),
             "sum 12345 = KVM exits 12347 (difference -2, bound ±5: exits between the two samples "
             "+ 1 in flight per vCPU)");
@@ -111,8 +126,8 @@ TEST(ReconciliationLine, TheBriefsWording) {
   EXPECT_EQ(reconciliation_line(k),
             "sum 12345 = KVM exits 12347 (difference -2, bound ±9: exits between the two "
             "samples, 4 while it started, + 1 in flight per vCPU)");
-  Json outside = {{"total", 100}, {"kvm_exits", 90}, {"difference", 10}, {"kvm_exits_edge", 1},
-                  {"vcpus", 1}};
+  Json outside = {
+      {"total", 100}, {"kvm_exits", 90}, {"difference", 10}, {"kvm_exits_edge", 1}, {"vcpus", 1}};
   EXPECT_EQ(reconciliation_line(outside),
             "sum 100 ≠ KVM exits 90 (difference 10, outside the bound ±2: exits between the two "
             "samples + 1 in flight per vCPU)");
@@ -142,17 +157,20 @@ TEST(RenderKernelExitRates, Sections) {
 }
 
 TEST(RenderKernelExitRates, UnavailableIsOneLine) {
-  EXPECT_EQ(render_kernel_exit_rates({{"enabled", false}, {"error", "in-kernel exit accounting: "
-                                                                    "not built into this tern"}},
-                                     12),
-            "\nin-kernel exits: unavailable: in-kernel exit accounting: not built into this tern\n");
+  EXPECT_EQ(
+      render_kernel_exit_rates({{"enabled", false},
+                                {"error",
+                                 "in-kernel exit accounting: "
+                                 "not built into this tern"}},
+                               12),
+      "\nin-kernel exits: unavailable: in-kernel exit accounting: not built into this tern\n");
   EXPECT_EQ(render_kernel_exit_rates({{"enabled", false}}, 12), "\nin-kernel exits: off\n");
 }
 
 // compute_rates() adds the section only when asked; the rest of the table is unchanged by it.
 TEST(ComputeRates, KernelExitsOnlyWhenAsked) {
-  Json a = snapshot(2'000'000'000, 1, kernel_exits(1)), b = snapshot(4'000'000'000, 3,
-                                                                     kernel_exits(3));
+  Json a = snapshot(2'000'000'000, 1, kernel_exits(1)),
+       b = snapshot(4'000'000'000, 3, kernel_exits(3));
   Json plain = compute_rates(a, b);
   EXPECT_FALSE(plain.contains("kernel_exits"));
   Json with = compute_rates(a, b, true);
@@ -163,8 +181,11 @@ TEST(ComputeRates, KernelExitsOnlyWhenAsked) {
   EXPECT_TRUE(t.starts_with(p.substr(0, p.find("\nnote:")))) << t;
   EXPECT_NE(t.find("sum 3600 = KVM exits 3602"), std::string::npos) << t;
   // Unavailable: a line with the reason, the other sections as without it.
-  Json failed = snapshot(4'000'000'000, 3, {{"enabled", false}, {"error", "in-kernel exit "
-                                                                          "accounting: EPERM"}});
+  Json failed = snapshot(4'000'000'000, 3,
+                         {{"enabled", false},
+                          {"error",
+                           "in-kernel exit "
+                           "accounting: EPERM"}});
   std::string u = render_rates_table(compute_rates(a, failed, true), 12);
   EXPECT_NE(u.find("in-kernel exits: unavailable: in-kernel exit accounting: EPERM"),
             std::string::npos)

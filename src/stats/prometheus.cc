@@ -162,15 +162,16 @@ void kernel_exit_metrics(Families& f, const Json& k) {
   for (const Json& m : k.value("msrs", Json::array()))
     f.sample("tern_kernel_msr_accesses_total", "counter",
              "MSR accesses KVM handled or forwarded (kvm:kvm_msr), by MSR and access",
-             {{"msr", m.value("msr", "")}, {"name", m.value("name", "")},
+             {{"msr", m.value("msr", "")},
+              {"name", m.value("name", "")},
               {"access", m.value("access", "")}},
              u64(m, "count"));
   for (const Json& p : k.value("pio", Json::array())) {
     Labels l{{"port", p.value("port", "")}, {"dir", p.value("dir", "")}};
     if (p.contains("device")) l.emplace_back("device", p.value("device", ""));
     f.sample("tern_kernel_pio_total", "counter",
-             "Port I/O seen by KVM (kvm:kvm_pio: in-kernel and userspace), by port and direction", l,
-             u64(p, "count"));
+             "Port I/O seen by KVM (kvm:kvm_pio: in-kernel and userspace), by port and direction",
+             l, u64(p, "count"));
   }
   for (const Json& p : k.value("pio_in_kernel", Json::array())) {
     Labels l{{"port", p.value("port", "")}, {"dir", p.value("dir", "")}};

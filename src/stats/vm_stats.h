@@ -14,8 +14,8 @@
 #include "base/result.h"
 #include "bus/bus.h"
 #include "kvm/kvm_stats.h"
-#include "stats/kernel_exits_stats.h"
 #include "stats/device_counters.h"
+#include "stats/kernel_exits_stats.h"
 #include "stats/stats_source.h"
 #include "vcpu/exit_stats.h"
 

@@ -349,7 +349,8 @@ TEST(ConfigFile, KernelExitsSection) {
   auto missing = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
       "kernel-exits": {}})");
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().message(), "kernel-exits.enabled: missing required field (true or false)");
+  EXPECT_EQ(missing.error().message(),
+            "kernel-exits.enabled: missing required field (true or false)");
 }
 
 }  // namespace

@@ -40,16 +40,29 @@ class KernelExitsMachine : public Machine {
       Json j = testing::stats_snapshot(monotonic_ns(), k);
       if (m_.on) {
         j["kernel_exits"] = {
-            {"enabled", true}, {"method", "ebpf"}, {"since_ns", m_.since_ns},
-            {"total", 100 * k}, {"kvm_exits", 100 * k + 1}, {"kvm_exits_edge", 1},
-            {"kvm_exits_start_edge", 0}, {"difference", -1}, {"vcpus", 1},
+            {"enabled", true},
+            {"method", "ebpf"},
+            {"since_ns", m_.since_ns},
+            {"total", 100 * k},
+            {"kvm_exits", 100 * k + 1},
+            {"kvm_exits_edge", 1},
+            {"kvm_exits_start_edge", 0},
+            {"difference", -1},
+            {"vcpus", 1},
             {"userspace_exits", 10 * k},
-            {"reasons", {{{"isa", "svm"}, {"code", 1024}, {"reason", "npf"}, {"count", 100 * k},
-                          {"time_ns", 1000 * k}}}},
-            {"msrs", {{{"msr", "0x80b"}, {"name", "X2APIC_EOI"}, {"access", "write"},
-                       {"count", 7 * k}}}},
-            {"pio", Json::array()}, {"pio_in_kernel", Json::array()}, {"npf", Json::array()},
-            {"injected_irqs", Json::array()}, {"dropped", 0}};
+            {"reasons",
+             {{{"isa", "svm"},
+               {"code", 1024},
+               {"reason", "npf"},
+               {"count", 100 * k},
+               {"time_ns", 1000 * k}}}},
+            {"msrs",
+             {{{"msr", "0x80b"}, {"name", "X2APIC_EOI"}, {"access", "write"}, {"count", 7 * k}}}},
+            {"pio", Json::array()},
+            {"pio_in_kernel", Json::array()},
+            {"npf", Json::array()},
+            {"injected_irqs", Json::array()},
+            {"dropped", 0}};
       } else if (!m_.error.empty()) {
         j["kernel_exits"] = {{"enabled", false}, {"error", m_.error}};
       } else {
@@ -110,8 +123,8 @@ class StatKernelExits : public ::testing::Test {
     sock_ = (fs::temp_directory_path() / ("tern-stat-kx-" + std::to_string(::getpid()) + ".sock"))
                 .string();
     auto loop = ControlLoop::create(
-        [this, fail_reason](const VmConfig&)
-            -> tl::expected<std::unique_ptr<Machine>, StartFailure> {
+        [this,
+         fail_reason](const VmConfig&) -> tl::expected<std::unique_ptr<Machine>, StartFailure> {
           auto m = std::make_unique<KernelExitsMachine>();
           m->fail_reason = fail_reason;
           machine_ = m.get();
@@ -194,10 +207,11 @@ TEST_F(StatKernelExits, OnceTurnsItOnAndOffAndShowsTheSection) {
   ASSERT_EQ(wait(pid), 0) << output();
   EXPECT_EQ(calls(), (std::vector<bool>{true, false}));
   std::string out = output();
-  for (const char* want : {"exits by reason (all vCPUs)", "in-kernel exits by reason (all vCPUs)",
-                           "npf", "KVM exits", "(difference -1, bound ±2: exits between the two "
-                           "samples + 1 in flight per vCPU)",
-                           "reached userspace:", "0x80b X2APIC_EOI write"})
+  for (const char* want :
+       {"exits by reason (all vCPUs)", "in-kernel exits by reason (all vCPUs)", "npf", "KVM exits",
+        "(difference -1, bound ±2: exits between the two "
+        "samples + 1 in flight per vCPU)",
+        "reached userspace:", "0x80b X2APIC_EOI write"})
     EXPECT_NE(out.find(want), std::string::npos) << "want '" << want << "' in:\n" << out;
 }
 

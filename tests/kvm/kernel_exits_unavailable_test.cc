@@ -25,8 +25,8 @@ constexpr uint32_t kPioWrites = 25;  // out to port 0x500 ("counter")
 
 // 64-bit guest code: mov ecx,N; mov dx,0x500; l1: out dx,al; loop l1; mov dx,0x5f1; out dx,al
 // (the recorder's "done"); jmp $.
-const uint8_t kCode[] = {0xB9, kPioWrites, 0,    0,    0,    0x66, 0xBA, 0x00, 0x05, 0xEE, 0xE2,
-                         0xFD, 0x66,       0xBA, 0xF1, 0x05, 0xEE, 0xEB, 0xFE};
+const uint8_t kCode[] = {0xB9, kPioWrites, 0,    0,    0,    0x66, 0xBA, 0x00, 0x05, 0xEE,
+                         0xE2, 0xFD,       0x66, 0xBA, 0xF1, 0x05, 0xEE, 0xEB, 0xFE};
 
 class NamedCounter : public BusDevice {
  public:
@@ -81,7 +81,8 @@ std::string run_without_privilege() {
   const std::string metrics = stats.metrics_text();
   check(metrics.find("tern_kernel_exits_enabled 0\n") != std::string::npos, "metrics gauge");
   check(metrics.find("tern_device_accesses_total{device=\"counter\",bus=\"pio\",base=\"0x500\","
-                     "op=\"write\"} " + std::to_string(kPioWrites) + "\n") != std::string::npos,
+                     "op=\"write\"} " +
+                     std::to_string(kPioWrites) + "\n") != std::string::npos,
         "metrics device");
   const std::string summary = render_summary(j);
   check(summary.find("  in-kernel exits: unavailable: " + reason + "\n") != std::string::npos,
