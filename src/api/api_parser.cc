@@ -77,6 +77,14 @@ Result<BootSource> parse_boot_source(const nlohmann::json& j, const std::string&
   return b;
 }
 
+Result<KernelExitsSetting> parse_kernel_exits(const nlohmann::json& j, const std::string& where) {
+  ASSIGN_OR_RETURN(JsonReader r, JsonReader::open(j, where));
+  ASSIGN_OR_RETURN(std::optional<bool> enabled, r.optional_bool("enabled"));
+  TRY(r.finish());
+  if (!enabled) return fail(r.field("enabled"), "missing required field (true or false)");
+  return KernelExitsSetting{*enabled};
+}
+
 Result<MachineConfigPatch> parse_machine_config_patch(const nlohmann::json& j,
                                                       const std::string& where) {
   ASSIGN_OR_RETURN(JsonReader r, JsonReader::open(j, where));
@@ -548,6 +556,8 @@ tl::expected<ApiRequest, ApiResponse> parse_api_request(std::string_view method,
   if (path == "/tern/metrics" && get) return api::GetMetrics{};
   if (path == "/tern/events" && get) return api::GetEvents{};
   if (path == "/tern/power-off" && put) return api::PowerOff{};
+  if (path == "/tern/kernel-exits" && put)
+    return section<api::PutKernelExits>(body, parse_kernel_exits);
   if (path == "/snapshot/create" && put) return parse_snapshot_create(body);
   if (path == "/snapshot/load" && put) return parse_snapshot_load(body);
   if (unsupported_firecracker_path(path))

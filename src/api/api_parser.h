@@ -42,6 +42,11 @@ inline constexpr size_t kMaxApiBodyBytes = 64 * 1024;
 /// cache_type, io_engine and rate_limiter are refused by name (the back-end's).
 [[nodiscard]] Result<DriveSpec> parse_drive(const nlohmann::json& j, const std::string& where);
 
+/// {"enabled": true|false} (PUT /tern/kernel-exits, config "kernel-exits"); "enabled" is required,
+/// other fields are refused by name ("<where>.<field>").
+[[nodiscard]] Result<KernelExitsSetting> parse_kernel_exits(const nlohmann::json& j,
+                                                            const std::string& where);
+
 /// JSON forms for GET /machine-config and GET /vm/config (a drive: as parse_drive reads it).
 [[nodiscard]] nlohmann::json to_json(const MachineConfig& m);
 [[nodiscard]] nlohmann::json to_json(const BootSource& b);

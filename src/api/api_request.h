@@ -17,6 +17,12 @@
 
 namespace tern {
 
+/// The body of PUT /tern/kernel-exits and the config file's "kernel-exits" section: in-kernel exit
+/// accounting on or off (docs/stats.md, "In-kernel exits").
+struct KernelExitsSetting {
+  bool enabled = false;
+};
+
 namespace api {
 struct GetInstanceInfo {};                                  ///< GET /
 struct GetVersion {};                                       ///< GET /version
@@ -57,6 +63,7 @@ struct GetStats {};                                         ///< GET /tern/stats
 struct GetMetrics {};                                       ///< GET /tern/metrics
 struct GetEvents {};                                        ///< GET /tern/events (a stream)
 struct PowerOff {};                                         ///< PUT /tern/power-off
+struct PutKernelExits { KernelExitsSetting value; };        ///< PUT /tern/kernel-exits
 struct CreateSnapshot { SnapshotCreateSpec value; };        ///< PUT /snapshot/create
 struct LoadSnapshot { SnapshotLoadSpec value; };            ///< PUT /snapshot/load
 }  // namespace api
@@ -67,7 +74,7 @@ using ApiRequest =
                  api::PutMachineConfig, api::PatchMachineConfig, api::PutDrive, api::PutDevice,
                  api::PutKeyedDevice, api::PatchKeyedDevice, api::InstanceStart, api::SendCtrlAltDel, api::FlushMetrics, api::PauseVm,
                  api::ResumeVm, api::GetVmConfig, api::GetStats, api::GetMetrics, api::GetEvents,
-                 api::PowerOff, api::CreateSnapshot, api::LoadSnapshot>;
+                 api::PowerOff, api::PutKernelExits, api::CreateSnapshot, api::LoadSnapshot>;
 
 /// The answer to one request: status, content type and body (empty for 204).
 struct ApiResponse {

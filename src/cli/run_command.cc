@@ -89,6 +89,11 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   run->add_option("--api-sock", o.api_sock, "Also serve the control API on this Unix socket");
   run->add_flag("--stats-on-exit", o.stats_on_exit,
                 "Print exit, device, KVM and CPU statistics on stderr when the VM stops");
+  run->add_flag("--kernel-exits", o.kernel_exits,
+                "Count every VM exit in the kernel by hardware reason (eBPF on KVM's tracepoints, "
+                "from before the first KVM_RUN; needs CAP_BPF and CAP_PERFMON or root): GET "
+                "/tern/stats \"kernel_exits\", tern stat --kernel-exits, --stats-on-exit. "
+                "When it cannot start, one warning says why and the VM runs without it");
   return run;
 }
 
@@ -106,6 +111,7 @@ Result<VmResources> run_resources(const RunOptions& o) {
   ASSIGN_OR_RETURN(r.memory_bytes, parse_size(o.memory, "--memory"));
   r.vcpus = o.cpus;
   r.console = o.console;
+  r.kernel_exits = o.kernel_exits;
   size_t virtio_disks = 0;
   size_t nvme_disks = 0;
   for (const std::string& text : o.disks) {

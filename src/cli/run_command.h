@@ -25,6 +25,7 @@ struct RunOptions {
   uint32_t cpus = 1;
   std::string console = "stdio";
   bool stats_on_exit = false;  ///< --stats-on-exit: print a statistics summary on stderr at the end
+  bool kernel_exits = false;   ///< --kernel-exits: in-kernel exit accounting from the first KVM_RUN
   std::string api_sock;  ///< --api-sock PATH: also serve the control API for this VM.
   std::vector<std::string> disks;  ///< --disk values as typed (vmm/disk_option.h), in order.
   /// Each device kind's option given (--rng[=SPEC], device_surfaces.h): option → SPEC as

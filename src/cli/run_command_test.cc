@@ -174,5 +174,15 @@ TEST(RunCommand, NetErrorsNameTheField) {
             "--net mac: net1: 02:00:00:00:00:01 is already the MAC of interface \"net0\"");
 }
 
+TEST(RunCommand, KernelExits) {
+  auto off = run_resources(parse({"--kernel", "k"}));
+  ASSERT_TRUE(off) << off.error().message();
+  EXPECT_FALSE(off->kernel_exits);
+  auto on = run_resources(parse({"--kernel", "k", "--kernel-exits"}));
+  ASSERT_TRUE(on) << on.error().message();
+  EXPECT_TRUE(on->kernel_exits);
+  EXPECT_TRUE(on->vm_config()->kernel_exits);
+}
+
 }  // namespace
 }  // namespace tern

@@ -1,7 +1,9 @@
 #include "cli/stat_command.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -24,6 +26,91 @@ Result<nlohmann::json> fetch(const std::string& sock) {
   return j;
 }
 
+// The in-kernel accounting of the VM, while tern stat holds it on: turned on through the API when
+// the VM's is off, off again when tern stat ends (return, or SIGINT/SIGTERM, which are blocked
+// meanwhile and taken by sigtimedwait() as the wait between refreshes).
+class KernelExitsHold {
+ public:
+  explicit KernelExitsHold(std::string sock) : sock_(std::move(sock)) {}
+  ~KernelExitsHold() { release(); }
+  KernelExitsHold(const KernelExitsHold&) = delete;
+  KernelExitsHold& operator=(const KernelExitsHold&) = delete;
+
+  /// Turns the accounting on unless `stats` shows it on. When the VM cannot start it, reason()
+  /// says why (the PUT's fault_message; the VM's "kernel_exits" also carries it as "error").
+  void acquire(const nlohmann::json& stats) {
+    const nlohmann::json& k = stats.value("kernel_exits", nlohmann::json::object());
+    if (k.value("enabled", false)) return;
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    ::sigprocmask(SIG_BLOCK, &stop, &old_mask_);  // before the PUT: no window without cleanup
+    blocked_ = true;
+    auto r = api_request(sock_, "PUT", "/tern/kernel-exits", R"({"enabled": true})",
+                         std::chrono::seconds(10));
+    held_ = r && r->status == 204;
+    if (!held_) {
+      unblock();
+      if (!r) {
+        reason_ = r.error().message();
+      } else {
+        auto j = nlohmann::json::parse(r->body, nullptr, /*allow_exceptions=*/false);
+        reason_ = j.is_object() && j.contains("fault_message") && j["fault_message"].is_string()
+                      ? j["fault_message"].get<std::string>()
+                      : "PUT /tern/kernel-exits: HTTP " + std::to_string(r->status);
+      }
+    }
+  }
+  /// Why acquire() could not turn the accounting on ("" when it did or did not need to).
+  [[nodiscard]] const std::string& reason() const { return reason_; }
+  /// Waits `interval`; returns the stop signal that arrived meanwhile, else 0.
+  int wait(std::chrono::duration<double> interval) {
+    if (!blocked_) {
+      std::this_thread::sleep_for(interval);
+      return 0;
+    }
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(interval).count();
+    timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    const auto deadline = std::chrono::steady_clock::now() + interval;
+    for (;;) {
+      int s = ::sigtimedwait(&stop, nullptr, &ts);
+      if (s > 0) return s;
+      if (errno != EINTR) return 0;  // EAGAIN: the interval passed
+      auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      deadline - std::chrono::steady_clock::now())
+                      .count();
+      if (left <= 0) return 0;
+      ts = {static_cast<time_t>(left / 1'000'000'000), static_cast<long>(left % 1'000'000'000)};
+    }
+  }
+  /// Turns the accounting off again if this tern stat turned it on (errors ignored: the VM may be
+  /// gone) and restores the signal mask.
+  void release() {
+    if (held_) {
+      (void)api_request(sock_, "PUT", "/tern/kernel-exits", R"({"enabled": false})",
+                        std::chrono::seconds(5));
+      held_ = false;
+    }
+    unblock();
+  }
+
+ private:
+  void unblock() {
+    if (blocked_) ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+    blocked_ = false;
+  }
+  std::string sock_;
+  std::string reason_;
+  bool held_ = false;
+  bool blocked_ = false;
+  sigset_t old_mask_{};
+};
+
 }  // namespace
 
 CLI::App* add_stat_command(CLI::App& app, StatOptions& o) {
@@ -35,6 +122,10 @@ CLI::App* add_stat_command(CLI::App& app, StatOptions& o) {
   s->add_flag("--once", o.once, "Measure one interval, print it and exit");
   s->add_flag("--json", o.json, "Print rates and totals as JSON instead of a table");
   s->add_option("--rows", o.rows, "Rows per section in the table (0: all)")->capture_default_str();
+  s->add_flag("--kernel-exits", o.kernel_exits,
+              "Add the in-kernel exits section (exits by hardware reason reconciled with KVM's "
+              "counter, MSRs, in-kernel PIO, nested page faults, injected vectors); turns the VM's "
+              "accounting on for as long as tern stat runs when it is off");
   return s;
 }
 
@@ -48,17 +139,32 @@ int run_stat(const StatOptions& o) {
     std::fprintf(stderr, "tern: %s\n", prev.error().message().c_str());
     return kExitError;
   }
+  KernelExitsHold hold(o.api_sock);
+  if (o.kernel_exits) {
+    hold.acquire(*prev);
+    // The first interval starts with the accounting on (its since_ns), or says why it is not.
+    if (auto again = fetch(o.api_sock)) prev = std::move(again);
+  }
   const bool tty = ::isatty(STDOUT_FILENO) == 1;
   const auto interval = std::chrono::duration<double>(o.interval_s);
   for (;;) {
-    std::this_thread::sleep_for(interval);
+    if (int s = hold.wait(interval)) {
+      hold.release();  // the accounting off again, the signal unblocked: it ends tern stat now
+      ::signal(s, SIG_DFL);
+      ::raise(s);
+      return 128 + s;
+    }
     auto cur = fetch(o.api_sock);
     if (!cur) {
       // The VM went away between refreshes: a normal end for a live view, an error for --once.
       std::fprintf(stderr, "tern: %s\n", cur.error().message().c_str());
       return o.once ? kExitError : 0;
     }
-    nlohmann::json rates = compute_rates(*prev, *cur);
+    nlohmann::json rates = compute_rates(*prev, *cur, o.kernel_exits);
+    if (o.kernel_exits && !hold.reason().empty()) {
+      nlohmann::json& k = rates["kernel_exits"];
+      if (!k.value("enabled", false) && !k.contains("error")) k["error"] = hold.reason();
+    }
     if (o.json) {
       rates["stats"] = *cur;
       std::printf("%s\n",

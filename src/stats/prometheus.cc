@@ -65,6 +65,10 @@ class Families {
               uint64_t value, const std::string& suffix = {}) {
     add(name, type, help, fmt::format("{}{}{} {}\n", name, suffix, label_text(labels), value));
   }
+  void sample_signed(const std::string& name, const char* type, const char* help,
+                     const Labels& labels, int64_t value) {
+    add(name, type, help, fmt::format("{}{} {}\n", name, label_text(labels), value));
+  }
   std::string text() const {
     std::string out;
     for (const auto& f : families_) out += f.first + f.second;
@@ -116,6 +120,83 @@ void device_counter_metrics(Families& f, const Json& devices) {
                {{"device", device}, {"kind", kind}}, u64(counters, c.key().c_str()));
     }
   }
+}
+
+// In-kernel exit accounting ("kernel_exits", docs/stats.md "In-kernel exits"): tern_kernel_*.
+void kernel_exit_metrics(Families& f, const Json& k) {
+  if (!k.is_object()) return;
+  const bool on = k.value("enabled", false) && !k.contains("error");
+  f.sample("tern_kernel_exits_enabled", "gauge",
+           "1 while in-kernel exit accounting (eBPF on KVM's tracepoints) runs and reads", {},
+           on ? 1 : 0);
+  if (!on) return;
+  for (const Json& r : k.value("reasons", Json::array())) {
+    Labels l{{"isa", r.value("isa", "")},
+             {"reason", r.value("reason", "")},
+             {"code", std::to_string(u64(r, "code"))}};
+    f.sample("tern_kernel_exits_total", "counter",
+             "VM exits of tern's vCPUs by hardware exit reason (kvm:kvm_exit), since accounting "
+             "started",
+             l, u64(r, "count"));
+    f.sample("tern_kernel_exit_time_ns_total", "counter",
+             "Time from kvm_exit to the next kvm_entry on the same vCPU, ns, by exit reason", l,
+             u64(r, "time_ns"));
+  }
+  if (k.contains("kvm_exits")) {
+    f.sample("tern_kernel_exits_kvm_total", "counter",
+             "KVM's own exits counter (binary stats, all vCPUs) since accounting started", {},
+             u64(k, "kvm_exits"));
+    f.sample_signed("tern_kernel_exits_difference", "gauge",
+                    "Sum over exit reasons minus KVM's exits counter (bound: "
+                    "tern_kernel_exits_edge + tern_kernel_exits_vcpus)",
+                    {}, k.value("difference", int64_t{0}));
+    f.sample("tern_kernel_exits_edge", "gauge",
+             "KVM exits between the two KVM readings around the map reads of this scrape", {},
+             u64(k, "kvm_exits_edge") + u64(k, "kvm_exits_start_edge"));
+  }
+  f.sample("tern_kernel_exits_vcpus", "gauge", "vCPUs whose exits are accounted", {},
+           u64(k, "vcpus"));
+  f.sample("tern_kernel_exits_userspace_total", "counter",
+           "Exits that reached tern (KVM_RUN returns) since accounting started", {},
+           u64(k, "userspace_exits"));
+  for (const Json& m : k.value("msrs", Json::array()))
+    f.sample("tern_kernel_msr_accesses_total", "counter",
+             "MSR accesses KVM handled or forwarded (kvm:kvm_msr), by MSR and access",
+             {{"msr", m.value("msr", "")},
+              {"name", m.value("name", "")},
+              {"access", m.value("access", "")}},
+             u64(m, "count"));
+  for (const Json& p : k.value("pio", Json::array())) {
+    Labels l{{"port", p.value("port", "")}, {"dir", p.value("dir", "")}};
+    if (p.contains("device")) l.emplace_back("device", p.value("device", ""));
+    f.sample("tern_kernel_pio_total", "counter",
+             "Port I/O seen by KVM (kvm:kvm_pio: in-kernel and userspace), by port and direction",
+             l, u64(p, "count"));
+  }
+  for (const Json& p : k.value("pio_in_kernel", Json::array())) {
+    Labels l{{"port", p.value("port", "")}, {"dir", p.value("dir", "")}};
+    if (p.contains("device")) l.emplace_back("device", p.value("device", ""));
+    f.sample("tern_kernel_pio_in_kernel_total", "counter",
+             "Port I/O served in the kernel: kvm_pio minus the PIO exits that reached tern", l,
+             u64(p, "in_kernel"));
+  }
+  for (const Json& n : k.value("npf", Json::array())) {
+    Labels l{{"kind", n.value("kind", "")}};
+    if (n.contains("gpa")) {
+      l.emplace_back("gpa", n.value("gpa", ""));
+      l.emplace_back("device", n.value("device", ""));
+    }
+    f.sample("tern_kernel_npf_total", "counter",
+             "Nested page faults (NPF / EPT violation, misconfig) by kind and MMIO page", l,
+             u64(n, "count"));
+  }
+  for (const Json& i : k.value("injected_irqs", Json::array()))
+    f.sample("tern_kernel_injected_irqs_total", "counter",
+             "Interrupts KVM injected (kvm:kvm_inj_virq), by vector",
+             {{"vector", std::to_string(u64(i, "vector"))}}, u64(i, "count"));
+  f.sample("tern_kernel_dropped_total", "counter",
+           "Breakdown rows a full kernel map could not record (their exits are still counted)", {},
+           u64(k, "dropped"));
 }
 
 }  // namespace
@@ -206,6 +287,7 @@ std::string prometheus_text(const Json& stats) {
                u64(t, (std::string(mode) + "_ns").c_str()));
     }
   }
+  if (auto k = stats.find("kernel_exits"); k != stats.end()) kernel_exit_metrics(f, *k);
   if (auto p = stats.find("process"); p != stats.end() && p->is_object()) {
     for (const char* mode : {"user", "system", "guest"}) {
       f.sample("tern_process_cpu_ns_total", "counter",

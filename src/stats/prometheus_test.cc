@@ -92,5 +92,43 @@ TEST(Prometheus, NamesAndLabelValuesAreSanitised) {
       << t;
 }
 
+// In-kernel exits: tern_kernel_* families from "kernel_exits"; off: only the enabled gauge.
+TEST(Prometheus, KernelExitSeries) {
+  nlohmann::json s = testing::stats_snapshot(1, 1);
+  s["kernel_exits"] = {{"enabled", false}, {"error", "in-kernel exit accounting: EPERM"}};
+  std::string off = prometheus_text(s);
+  EXPECT_TRUE(has(off, "# TYPE tern_kernel_exits_enabled gauge\ntern_kernel_exits_enabled 0"))
+      << off;
+  EXPECT_EQ(off.find("tern_kernel_exits_total"), std::string::npos) << off;
+
+  s["kernel_exits"] = nlohmann::json::parse(R"({"enabled":true,"method":"ebpf","since_ns":5,
+      "total":150,"kvm_exits":153,"kvm_exits_edge":3,"kvm_exits_start_edge":0,"difference":-3,
+      "vcpus":2,"userspace_exits":12,
+      "reasons":[{"isa":"svm","code":1024,"reason":"npf","count":100,"time_ns":5000}],
+      "msrs":[{"msr":"0x80b","name":"X2APIC_EOI","access":"write","count":30}],
+      "pio":[{"port":"0x40","dir":"out","count":50}],
+      "pio_in_kernel":[{"port":"0x3f8-0x3ff","device":"serial0","dir":"out","kvm_pio":10,
+                        "userspace":4,"in_kernel":6}],
+      "npf":[{"kind":"ram-not-present","count":60},
+             {"kind":"mmio-cached","gpa":"0xfebf1000","device":"virtio-blk0","count":30}],
+      "injected_irqs":[{"vector":236,"count":9}],"dropped":1})");
+  std::string t = prometheus_text(s);
+  for (const char* want :
+       {"tern_kernel_exits_enabled 1", "# TYPE tern_kernel_exits_total counter",
+        R"(tern_kernel_exits_total{isa="svm",reason="npf",code="1024"} 100)",
+        R"(tern_kernel_exit_time_ns_total{isa="svm",reason="npf",code="1024"} 5000)",
+        "tern_kernel_exits_kvm_total 153",
+        "# TYPE tern_kernel_exits_difference gauge\ntern_kernel_exits_difference -3",
+        "tern_kernel_exits_edge 3", "tern_kernel_exits_vcpus 2",
+        "tern_kernel_exits_userspace_total 12",
+        R"(tern_kernel_msr_accesses_total{msr="0x80b",name="X2APIC_EOI",access="write"} 30)",
+        R"(tern_kernel_pio_total{port="0x40",dir="out"} 50)",
+        R"(tern_kernel_pio_in_kernel_total{port="0x3f8-0x3ff",dir="out",device="serial0"} 6)",
+        R"(tern_kernel_npf_total{kind="ram-not-present"} 60)",
+        R"(tern_kernel_npf_total{kind="mmio-cached",gpa="0xfebf1000",device="virtio-blk0"} 30)",
+        R"(tern_kernel_injected_irqs_total{vector="236"} 9)", "tern_kernel_dropped_total 1"})
+    EXPECT_TRUE(has(t, want)) << "want " << want << " in:\n" << t;
+}
+
 }  // namespace
 }  // namespace tern

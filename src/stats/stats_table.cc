@@ -6,6 +6,8 @@
 #include <array>
 #include <vector>
 
+#include "stats/kernel_exits_table.h"
+
 namespace tern {
 
 namespace {
@@ -224,7 +226,7 @@ StatCounters flatten_stats(const Json& stats) {
   return c;
 }
 
-Json compute_rates(const Json& prev, const Json& cur) {
+Json compute_rates(const Json& prev, const Json& cur, bool kernel_exits) {
   const uint64_t t0 = u64(prev, "timestamp_ns"), t1 = u64(cur, "timestamp_ns");
   const double interval = t1 > t0 ? static_cast<double>(t1 - t0) / 1e9 : 0.0;
   StatCounters a = flatten_stats(prev), b = flatten_stats(cur);
@@ -248,7 +250,9 @@ Json compute_rates(const Json& prev, const Json& cur) {
   note(cur.value("kvm", Json::object()).value("vm", Json::object()), "VM");
   for (const Json& v : cur.value("vcpus", Json::array()))
     note(v.value("kvm", Json::object()), "vCPU " + std::to_string(u64(v, "id")));
-  return {{"interval_s", interval}, {"rates", rates}, {"errors", errors}};
+  Json out = {{"interval_s", interval}, {"rates", rates}, {"errors", errors}};
+  if (kernel_exits) out["kernel_exits"] = kernel_exit_rates(prev, cur);
+  return out;
 }
 
 std::string render_rates_table(const Json& r, size_t max_rows) {
@@ -320,6 +324,7 @@ std::string render_rates_table(const Json& r, size_t max_rows) {
       out += fmt::format("  {:<42} {:>12.2f} {:>12}\n", e.device, e.total,
                          e.now < 0 ? std::string("-") : fmt::format("{:.2f}", e.now));
   }
+  if (auto k = r.find("kernel_exits"); k != r.end()) out += render_kernel_exit_rates(*k, max_rows);
   for (const Json& e : r.value("errors", Json::array()))
     out += "\nnote: " + e.get<std::string>() + "\n";
   return out;
@@ -390,6 +395,7 @@ std::string render_summary(const Json& stats) {
       out += fmt::format("    {:<42} {:>12} {:>12} {:>12}\n", reason, l[0], l[0] ? l[1] / l[0] : 0,
                          l[2]);
   }
+  if (auto k = stats.find("kernel_exits"); k != stats.end()) out += render_kernel_exit_summary(*k);
   return out;
 }
 

@@ -21,8 +21,10 @@ StatCounters flatten_stats(const nlohmann::json& stats);
 
 /// Totals and per-second rates between two snapshots (by their timestamp_ns):
 /// {"interval_s": x, "rates": {section: {row: {"total": n, "per_s": r}}}, "errors": [...]}.
-/// A counter that went backwards (a different VM) counts from 0.
-nlohmann::json compute_rates(const nlohmann::json& prev, const nlohmann::json& cur);
+/// A counter that went backwards (a different VM) counts from 0. With `kernel_exits` (`tern stat
+/// --kernel-exits`) also "kernel_exits": kernel_exit_rates(prev, cur) (kernel_exits_table.h).
+nlohmann::json compute_rates(const nlohmann::json& prev, const nlohmann::json& cur,
+                             bool kernel_exits = false);
 
 /// The `tern stat` screen for compute_rates() output: one block per section, rows sorted by rate
 /// then total, at most `max_rows` rows per section (0: all); CPU time is shown as % of one CPU.
@@ -33,7 +35,8 @@ nlohmann::json compute_rates(const nlohmann::json& prev, const nlohmann::json& c
 std::string render_rates_table(const nlohmann::json& rates, size_t max_rows);
 
 /// A compact totals table of one snapshot (for `tern run --stats-on-exit`); device queues and MMIO
-/// exits per request as in render_rates_table(), totals only.
+/// exits per request as in render_rates_table(), totals only; the in-kernel exits section when the
+/// accounting is on (or the reason it could not start).
 std::string render_summary(const nlohmann::json& stats);
 
 }  // namespace tern

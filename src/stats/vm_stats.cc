@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "base/clock.h"
 #include "stats/prometheus.h"
 #include "stats/thread_cpu.h"
@@ -18,6 +20,36 @@ std::string hex(uint64_t v) {
 
 void VmStats::add_vcpu(uint32_t id, const ExitStats& exits, Result<KvmStatsReader> kvm) {
   vcpus_.push_back(Vcpu{id, &exits, std::move(kvm)});
+}
+
+void VmStats::set_kernel_exit_starter(KernelExitStarter start) {
+  KernelExitsInputs in;
+  in.start = std::move(start);
+  in.kvm_exits = [this] { return kvm_exits(); };
+  in.userspace_exits = [this] {
+    uint64_t n = 0;
+    for (const Vcpu& v : vcpus_) n += v.exits->run_returns();
+    return n;
+  };
+  in.vcpus = static_cast<uint32_t>(vcpus_.size());
+  in.pio = &pio_;
+  in.mmio = &mmio_;
+  kernel_ = std::make_unique<KernelExitsStats>(std::move(in));
+}
+
+Result<uint64_t> VmStats::kvm_exits() const {
+  uint64_t n = 0;
+  for (const Vcpu& v : vcpus_) {
+    if (!v.kvm) return fail("vCPU " + std::to_string(v.id) + " KVM stats", v.kvm.error().message());
+    ASSIGN_OR_RETURN(std::vector<KvmStat> stats, v.kvm->read());
+    auto it = std::find_if(stats.begin(), stats.end(), [](const KvmStat& s) {
+      return s.name == "exits" && s.values.size() == 1;
+    });
+    if (it == stats.end())
+      return fail("vCPU " + std::to_string(v.id) + " KVM stats", "no \"exits\" counter");
+    n += it->values[0];
+  }
+  return n;
 }
 
 nlohmann::json exit_stats_json(const ExitStats& exits) {
@@ -142,6 +174,7 @@ nlohmann::json VmStats::stats_json() const {
   j["device_counters"] =
       device_counters_json(devices_ ? devices_() : std::vector<DeviceCounters>{});
   j["kvm"] = {{"vm", kvm_stats_json(vm_kvm_)}};
+  j["kernel_exits"] = kernel_ ? kernel_->json() : nlohmann::json{{"enabled", false}};
 
   if (auto p = read_process_cpu()) {
     j["process"] = {{"pid", p->tid},

@@ -15,6 +15,7 @@
 #include "bus/bus.h"
 #include "kvm/kvm_stats.h"
 #include "stats/device_counters.h"
+#include "stats/kernel_exits_stats.h"
 #include "stats/stats_source.h"
 #include "vcpu/exit_stats.h"
 
@@ -39,6 +40,15 @@ class VmStats : public StatsSource {
   /// A vCPU: its exit accounting and its KVM statistics (or why they are unavailable).
   void add_vcpu(uint32_t id, const ExitStats& exits, Result<KvmStatsReader> kvm);
 
+  /// In-kernel exit accounting (docs/stats.md, "In-kernel exits"): `start` loads the trace
+  /// whenever it is enabled. Call after every add_vcpu(); before, kernel_exits() is null and
+  /// "kernel_exits" is {"enabled": false}.
+  void set_kernel_exit_starter(KernelExitStarter start);
+  /// The accounting's switch and reader (thread-safe), or null (see set_kernel_exit_starter()).
+  [[nodiscard]] KernelExitsStats* kernel_exits() const { return kernel_.get(); }
+  /// KVM's `exits` summed over the vCPUs (an error when a vCPU has no stats fd). Any thread.
+  [[nodiscard]] Result<uint64_t> kvm_exits() const;
+
   /// The GET /tern/stats body (shape: docs/stats.md).
   [[nodiscard]] nlohmann::json stats_json() const override;
   /// The GET /tern/metrics body (Prometheus text format 0.0.4).
@@ -55,6 +65,7 @@ class VmStats : public StatsSource {
   DeviceCountersFn devices_;
   Result<KvmStatsReader> vm_kvm_ = fail("KVM_GET_STATS_FD", "not opened");
   std::vector<Vcpu> vcpus_;
+  std::unique_ptr<KernelExitsStats> kernel_;
 };
 
 /// JSON of `exits` (see docs/stats.md: vcpus[].exits).

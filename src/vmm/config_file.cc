@@ -53,6 +53,10 @@ Result<ConfigFile> parse_config_file(std::string_view text) {
       put_device(c.devices, std::move(d));
     }
   }
+  if (const nlohmann::json* k = r.raw("kernel-exits")) {
+    ASSIGN_OR_RETURN(KernelExitsSetting s, parse_kernel_exits(*k, "kernel-exits"));
+    c.kernel_exits = s.enabled;
+  }
   // Sections tern does not support yet: accepted only when null or empty.
   for (std::string_view name : {"cpu-config", "balloon", "network-interfaces", "vsock", "logger",
                            "metrics", "mmds-config", "pmem", "memory-hotplug",
@@ -74,6 +78,7 @@ VmResources ConfigFile::resources() const {
   r.set_machine_config(machine);
   r.drives = drives;
   r.devices = devices;
+  r.kernel_exits = kernel_exits;
   return r;
 }
 

@@ -20,6 +20,9 @@ struct ConfigFile {
   /// The devices, by their kinds' keys: a single-instance kind's object ("entropy"; null: none),
   /// a keyed kind's array ("network-interfaces", each id once). In kind order.
   std::vector<DeviceSpec> devices;
+  /// tern's "kernel-exits" section ({"enabled": true}, as PUT /tern/kernel-exits): in-kernel exit
+  /// accounting from the first KVM_RUN. Absent or null: off.
+  bool kernel_exits = false;
   /// The device of kind `Spec`, if the file configures one.
   template <class Spec>
   [[nodiscard]] std::optional<Spec> device() const {

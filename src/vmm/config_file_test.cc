@@ -321,5 +321,37 @@ TEST(ConfigFile, ErrorsNameTheField) {
             "extra: unknown field");
 }
 
+// tern's "kernel-exits" section, as PUT /tern/kernel-exits: into VmResources, VmConfig and
+// GET /vm/config; absent or null: off; bad fields named.
+TEST(ConfigFile, KernelExitsSection) {
+  auto on = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+      "kernel-exits": {"enabled": true}})");
+  ASSERT_TRUE(on) << on.error().message();
+  EXPECT_TRUE(on->kernel_exits);
+  VmResources r = on->resources();
+  EXPECT_TRUE(r.kernel_exits);
+  EXPECT_EQ(r.vm_config_json()["kernel-exits"], nlohmann::json({{"enabled", true}}));
+  auto config = r.vm_config();
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_TRUE(config->kernel_exits);
+  for (const char* text : {R"({"boot-source": {"kernel_image_path": "/proc/self/exe"}})",
+                           R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+                               "kernel-exits": null})"}) {
+    auto off = parse_config_file(text);
+    ASSERT_TRUE(off) << off.error().message();
+    EXPECT_FALSE(off->kernel_exits);
+    EXPECT_FALSE(off->resources().vm_config()->kernel_exits);
+  }
+  auto bad = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+      "kernel-exits": {"enabled": true, "maps": 1}})");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(), "kernel-exits.maps: unknown field");
+  auto missing = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+      "kernel-exits": {}})");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message(),
+            "kernel-exits.enabled: missing required field (true or false)");
+}
+
 }  // namespace
 }  // namespace tern

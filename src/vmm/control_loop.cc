@@ -287,6 +287,12 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
           [&](const api::GetVmConfig&) { return ApiResponse::json(res.vm_config_json()); },
           [&](const api::GetStats&) {
             nlohmann::json j = machine_ ? machine_->stats().stats_json() : nlohmann::json::object();
+            // Always present ("enabled": false before the VM is built; "requested" when it will
+            // start with the VM).
+            if (!j.contains("kernel_exits")) {
+              j["kernel_exits"] = {{"enabled", false}};
+              if (res.kernel_exits) j["kernel_exits"]["requested"] = true;
+            }
             j["snapshot"] = progress_.json();
             return ApiResponse::json(j);
           },
@@ -302,6 +308,16 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
             return ApiResponse::error(500, "PUT /snapshot/create reached execute()");
           },
           [&](const api::LoadSnapshot& r) { return load_snapshot(r.value); },
+          [&](const api::PutKernelExits& r) {
+            // Before the VM is built: the configuration (on from the first KVM_RUN). After: the
+            // running VM's accounting, now; 400 with the reason when it cannot start.
+            if (machine_) {
+              if (auto on = machine_->set_kernel_exits(r.value.enabled); !on)
+                return ApiResponse::error(400, "PUT /tern/kernel-exits: " + on.error().message());
+            }
+            res.kernel_exits = r.value.enabled;
+            return ok();
+          },
           [&](const api::PowerOff&) {
             if (!life_.allows(VmEvent::kPowerOff)) return state_error("power-off");
             cancel_save_ = true;  // a save in progress stops and fails with "cancelled"

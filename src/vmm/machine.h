@@ -53,6 +53,12 @@ class Machine {
   [[nodiscard]] virtual Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec& spec,
                                                              const SaveProgress& progress,
                                                              const std::atomic<bool>& cancel) = 0;
+  /// Turns the VM's in-kernel exit accounting on or off (PUT /tern/kernel-exits); the reason when
+  /// it cannot be turned on. Control thread.
+  [[nodiscard]] virtual Result<void> set_kernel_exits(bool enabled) {
+    if (!enabled) return {};
+    return fail("in-kernel exit accounting", "not available for this VM");
+  }
   /// The VM's statistics (GET /tern/stats, /tern/metrics).
   [[nodiscard]] virtual const StatsSource& stats() const = 0;
   /// Where the VM's devices hand activation/reset to the control thread (null: none; they run

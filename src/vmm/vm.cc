@@ -1,5 +1,7 @@
 #include "vmm/vm.h"
 
+#include <unistd.h>
+
 #include "arch/x86/acpi.h"
 #include "arch/x86/cpu_state.h"
 #include "arch/x86/cpuid.h"
@@ -86,6 +88,11 @@ Result<void> Vm::build(const BootInputs& in) {
     }
   }
   build_stats();
+  // Before the first KVM_RUN (start()): every exit of the guest is counted.
+  if (c.kernel_exits) {
+    if (auto on = set_kernel_exits(true); !on)
+      spdlog::warn("{} (the VM runs without in-kernel exit accounting)", on.error().message());
+  }
   machine_.memory_bytes = c.memory_bytes;
   machine_.vcpus = c.vcpus;
   machine_.cmdline = c.cmdline;
@@ -175,6 +182,21 @@ void Vm::build_stats() {
   stats_->set_vm_kvm_stats(KvmStatsReader::open(vm_->fd()));
   for (auto& v : vcpus_)
     stats_->add_vcpu(v->vcpu().id(), v->stats(), KvmStatsReader::open(v->vcpu().fd()));
+  // In-kernel exits (off until enabled): this process's vCPU threads, NPF kinds against RAM.
+  KernelExitTrace::Options trace;
+  trace.tgid = ::getpid();
+  for (const auto& r : memory_->regions()) trace.ram.push_back({r.gpa, r.size});
+  stats_->set_kernel_exit_starter(kernel_exit_trace_starter(std::move(trace)));
+}
+
+Result<void> Vm::set_kernel_exits(bool enabled) {
+  KernelExitsStats* k = stats_ ? stats_->kernel_exits() : nullptr;
+  if (!k) return fail("in-kernel exit accounting", "the VM's statistics are not built");
+  if (!enabled) {
+    k->disable();
+    return {};
+  }
+  return k->enable();
 }
 
 StopEvent Vm::run() {

@@ -67,6 +67,9 @@ class Vm {
   [[nodiscard]] Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec& spec,
                                                      const SaveProgress& progress,
                                                      const std::atomic<bool>& cancel);
+  /// Turns in-kernel exit accounting on or off (any thread). On: the reason when it cannot start
+  /// (missing privilege or kernel support; the VM is unaffected).
+  [[nodiscard]] Result<void> set_kernel_exits(bool enabled);
   /// Types Ctrl+Alt+Del on the i8042 keyboard. False if the guest's keyboard cannot take it.
   bool send_ctrl_alt_del();
 

@@ -24,6 +24,9 @@ struct VmConfig {
   std::string console = "stdio";         ///< "stdio" or "file:PATH".
   /// What backs guest RAM (--memory-backend); unset = automatic (choose_memory_backend()).
   std::optional<MemoryBackend> memory_backend;
+  /// In-kernel exit accounting (--kernel-exits, config "kernel-exits"): started before the first
+  /// KVM_RUN; when it cannot start, one warning and the VM runs without it.
+  bool kernel_exits = false;
   /// In PCI slot order: the disks (the first is /dev/vda), then the rng.
   std::vector<DeviceSpec> devices;
 };

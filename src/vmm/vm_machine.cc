@@ -27,6 +27,9 @@ class VmMachine : public Machine {
     return vm_->save_snapshot(spec, progress, cancel);
   }
   [[nodiscard]] const StatsSource& stats() const override { return vm_->stats(); }
+  [[nodiscard]] Result<void> set_kernel_exits(bool enabled) override {
+    return vm_->set_kernel_exits(enabled);
+  }
   [[nodiscard]] DeviceActivator* activator() override { return &vm_->activator(); }
 
  private:

@@ -62,6 +62,7 @@ Result<VmConfig> VmResources::vm_config() const {
   c.memory_bytes = memory_bytes;
   c.vcpus = vcpus;
   c.console = console;
+  c.kernel_exits = kernel_exits;
   // The root device (if any) becomes the first disk, /dev/vda; the others follow in the order they
   // were configured. Like Firecracker, a root device adds root= to the command line unless the
   // user's boot_args already name one.
@@ -104,7 +105,8 @@ nlohmann::json VmResources::vm_config_json() const {
           {"metrics", nullptr},
           {"mmds-config", nullptr},
           {"pmem", nlohmann::json::array()},
-          {"memory-hotplug", nullptr}};
+          {"memory-hotplug", nullptr},
+          {"kernel-exits", {{"enabled", kernel_exits}}}};
   // Every single-instance kind's section: its spec, null when not configured.
   // and every keyed kind's array, in the order configured.
   for (const DeviceSurface& s : device_surfaces()) j[std::string(s.config_key)] = nullptr;

@@ -26,6 +26,9 @@ struct VmResources {
   /// --memory-backend / machine-config "memory_backend"; unset = automatic.
   std::optional<MemoryBackend> memory_backend;
   std::vector<DriveSpec> drives;         ///< In the order configured (--disk or PUT /drives).
+  /// In-kernel exit accounting from the first KVM_RUN (--kernel-exits, config file and
+  /// pre-boot PUT /tern/kernel-exits {"enabled": true}; GET /vm/config "kernel-exits").
+  bool kernel_exits = false;
   /// The other devices configured (device_surfaces.h), in kind order (after the drives in the
   /// PCI slot order): at most one of a single-instance kind (--rng, PUT /entropy), those of a
   /// keyed list kind (--net, PUT /network-interfaces/{id}) in the order first configured, one

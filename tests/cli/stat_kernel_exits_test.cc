@@ -1,0 +1,283 @@
+// `tern stat --kernel-exits` (the binary) against an in-process API server and control loop with
+// a fake Machine (no KVM, no BPF): it turns the VM's in-kernel accounting on through
+// PUT /tern/kernel-exits and off again when it ends — after --once, and on SIGTERM/SIGINT (then it
+// dies of that signal); when the accounting cannot start, the screen has one line with the reason
+// and the rest of tern stat is unchanged; without --kernel-exits the section is absent.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "api/api_server.h"
+#include "base/clock.h"
+#include "stats/stats_test_snapshot.h"
+#include "vmm/control_loop.h"
+
+extern char** environ;
+
+namespace tern {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+class KernelExitsMachine : public Machine {
+ public:
+  class Stats : public StatsSource {
+   public:
+    explicit Stats(KernelExitsMachine& m) : m_(m) {}
+    Json stats_json() const override {
+      std::lock_guard l(m_.mu);
+      const uint64_t k = ++m_.reads;
+      Json j = testing::stats_snapshot(monotonic_ns(), k);
+      if (m_.on) {
+        j["kernel_exits"] = {
+            {"enabled", true},
+            {"method", "ebpf"},
+            {"since_ns", m_.since_ns},
+            {"total", 100 * k},
+            {"kvm_exits", 100 * k + 1},
+            {"kvm_exits_edge", 1},
+            {"kvm_exits_start_edge", 0},
+            {"difference", -1},
+            {"vcpus", 1},
+            {"userspace_exits", 10 * k},
+            {"reasons",
+             {{{"isa", "svm"},
+               {"code", 1024},
+               {"reason", "npf"},
+               {"count", 100 * k},
+               {"time_ns", 1000 * k}}}},
+            {"msrs",
+             {{{"msr", "0x80b"}, {"name", "X2APIC_EOI"}, {"access", "write"}, {"count", 7 * k}}}},
+            {"pio", Json::array()},
+            {"pio_in_kernel", Json::array()},
+            {"npf", Json::array()},
+            {"injected_irqs", Json::array()},
+            {"dropped", 0}};
+      } else if (!m_.error.empty()) {
+        j["kernel_exits"] = {{"enabled", false}, {"error", m_.error}};
+      } else {
+        j["kernel_exits"] = {{"enabled", false}};
+      }
+      return j;
+    }
+    std::string metrics_text() const override { return ""; }
+
+   private:
+    KernelExitsMachine& m_;
+  };
+  void start() override {}
+  StopEvent wait_stopped() override { return latch.wait(); }
+  void stop(StopEvent e) override { latch.post(std::move(e)); }
+  void finish() override {}
+  void pause() override {}
+  void resume() override {}
+  bool send_ctrl_alt_del() override { return false; }
+  Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec&, const SaveProgress&,
+                                       const std::atomic<bool>&) override {
+    return fail("save", "not in this test");
+  }
+  const StatsSource& stats() const override { return stats_; }
+  Result<void> set_kernel_exits(bool enabled) override {
+    std::lock_guard l(mu);
+    calls.push_back(enabled);
+    changed.notify_all();
+    if (enabled && !fail_reason.empty()) {
+      error = "in-kernel exit accounting: " + fail_reason;
+      return fail("in-kernel exit accounting", fail_reason);
+    }
+    error.clear();
+    on = enabled;
+    since_ns = monotonic_ns();
+    return {};
+  }
+  /// Blocks until set_kernel_exits() has been called `n` times.
+  void wait_calls(size_t n) {
+    std::unique_lock l(mu);
+    changed.wait(l, [&] { return calls.size() >= n; });
+  }
+
+  mutable std::mutex mu;
+  std::condition_variable changed;
+  std::vector<bool> calls;
+  bool on = false;
+  uint64_t since_ns = 0;
+  mutable uint64_t reads = 0;
+  std::string fail_reason, error;
+  StopLatch latch;
+  Stats stats_{*this};
+};
+
+class StatKernelExits : public ::testing::Test {
+ protected:
+  void start(std::string fail_reason = {}) {
+    sock_ = (fs::temp_directory_path() / ("tern-stat-kx-" + std::to_string(::getpid()) + ".sock"))
+                .string();
+    auto loop = ControlLoop::create(
+        [this,
+         fail_reason](const VmConfig&) -> tl::expected<std::unique_ptr<Machine>, StartFailure> {
+          auto m = std::make_unique<KernelExitsMachine>();
+          m->fail_reason = fail_reason;
+          machine_ = m.get();
+          return m;
+        },
+        events_);
+    ASSERT_TRUE(loop);
+    loop_ = std::move(*loop);
+    VmResources r;
+    r.boot = BootSource{};
+    r.boot->kernel_image_path = "/proc/self/exe";
+    loop_->configure(r);
+    ASSERT_TRUE(loop_->start());
+    CommandQueue* q = &loop_->queue();
+    auto server = ApiServer::start(
+        sock_,
+        [q](ApiRequest req, std::function<void(ApiResponse)> reply) {
+          q->push(cmd::Api{std::move(req), std::move(reply)});
+        },
+        events_);
+    ASSERT_TRUE(server) << server.error().message();
+    server_ = std::move(*server);
+    control_ = std::thread([this] { loop_->run(); });
+  }
+  void TearDown() override {
+    if (control_.joinable()) {
+      loop_->queue().push(cmd::Signal{SIGTERM});
+      control_.join();
+    }
+    if (server_) server_->shutdown();
+    fs::remove(out_path());
+  }
+  std::string out_path() const {
+    return (fs::temp_directory_path() / ("tern-stat-kx-" + std::to_string(::getpid()) + ".out"))
+        .string();
+  }
+  /// Starts `tern stat --api-sock SOCK args...`, stdout and stderr to out_path().
+  pid_t spawn(std::vector<std::string> args) {
+    args.insert(args.begin(), {"stat", "--api-sock", sock_});
+    std::string bin = TERN_BINARY_PATH;
+    std::vector<char*> argv{bin.data()};
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid = -1;
+    EXPECT_EQ(posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    return pid;
+  }
+  int wait(pid_t pid) {
+    int ws = 0;
+    ::waitpid(pid, &ws, 0);
+    return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+  }
+  std::string output() const {
+    std::ifstream in(out_path());
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+  std::vector<bool> calls() {
+    std::lock_guard l(machine_->mu);
+    return machine_->calls;
+  }
+
+  std::string sock_;
+  EventLog events_;
+  KernelExitsMachine* machine_ = nullptr;
+  std::unique_ptr<ControlLoop> loop_;
+  std::unique_ptr<ApiServer> server_;
+  std::thread control_;
+};
+
+TEST_F(StatKernelExits, OnceTurnsItOnAndOffAndShowsTheSection) {
+  start();
+  pid_t pid = spawn({"--kernel-exits", "--once", "--interval", "0.05"});
+  ASSERT_EQ(wait(pid), 0) << output();
+  EXPECT_EQ(calls(), (std::vector<bool>{true, false}));
+  std::string out = output();
+  for (const char* want :
+       {"exits by reason (all vCPUs)", "in-kernel exits by reason (all vCPUs)", "npf", "KVM exits",
+        "(difference -1, bound ±2: exits between the two "
+        "samples + 1 in flight per vCPU)",
+        "reached userspace:", "0x80b X2APIC_EOI write"})
+    EXPECT_NE(out.find(want), std::string::npos) << "want '" << want << "' in:\n" << out;
+}
+
+TEST_F(StatKernelExits, JsonCarriesTheSection) {
+  start();
+  pid_t pid = spawn({"--kernel-exits", "--once", "--json", "--interval", "0.05"});
+  ASSERT_EQ(wait(pid), 0) << output();
+  Json j = Json::parse(output(), nullptr, false);
+  ASSERT_TRUE(j.is_object()) << output();
+  EXPECT_EQ(j["kernel_exits"]["enabled"], true);
+  EXPECT_TRUE(j["kernel_exits"]["rates"]["reasons"].contains("npf")) << j["kernel_exits"].dump();
+  EXPECT_EQ(j["kernel_exits"]["within_bound"], true);
+}
+
+TEST_F(StatKernelExits, SigtermTurnsItOffFirst) {
+  start();
+  pid_t pid = spawn({"--kernel-exits", "--interval", "3600"});
+  machine_->wait_calls(1);  // on
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  EXPECT_EQ(wait(pid), 128 + SIGTERM) << output();
+  EXPECT_EQ(calls(), (std::vector<bool>{true, false}));
+}
+
+TEST_F(StatKernelExits, SigintTurnsItOffFirst) {
+  start();
+  pid_t pid = spawn({"--kernel-exits", "--interval", "3600"});
+  machine_->wait_calls(1);
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  EXPECT_EQ(wait(pid), 128 + SIGINT) << output();
+  EXPECT_EQ(calls(), (std::vector<bool>{true, false}));
+}
+
+// Already on (e.g. tern run --kernel-exits): tern stat leaves it on.
+TEST_F(StatKernelExits, LeavesItOnWhenItWasOn) {
+  start();
+  ASSERT_TRUE(machine_->set_kernel_exits(true));
+  pid_t pid = spawn({"--kernel-exits", "--once", "--interval", "0.05"});
+  ASSERT_EQ(wait(pid), 0) << output();
+  EXPECT_EQ(calls(), (std::vector<bool>{true}));
+  EXPECT_NE(output().find("in-kernel exits by reason"), std::string::npos) << output();
+}
+
+// The capability-missing path: the reason on one line, the rest of tern stat unchanged.
+TEST_F(StatKernelExits, CannotStartPrintsTheReasonAndTheRest) {
+  start("bpf(BPF_PROG_LOAD): needs CAP_BPF and CAP_PERFMON (or root): Operation not permitted");
+  pid_t pid = spawn({"--kernel-exits", "--once", "--interval", "0.05"});
+  ASSERT_EQ(wait(pid), 0) << output();
+  EXPECT_EQ(calls(), (std::vector<bool>{true}));  // nothing to turn off
+  std::string out = output();
+  EXPECT_NE(out.find("\nin-kernel exits: unavailable: in-kernel exit accounting: "
+                     "bpf(BPF_PROG_LOAD): needs CAP_BPF and CAP_PERFMON (or root): Operation not "
+                     "permitted\n"),
+            std::string::npos)
+      << out;
+  for (const char* want : {"exits by reason (all vCPUs)", "PIO/MMIO accesses by device",
+                           "device queues", "host CPU per tern thread"})
+    EXPECT_NE(out.find(want), std::string::npos) << "want '" << want << "' in:\n" << out;
+}
+
+TEST_F(StatKernelExits, OffUnlessAsked) {
+  start();
+  pid_t pid = spawn({"--once", "--interval", "0.05"});
+  ASSERT_EQ(wait(pid), 0) << output();
+  EXPECT_TRUE(calls().empty());
+  EXPECT_EQ(output().find("in-kernel exits"), std::string::npos) << output();
+}
+
+}  // namespace
+}  // namespace tern
