@@ -8,8 +8,9 @@
 #    runs fio on the disk. While fio runs: one `tern stat --kernel-exits` screen. When fio is done:
 #    the VM is paused (no vCPU in the guest: both counts are still), GET /tern/stats and the
 #    histogram are read, the VM resumed, the guest powers off and tern prints its summary.
-# 3. The capability-missing path: tern as uid 65534 (no CAP_BPF/CAP_PERFMON) with --kernel-exits
-#    --stats-on-exit boots the guest to its marker; its summary must carry the reason and the rest.
+# 3. The capability-missing paths: tern as uid 65534 (no CAP_BPF/CAP_PERFMON), and tern as root
+#    with tracefs unmounted, with --kernel-exits --stats-on-exit, boot the guest to its marker;
+#    their summaries must carry the reason and the rest.
 # Prints (besides the consoles, passed through):
 #   E2E-KEX-TRACEFS path=<dir> | E2E-KEX-ERROR <why>
 #   E2E-KEX-SCREEN <line>                 the tern stat --kernel-exits screen, line by line
@@ -17,7 +18,8 @@
 #   E2E-KEX-STATS <GET /tern/stats JSON>  while paused
 #   E2E-KEX-HIST phase=paused|end <line>  the histogram's lines while paused / after tern exited
 #   E2E-KEX-EXIT status=<tern run status> (its --stats-on-exit summary precedes it)
-#   E2E-KEX-NP <line>                     the unprivileged run's output; E2E-KEX-NP-EXIT status=N
+#   E2E-KEX-NP name=np|notrace <line>     the capability-missing runs' output;
+#   E2E-KEX-NP-EXIT name=np|notrace status=N
 . /testhost/l1_lib.sh
 : "${E2E_KEX_TIMEOUT:=420}"
 [ -n "$TH_TERN" ] || { echo "E2E-KEX-ERROR tern binary not in the test host"; exit 2; }
@@ -68,14 +70,28 @@ wait
 hist end
 echo "!$spec" >"$trig"
 
-# The capability-missing path: an unprivileged tern (uid 65534; /dev/kvm opened up for it).
-chmod 0666 /dev/kvm
+# The capability-missing paths, one guest boot each to its marker (then poweroff):
+#   np       an unprivileged tern: in a new user namespace (busybox unshare -U: uid 65534 there, no
+#            capability in the test host's namespace; /dev/kvm opened up for it)
+#   notrace  root, with tracefs unmounted (and debugfs, which would automount it)
+np_run() {  # np_run NAME [userns] : output as E2E-KEX-NP name=NAME <line>, then E2E-KEX-NP-EXIT
+    cmd="timeout -s KILL 300 $TH_TERN run --kernel $TH_GUEST_KERNEL --initrd $TH_GUEST_INITRD"
+    cmd="$cmd --cmdline 'console=ttyS0 quiet panic=-1' --memory 512M --cpus 1 --kernel-exits --stats-on-exit"
+    if [ "$2" = userns ]; then
+        unshare -U sh -c "id; $cmd" </dev/null >"/tmp/np/$1.out" 2>&1
+    else
+        sh -c "$cmd" </dev/null >"/tmp/np/$1.out" 2>&1
+    fi
+    echo "E2E-KEX-NP-EXIT name=$1 status=$?"
+    tr -d '\r' <"/tmp/np/$1.out" | sed "s/^/E2E-KEX-NP name=$1 /"
+}
 mkdir -p /tmp/np && chmod 0777 /tmp/np
-setpriv --reuid=65534 --regid=65534 --clear-groups \
-    timeout -s KILL 300 "$TH_TERN" run --kernel "$TH_GUEST_KERNEL" --initrd "$TH_GUEST_INITRD" \
-    --cmdline "console=ttyS0 quiet" --memory 256M --cpus 1 --api-sock /tmp/np/tern.sock \
-    --kernel-exits --stats-on-exit </dev/null >/tmp/np/out 2>&1
-echo "E2E-KEX-NP-EXIT status=$?"
-tr -d '\r' </tmp/np/out | sed 's/^/E2E-KEX-NP /'
+chmod 0666 /dev/kvm
+np_run np userns
 chmod 0600 /dev/kvm
+umount "$tfs" 2>/dev/null
+umount /sys/kernel/debug/tracing 2>/dev/null
+umount /sys/kernel/debug 2>/dev/null
+echo "E2E-KEX-NOTRACE tracefs=$(grep -c tracefs /proc/mounts)"
+np_run notrace
 exit 0

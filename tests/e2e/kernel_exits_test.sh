@@ -14,9 +14,10 @@
 #   tolerance HIST_SLACK (below), because both count the same kvm_exit events of the same interval;
 # - the summary at exit (--stats-on-exit) has the in-kernel section and its reconciliation line,
 #   and its sum equals the histogram at the end to within the same slack; tern's exit status 0;
-# - the capability-missing path: an unprivileged tern (uid 65534) with --kernel-exits prints
-#   "in-kernel exits: unavailable: <reason naming the missing privilege>" in its summary, and the
-#   rest of the summary (exits by reason, KVM counters) still prints; it exits 0.
+# - the capability-missing paths: an unprivileged tern (a new user namespace: uid 65534, no capability in the test host's), and a root tern with tracefs
+#   unmounted, with --kernel-exits print "in-kernel exits: unavailable: <reason>" in their summary
+#   (naming CAP_BPF / tracefs), no in-kernel table, and the rest of the summary (exits
+#   by reason, KVM counters) still prints; both boot the guest and exit 0.
 # Usage: tests/e2e/kernel_exits_test.sh    Environment: TERN_BIN (default build/tern), E2E_LOG.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -133,17 +134,24 @@ if m:
     print("at exit: sum %s, KVM exits %s, hist %d" % (m.group(1), m.group(2), sum(he.values())))
 check(any("in-kernel exits" in l for l in lines("E2E-KEX-SCREEN")), "no in-kernel section in tern stat --kernel-exits")
 
-# The capability-missing path.
-np = lines("E2E-KEX-NP")
-m = re.search(r"^E2E-KEX-NP-EXIT status=(\d+)", log, re.M)
-check(m and m.group(1) == "0", "unprivileged tern status %s" % (m.group(1) if m else "missing"))
-reason = [l for l in np if "in-kernel exits: unavailable:" in l]
-check(reason, "unprivileged run: no 'in-kernel exits: unavailable:' line")
-check(any("TERN-GUEST-MARKER" in l for l in np), "unprivileged run: the guest did not boot")
-check(any("statistics at exit" in l for l in np), "unprivileged run: no summary")
-check(any("KVM_EXIT_IO" in l for l in np), "unprivileged run: no exits by reason in the summary")
-if reason:
-    print("unprivileged: " + reason[0].strip())
+# The capability-missing paths: the reason on one line, the rest of the summary unchanged.
+WANT = {"np": "cap_bpf", "notrace": "tracefs"}  # what each reason must mention (docs/stats.md)
+m = re.search(r"^E2E-KEX-NOTRACE tracefs=(\d+)", log, re.M)
+check(m and m.group(1) == "0", "tracefs still mounted for the notrace run: %s" % (m.group(1) if m else "missing"))
+for name, word in WANT.items():
+    out = lines("E2E-KEX-NP name=%s" % name)
+    m = re.search(r"^E2E-KEX-NP-EXIT name=%s status=(\d+)" % name, log, re.M)
+    check(m and m.group(1) == "0", "%s: tern status %s" % (name, m.group(1) if m else "missing"))
+    reason = [l for l in out if "in-kernel exits: unavailable:" in l]
+    check(reason, "%s: no 'in-kernel exits: unavailable:' line" % name)
+    check(any("TERN-GUEST-MARKER" in l for l in out), "%s: the guest did not boot" % name)
+    check(any("statistics at exit" in l for l in out), "%s: no summary" % name)
+    check(any("KVM_EXIT_IO" in l for l in out), "%s: no exits by reason in the summary" % name)
+    check(any(re.match(r"\s+exits\s+\d+", l) for l in out), "%s: no KVM exits counter in the summary" % name)
+    check(not any("in-kernel exits by reason" in l for l in out), "%s: an in-kernel table without the accounting" % name)
+    if reason:
+        check(word in reason[0].lower(), "%s: the reason does not mention %s: %s" % (name, word, reason[0]))
+        print("%s: %s" % (name, reason[0].strip()))
 if host_rc != 0:
     problems.append("test host: run.sh exited %d (log: %s)" % (host_rc, sys.argv[1]))
 if problems:
