@@ -11,6 +11,9 @@
 #            TERN-DEBIAN-MARKER line: `systemctl is-system-running --wait` returned) and to the
 #            autologin prompt; once per VMM systemd-analyze / critical-chain / blame; tern's
 #            --stats-on-exit per boot
+#   exits    after the busybox rounds, as many untimed busybox boots per VMM, each under the test
+#            host's kvm_exit hist trigger (tern rows also with --kernel-exits --stats-on-exit): the
+#            in-kernel exits per boot by exit reason, so the table says where each VMM's exits go
 # Medians with min-max; a ratio is claimed only when the ranges do not overlap (bench/lib/compare.py).
 # Writes DIR/boot.json, DIR/boot.md, DIR/boot.svg and DIR/console.log (DIR: results/<UTC date-time>-<rev>).
 #
@@ -86,7 +89,7 @@ stamps="$TH_CACHE/logs/bench-boot.stamps"
 pidfile="$TH_CACHE/bench-boot.pid"
 nrows="$(wc -w <<<"$rows")" ndeb="$(wc -w <<<"$deb_rows")"
 args=(--scenario "$here/scenario.sh" --with-qemu --memory "$memory" --log "$log" --stall 120 --pidfile "$pidfile"
-    --timeout $((600 + runs * nrows * 150 + (deb_rounds * ndeb + 1) * 900))
+    --timeout $((600 + runs * nrows * 300 + (deb_rounds * ndeb + 1) * 900))
     --env "BENCH_RUNS=$runs" --env "BENCH_VMMS=$rows" --env "BENCH_DEBIAN_ROUNDS=$deb_rounds" --env "BENCH_DEBIAN_VMMS=$deb_rows"
     --env "BENCH_DEBIAN_WARMUP=$warmup")
 if ((have_tern)); then args+=(--tern "$tern"); else args+=(--no-tern); fi

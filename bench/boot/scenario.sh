@@ -26,7 +26,10 @@
 #   BENCH-DEBIAN-ANALYZE vmm=V what=time|chain|blame line=...
 #   BENCH-DEBIAN-VMMSTATS vmm=V run=N line=...     (tern's --stats-on-exit, its stderr)
 #   BENCH-ERROR vmm=V what=...                     (a VMM that failed is not retried)
-#   BENCH-PROGRESS boot|debian|idle|warmup ...
+#   BENCH-EXITS vmm=V run=N code=C count=K       (the hist trigger's rows for one untimed boot: SVM code)
+#   BENCH-EXITS-TOTAL vmm=V run=N rc=R hist_total=T
+#   BENCH-EXITS-TERN vmm=V run=N sum=S kvm_exits=K (tern's --kernel-exits reconciliation line)
+#   BENCH-PROGRESS boot|debian|idle|warmup|exits ...
 : "${BENCH_RUNS:=5}" "${BENCH_VMMS:=tern qemu-microvm qemu-pc}" "${BENCH_TIMEOUT:=120}"
 : "${BENCH_DEBIAN_ROUNDS:=0}" "${BENCH_DEBIAN_VMMS:=tern qemu}" "${BENCH_DEBIAN_CPUS:=2}" "${BENCH_DEBIAN_MEM:=512}"
 : "${BENCH_DEBIAN_TIMEOUT:=600}" "${BENCH_DEBIAN_WARMUP:=1}" "${BENCH_DEBIAN_ANALYZE:=1}"
@@ -231,6 +234,42 @@ for v in $BENCH_VMMS; do
     cat <&3 >/dev/null
     exec 3<&-
     rm -f "$fifo"
+done
+
+# ---- in-kernel exits by reason per boot (issue 15): $BENCH_EXITS_ROUNDS untimed busybox boots per
+# VMM after the timed ones (the accounting costs time per exit: the timed boots run without it).
+# The test host's own reader, for every VMM alike: a hist trigger on kvm:kvm_exit keyed by
+# exit_reason around the boot (nothing else runs KVM in L1: host-wide = this VMM's VM). tern
+# also runs with --kernel-exits --stats-on-exit, its own count (its summary's reconciliation line).
+: "${BENCH_EXITS_ROUNDS:=$BENCH_RUNS}"
+tfs=/sys/kernel/tracing
+[ -d "$tfs/events" ] || mount -t tracefs nodev "$tfs" 2>/dev/null
+trig="$tfs/events/kvm/kvm_exit/trigger"
+spec="hist:keys=exit_reason:size=256"
+if [ "$BENCH_EXITS_ROUNDS" -gt 0 ] && ! [ -w "$trig" ]; then
+    echo "BENCH-ERROR vmm=exits what=no kvm:kvm_exit trigger file in the test host (tracefs)"
+    BENCH_EXITS_ROUNDS=0
+fi
+run=1
+while [ "$run" -le "$BENCH_EXITS_ROUNDS" ]; do
+    for v in $BENCH_VMMS; do
+        case " $failed " in *" $v "*) continue ;; esac
+        echo "BENCH-PROGRESS exits vmm=$v run=$run/$BENCH_EXITS_ROUNDS uptime=$(up)"
+        cmd="$(vmm_cmd "$v")"
+        case "$v" in tern | tern-*) cmd="$TH_TERN run --kernel-exits --stats-on-exit ${cmd#"$TH_TERN run "}" ;; esac
+        echo "$spec" >"$trig"
+        # shellcheck disable=SC2086  # cmd is split into words on purpose (no spaces in paths)
+        timeout -s KILL "$BENCH_TIMEOUT" $cmd "$CMDLINE tern.action=poweroff" </dev/null >/tmp/exits.out 2>&1
+        rc=$?
+        awk -v v="$v" -v n="$run" -v rc="$rc" '
+            /^\{ exit_reason:/ { c = $3; k = $6; printf "BENCH-EXITS vmm=%s run=%s code=%s count=%s\n", v, n, c, k; t += k }
+            END { printf "BENCH-EXITS-TOTAL vmm=%s run=%s rc=%s hist_total=%d\n", v, n, rc, t }' "$tfs/events/kvm/kvm_exit/hist"
+        echo "!$spec" >"$trig"
+        tr -d '\r' </tmp/exits.out | grep -E '^ *sum [0-9]+ = KVM exits' | head -n 1 |
+            awk -v v="$v" -v n="$run" '{ printf "BENCH-EXITS-TERN vmm=%s run=%s sum=%s kvm_exits=%s\n", v, n, $2, $6 }'
+        grep -q TERN-GUEST-MARKER /tmp/exits.out || echo "BENCH-ERROR vmm=$v what=exits run $run: no marker (rc $rc)"
+    done
+    run=$((run + 1))
 done
 
 # ---- then the Debian rounds (after every busybox boot: a Debian boot leaves L1's memory full of

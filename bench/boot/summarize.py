@@ -81,6 +81,55 @@ def parse_vmmstats(lines):
     return out or None
 
 
+# The kernel's SVM exit reason names (arch/x86/include/uapi/asm/svm.h SVM_EXIT_REASONS), as the
+# kvm_exit tracepoint and tern's kernel_exits print them; the test host is an AMD (SVM) CPU.
+SVM_NAMES = {**{i: f"read_cr{i}" for i in range(16)}, **{0x10 + i: f"write_cr{i}" for i in range(16)},
+             **{0x20 + i: f"read_dr{i}" for i in range(8)}, **{0x30 + i: f"write_dr{i}" for i in range(8)},
+             0x40: "DE excp", 0x41: "DB excp", 0x43: "BP excp", 0x46: "UD excp", 0x47: "NM excp",
+             0x4d: "GP excp", 0x4e: "PF excp", 0x52: "MC excp", 0x51: "AC excp",
+             0x60: "interrupt", 0x61: "nmi", 0x62: "smi", 0x63: "init", 0x64: "vintr", 0x65: "cr0_sel_write",
+             0x6e: "rdtsc", 0x6f: "rdpmc", 0x70: "pushf", 0x71: "popf", 0x72: "cpuid", 0x73: "rsm", 0x74: "iret",
+             0x75: "swint", 0x76: "invd", 0x77: "pause", 0x78: "hlt", 0x79: "invlpg", 0x7a: "invlpga", 0x7b: "io",
+             0x7c: "msr", 0x7d: "task_switch", 0x7e: "ferr_freeze", 0x7f: "shutdown", 0x80: "vmrun",
+             0x81: "hypercall", 0x82: "vmload", 0x83: "vmsave", 0x84: "stgi", 0x85: "clgi", 0x86: "skinit",
+             0x87: "rdtscp", 0x88: "icebp", 0x89: "wbinvd", 0x8a: "monitor", 0x8b: "mwait", 0x8d: "xsetbv",
+             0x8e: "rdpru", 0x8f: "efer_write_trap", 0x400: "npf", 0x401: "avic_incomplete_ipi",
+             0x402: "avic_unaccelerated_access", 0x403: "vmgexit"}
+
+
+def exits_by_reason(text, rows):
+    """BENCH-EXITS* lines -> {vmm: {"boots", "total": stats, "reasons": {name: stats}, "tern_sum": stats, ...}}:
+    in-kernel exits per boot by SVM exit reason from the test host's kvm_exit hist trigger (every VMM),
+    and tern's own --kernel-exits count for tern rows. Medians over the boots; reasons sorted by median."""
+    per = {}
+    for line in text.splitlines():
+        if not line.startswith("BENCH-EXITS"):
+            continue
+        kv = fields(line)
+        if kv.get("vmm") not in rows:
+            continue
+        b = per.setdefault(kv["vmm"], {}).setdefault(int(kv["run"]), {"reasons": {}})
+        if line.startswith("BENCH-EXITS "):
+            name = SVM_NAMES.get(int(kv["code"]), "0x%x" % int(kv["code"]))
+            b["reasons"][name] = b["reasons"].get(name, 0) + int(kv["count"])
+        elif line.startswith("BENCH-EXITS-TOTAL"):
+            b["total"], b["rc"] = int(kv["hist_total"]), int(kv["rc"])
+        elif line.startswith("BENCH-EXITS-TERN"):
+            b["tern_sum"], b["tern_kvm_exits"] = int(kv["sum"]), int(kv["kvm_exits"])
+    out = {}
+    for vmm, boots in per.items():
+        ok = [b for b in boots.values() if b.get("rc") == 0 and "total" in b]
+        names = sorted({n for b in ok for n in b["reasons"]})
+        reasons = {n: stats([b["reasons"].get(n, 0) for b in ok]) for n in names}
+        reasons = dict(sorted(reasons.items(), key=lambda kv: -(kv[1] or {}).get("median", 0)))
+        out[vmm] = {"boots": len(ok), "source": "test host hist trigger on kvm:kvm_exit (keys=exit_reason) around the boot",
+                    "total": stats([b["total"] for b in ok]), "reasons": reasons,
+                    "tern_kernel_exits_sum": stats([b["tern_sum"] for b in ok if "tern_sum" in b]),
+                    "tern_kvm_exits": stats([b["tern_kvm_exits"] for b in ok if "tern_kvm_exits" in b]),
+                    "per_boot": [dict(b, run=r) for r, b in sorted(boots.items())]}
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("log")
@@ -225,7 +274,8 @@ def main():
                     "else no measurable difference",
         "busybox": {"guest": BUSYBOX_GUEST, "runs": args.runs, "rows": rows, "vmms": busybox,
                     "comparisons": compare(busybox, ("to_marker_ms", "to_exit_ms", "l1_host_cpu_ms"), bb_tern, bb_qemu),
-                    "memory_overhead_kb": {n: (v["memory_overhead"] or {}).get("overhead_kb") for n, v in busybox.items()}},
+                    "memory_overhead_kb": {n: (v["memory_overhead"] or {}).get("overhead_kb") for n, v in busybox.items()},
+                    "exits_by_reason": exits_by_reason(open(args.log, errors="replace").read().replace("\r", ""), rows)},
         "debian": {"guest": DEBIAN_GUEST, "rounds": args.debian_rounds, "rows": deb_rows, "vmms": debian,
                    "comparisons": compare(debian, ("to_marker_ms", "to_login_ms", "l1_host_cpu_ms"), deb_tern, deb_qemu)}
         if args.debian_rounds else None,

@@ -53,6 +53,35 @@ def old_format(r, path):
     print("\n" + footer(r, path))
 
 
+def exits_table(ex, top=8):
+    """Where each VMM's in-kernel exits go: per busybox boot, by SVM exit reason (the test host's
+    kvm_exit hist trigger), the VMM's top reasons as columns of one table."""
+    if not ex:
+        return
+    order = {}
+    for v in ex.values():
+        for n, st in v["reasons"].items():
+            order[n] = order.get(n, 0) + ((st or {}).get("median") or 0)
+    names = [n for n, _ in sorted(order.items(), key=lambda kv: -kv[1])][:top]
+    boots = sorted({v["boots"] for v in ex.values()})
+    print(f"\n**In-kernel exits per busybox boot, by exit reason** (untimed boots after the timed ones, "
+          f"{'/'.join(map(str, boots))} per VMM; the test host's own `kvm_exit` hist trigger around each boot; "
+          f"tern also counts its own with `--kernel-exits`; medians, min-max under the table in boot.json)\n")
+    rows = []
+    for vmm, v in ex.items():
+        tot = (v.get("total") or {}).get("median")
+        cells = []
+        for n in names:
+            m = ((v["reasons"].get(n) or {}).get("median")) or 0
+            cells.append(f"{m:.0f}" + (f" ({100 * m / tot:.0f}%)" if tot else ""))
+        rest = (tot or 0) - sum(((v["reasons"].get(n) or {}).get("median") or 0) for n in names)
+        own = (v.get("tern_kernel_exits_sum") or {}).get("median")
+        rows.append([vmm, spread(v.get("total"), collapse=False), *cells, f"{max(rest, 0):.0f}",
+                     "" if own is None else f"{own:.0f}"])
+    print("\n".join(table(["VMM", "exits (hist)", *names, "other", "tern's own count"], "lr" + "r" * (len(names) + 2), rows)))
+    print()
+
+
 def main():
     path = json_path(__file__, "boot.json")
     r = load(path)
@@ -76,6 +105,7 @@ def main():
     comparisons(b["comparisons"], (("to_marker_ms", "to marker"), ("to_exit_ms", "to exit"),
                                    ("l1_host_cpu_ms", "test host CPU")))
     goal(b["comparisons"], "qemu-pc", 0.5)
+    exits_table(b.get("exits_by_reason"))
     d = r.get("debian")
     if d:
         g = d["guest"]
