@@ -6,6 +6,8 @@
 #include <map>
 #include <vector>
 
+#include "stats/json_fields.h"
+
 namespace tern {
 
 namespace {
@@ -38,15 +40,7 @@ std::string label_text(const Labels& labels) {
   return out + "}";
 }
 
-// A non-negative integer field (signed in a snapshot built in-process, unsigned once parsed).
-uint64_t u64(const Json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end()) return 0;
-  if (it->is_number_unsigned()) return it->get<uint64_t>();
-  if (it->is_number_integer())
-    return static_cast<uint64_t>(std::max<int64_t>(it->get<int64_t>(), 0));
-  return 0;
-}
+using stats_json::u64;
 
 // Metric families in first-use order, each with its HELP/TYPE header once.
 class Families {

@@ -8,21 +8,15 @@
 
 #include "stats/kernel_exits_table.h"
 
+#include "stats/json_fields.h"
+
 namespace tern {
 
 namespace {
 
 using Json = nlohmann::json;
 
-// A non-negative integer field (signed in a snapshot built in-process, unsigned once parsed).
-uint64_t u64(const Json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end()) return 0;
-  if (it->is_number_unsigned()) return it->get<uint64_t>();
-  if (it->is_number_integer())
-    return static_cast<uint64_t>(std::max<int64_t>(it->get<int64_t>(), 0));
-  return 0;
-}
+using stats_json::u64;
 
 void add_kvm_counters(std::map<std::string, uint64_t>& out, const Json& kvm) {
   auto it = kvm.find("counters");
