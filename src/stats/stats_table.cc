@@ -6,9 +6,8 @@
 #include <array>
 #include <vector>
 
-#include "stats/kernel_exits_table.h"
-
 #include "stats/json_fields.h"
+#include "stats/kernel_exits_table.h"
 
 namespace tern {
 
@@ -368,7 +367,8 @@ std::string render_summary(const Json& stats) {
     std::vector<ExitRatio> ratios = exits_per_request(counters, queues);
     if (!ratios.empty()) {
       out += fmt::format("  {}\n", kExitRatioTitle);
-      for (const ExitRatio& e : ratios) out += fmt::format("    {:<42} {:>12.2f}\n", e.device, e.total);
+      for (const ExitRatio& e : ratios)
+        out += fmt::format("    {:<42} {:>12.2f}\n", e.device, e.total);
     }
   }
   // Exit handling latency per reason, summed over vCPUs: count, mean and max (ns).
