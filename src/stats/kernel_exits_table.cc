@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "stats/json_fields.h"
+#include "stats/number_text.h"
 
 namespace tern {
 
@@ -30,14 +31,7 @@ std::string str(const Json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-std::string human(double v) {
-  if (v >= 1e9) return fmt::format("{:.2f}G", v / 1e9);
-  if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
-  if (v >= 1e4) return fmt::format("{:.1f}k", v / 1e3);
-  if (v == static_cast<double>(static_cast<uint64_t>(v)))
-    return fmt::format("{}", static_cast<uint64_t>(v));
-  return fmt::format("{:.1f}", v);
-}
+using stats_text::human;
 
 std::string ns_text(double ns) {
   if (ns < 0) return "-";

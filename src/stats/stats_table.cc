@@ -8,6 +8,7 @@
 
 #include "stats/json_fields.h"
 #include "stats/kernel_exits_table.h"
+#include "stats/number_text.h"
 
 namespace tern {
 
@@ -42,14 +43,7 @@ bool is_time(const std::string& section) {
   return section == "cpu_ns" || section == "device_time_ns";
 }
 
-std::string human(double v) {
-  if (v >= 1e9) return fmt::format("{:.2f}G", v / 1e9);
-  if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
-  if (v >= 1e4) return fmt::format("{:.1f}k", v / 1e3);
-  if (v == static_cast<double>(static_cast<uint64_t>(v)))
-    return fmt::format("{}", static_cast<uint64_t>(v));
-  return fmt::format("{:.1f}", v);
-}
+using stats_text::human;
 
 // Display order of sections.
 const std::vector<std::string>& section_order() {

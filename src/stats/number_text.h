@@ -1,0 +1,21 @@
+// Short human-readable numbers for the stats tables ("12.3k", "4.56M", "7").
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+
+namespace tern::stats_text {
+
+/// `v` with a k/M/G suffix from 10^4 on; integers without decimals, others with one.
+inline std::string human(double v) {
+  if (v >= 1e9) return fmt::format("{:.2f}G", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
+  if (v >= 1e4) return fmt::format("{:.1f}k", v / 1e3);
+  if (v == static_cast<double>(static_cast<uint64_t>(v)))
+    return fmt::format("{}", static_cast<uint64_t>(v));
+  return fmt::format("{:.1f}", v);
+}
+
+}  // namespace tern::stats_text
