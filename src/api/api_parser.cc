@@ -46,7 +46,9 @@ Result<std::optional<MemoryBackend>> optional_memory_backend(JsonReader& r) {
   ASSIGN_OR_RETURN(auto name, r.optional_string("memory_backend"));
   if (!name) return std::optional<MemoryBackend>();
   auto b = parse_memory_backend(*name);
-  if (!b) return fail(r.field("memory_backend"), "\"" + *name + "\": unknown backend (anon, memfd, hugetlbfs)");
+  if (!b)
+    return fail(r.field("memory_backend"),
+                "\"" + *name + "\": unknown backend (anon, memfd, hugetlbfs)");
   return std::optional<MemoryBackend>(*b);
 }
 
@@ -99,7 +101,8 @@ Result<MachineConfigPatch> parse_machine_config_patch(const nlohmann::json& j,
   ASSIGN_OR_RETURN(p.memory_backend, optional_memory_backend(r));
   ASSIGN_OR_RETURN(auto tmpl, r.optional_string("cpu_template"));
   if (tmpl && *tmpl != "None")
-    return fail(r.field("cpu_template"), "\"" + *tmpl + "\": CPU templates are not supported by tern");
+    return fail(r.field("cpu_template"),
+                "\"" + *tmpl + "\": CPU templates are not supported by tern");
   TRY(r.finish());
   return p;
 }
@@ -167,6 +170,20 @@ Result<void> parse_drive_interface(JsonReader& r, DiskConfig& disk) {
     if (r.raw(f))
       return fail(r.field(f),
                   "not with interface \"nvme\" (the guest creates its NVMe queues, one per vCPU)");
+  for (const char* f : {"kick_suppress", "coalesce_us", "poll_us"})
+    if (r.raw(f)) return fail(r.field(f), "not with interface \"nvme\" (virtio-blk only)");
+  return {};
+}
+
+// tern's extensions for a drive tern serves (--disk kick_suppress=, coalesce_us=, poll_us=;
+// virtio/notify_tuning.h): "kick_suppress" a boolean, "coalesce_us" and "poll_us" 0..10000.
+Result<void> parse_drive_tuning(JsonReader& r, DiskConfig& disk) {
+  ASSIGN_OR_RETURN(auto suppress, r.optional_bool("kick_suppress"));
+  if (suppress) disk.kick_suppress = *suppress;
+  ASSIGN_OR_RETURN(auto coalesce, r.optional_uint("coalesce_us", 0, kMaxNotifyTuningUs));
+  if (coalesce) disk.coalesce_us = static_cast<uint32_t>(*coalesce);
+  ASSIGN_OR_RETURN(auto poll, r.optional_uint("poll_us", 0, kMaxNotifyTuningUs));
+  if (poll) disk.poll_us = static_cast<uint32_t>(*poll);
   return {};
 }
 
@@ -180,9 +197,9 @@ Result<void> parse_drive_locking(JsonReader& r, DiskConfig& disk) {
   } else if (v->is_string() && (*v == "on" || *v == "off")) {
     disk.locking = *v == "on";
   } else {
-    return fail(r.field("locking"), "expected true, false, \"on\" or \"off\", got " +
-                                        (v->is_string() ? "\"" + v->get<std::string>() + "\""
-                                                        : json_type_name(*v)));
+    return fail(r.field("locking"),
+                "expected true, false, \"on\" or \"off\", got " +
+                    (v->is_string() ? "\"" + v->get<std::string>() + "\"" : json_type_name(*v)));
   }
   return {};
 }
@@ -198,7 +215,8 @@ Result<DriveSpec> parse_vhost_user_drive(JsonReader& r, DriveSpec d, std::string
   if (ro.value_or(false))
     return fail(r.field("is_read_only"),
                 "true: " + why + "read-only access is the back-end's (export the disk read-only)");
-  for (const char* f : {"cache_type", "io_engine", "rate_limiter", "locking"})
+  for (const char* f : {"cache_type", "io_engine", "rate_limiter", "locking", "kick_suppress",
+                        "coalesce_us", "poll_us"})
     if (r.raw(f))
       return fail(r.field(f), why + std::string(f) + " belongs to the back-end (omit the field)");
   TRY(r.finish());
@@ -222,8 +240,8 @@ Result<DriveSpec> parse_drive(const nlohmann::json& j, const std::string& where)
   DriveSpec d;
   ASSIGN_OR_RETURN(d.drive_id, r.required_string("drive_id"));
   if (d.drive_id.empty() || d.drive_id.size() > 64 ||
-      d.drive_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
-          std::string::npos)
+      d.drive_id.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != std::string::npos)
     return fail(r.field("drive_id"), "must be 1..64 characters from [A-Za-z0-9_]");
   ASSIGN_OR_RETURN(auto root, r.optional_bool("is_root_device"));
   if (!root) return fail(r.field("is_root_device"), "missing required field");
@@ -236,6 +254,7 @@ Result<DriveSpec> parse_drive(const nlohmann::json& j, const std::string& where)
   ASSIGN_OR_RETURN(auto ro, r.optional_bool("is_read_only"));
   d.disk.read_only = ro.value_or(false);
   TRY(parse_drive_locking(r, d.disk));
+  TRY(parse_drive_tuning(r, d.disk));
   TRY(reject_unsupported(r, "rate_limiter", "a drive rate limiter"));
   ASSIGN_OR_RETURN(auto path, r.optional_string("path_on_host"));
   if (!path) return fail(r.field("path_on_host"), "missing required field");
@@ -249,9 +268,9 @@ Result<DriveSpec> parse_drive(const nlohmann::json& j, const std::string& where)
   } else {
     auto m = parse_cache_mode(d.cache_type);
     if (!m)
-      return fail(r.field("cache_type"),
-                  "\"" + d.cache_type + "\": unknown cache type (Unsafe, Writeback, or tern's "
-                  "writeback, none, unsafe, directsync)");
+      return fail(r.field("cache_type"), "\"" + d.cache_type +
+                                             "\": unknown cache type (Unsafe, Writeback, or tern's "
+                                             "writeback, none, unsafe, directsync)");
     d.disk.cache = *m;
   }
   ASSIGN_OR_RETURN(auto engine, r.optional_string("io_engine"));
@@ -311,6 +330,9 @@ nlohmann::json to_json(const DriveSpec& d) {
   if (d.disk.queues != defaults.queues) j["queues"] = d.disk.queues;
   if (d.disk.queue_size != defaults.queue_size) j["queue_size"] = d.disk.queue_size;
   if (d.disk.locking != defaults.locking) j["locking"] = d.disk.locking;
+  if (d.disk.kick_suppress != defaults.kick_suppress) j["kick_suppress"] = d.disk.kick_suppress;
+  if (d.disk.coalesce_us != defaults.coalesce_us) j["coalesce_us"] = d.disk.coalesce_us;
+  if (d.disk.poll_us != defaults.poll_us) j["poll_us"] = d.disk.poll_us;
   return j;
 }
 
@@ -318,7 +340,9 @@ namespace {
 
 using Parsed = tl::expected<ApiRequest, ApiResponse>;
 
-ApiResponse bad_request(const Error& e) { return ApiResponse::error(400, e.message()); }
+ApiResponse bad_request(const Error& e) {
+  return ApiResponse::error(400, e.message());
+}
 
 Parsed invalid_path(std::string_view method, std::string_view path) {
   return tl::unexpected(ApiResponse::error(
@@ -327,9 +351,9 @@ Parsed invalid_path(std::string_view method, std::string_view path) {
 
 // Firecracker endpoints tern does not implement (yet): a clear 400 instead of "invalid path".
 bool unsupported_firecracker_path(std::string_view p) {
-  static const std::array<std::string_view, 8> exact = {
-      "/balloon", "/cpu-config", "/logger", "/metrics", "/mmds",
-      "/serial",  "/vsock",      "/hotplug/memory"};
+  static const std::array<std::string_view, 8> exact = {"/balloon", "/cpu-config",    "/logger",
+                                                        "/metrics", "/mmds",          "/serial",
+                                                        "/vsock",   "/hotplug/memory"};
   static const std::array<std::string_view, 4> prefixes = {"/balloon/", "/mmds/", "/pmem/",
                                                            "/hotplug/"};
   for (auto e : exact)
@@ -364,9 +388,10 @@ Parsed parse_action(std::string_view body) {
   if (*type == "InstanceStart") return api::InstanceStart{};
   if (*type == "SendCtrlAltDel") return api::SendCtrlAltDel{};
   if (*type == "FlushMetrics") return api::FlushMetrics{};
-  return tl::unexpected(ApiResponse::error(
-      400, "action_type: \"" + *type + "\": unknown action (InstanceStart, SendCtrlAltDel, "
-                                       "FlushMetrics)"));
+  return tl::unexpected(
+      ApiResponse::error(400, "action_type: \"" + *type +
+                                  "\": unknown action (InstanceStart, SendCtrlAltDel, "
+                                  "FlushMetrics)"));
 }
 
 // The directory `path` would be created in exists and is writable (checked again when writing).
@@ -377,7 +402,8 @@ Result<void> check_writable_target(const std::string& path, const std::string& f
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     return fail(field, path + ": is a directory");
   if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    return fail(field, path + ": exists and is not a regular file (tern only replaces regular files)");
+    return fail(field,
+                path + ": exists and is not a regular file (tern only replaces regular files)");
   auto slash = path.rfind('/');
   std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
   if (::access(dir.c_str(), W_OK) != 0) return fail_errno(field, dir);
@@ -428,11 +454,12 @@ Parsed parse_snapshot_load(std::string_view body) {
       ASSIGN_OR_RETURN(JsonReader b, JsonReader::open(*backend, "mem_backend"));
       ASSIGN_OR_RETURN(auto type, b.required_string("backend_type"));
       if (type != "File")
-        return fail(b.field("backend_type"),
-                    "\"" + type + "\": " +
-                        (type == "Uffd" ? "userfaultfd backends are not supported by tern (tern maps "
-                                          "the file copy-on-write)"
-                                        : "unknown type (File)"));
+        return fail(
+            b.field("backend_type"),
+            "\"" + type + "\": " +
+                (type == "Uffd" ? "userfaultfd backends are not supported by tern (tern maps "
+                                  "the file copy-on-write)"
+                                : "unknown type (File)"));
       ASSIGN_OR_RETURN(s.mem_file_path, b.required_string("backend_path"));
       TRY(b.finish());
     } else if (old_mem) {
@@ -453,7 +480,8 @@ Parsed parse_snapshot_load(std::string_view body) {
     if (r.raw("vsock_override")) return fail("vsock_override", "tern VMs have no vsock device");
     TRY(r.finish());
     TRY(check_readable_file(s.snapshot_path, "snapshot_path"));
-    TRY(check_readable_file(s.mem_file_path, backend ? "mem_backend.backend_path" : "mem_file_path"));
+    TRY(check_readable_file(s.mem_file_path,
+                            backend ? "mem_backend.backend_path" : "mem_file_path"));
     return api::LoadSnapshot{std::move(s)};
   };
   auto r = run();
@@ -477,14 +505,15 @@ Parsed parse_keyed_device(const KeyedSurface& s, const std::string& id, bool put
     if (auto ok = s.check_patch(*j, ""); !ok) return tl::unexpected(bad_request(ok.error()));
     auto f = j->find(std::string(s.id_field));  // check_patch read it as a required string
     if (f == j->end() || !f->is_string())
-      return tl::unexpected(ApiResponse::error(400, std::string(s.id_field) + ": missing required field"));
+      return tl::unexpected(
+          ApiResponse::error(400, std::string(s.id_field) + ": missing required field"));
     body_id = f->get<std::string>();
     request = api::PatchKeyedDevice{std::string(s.api_path), s.kind, id};
   }
   if (body_id != id)
-    return tl::unexpected(ApiResponse::error(
-        400, std::string(s.id_field) + ": \"" + body_id +
-                 "\" does not match the id in the path (\"" + id + "\")"));
+    return tl::unexpected(ApiResponse::error(400, std::string(s.id_field) + ": \"" + body_id +
+                                                      "\" does not match the id in the path (\"" +
+                                                      id + "\")"));
   return request;
 }
 
@@ -561,9 +590,9 @@ tl::expected<ApiRequest, ApiResponse> parse_api_request(std::string_view method,
   if (path == "/snapshot/create" && put) return parse_snapshot_create(body);
   if (path == "/snapshot/load" && put) return parse_snapshot_load(body);
   if (unsupported_firecracker_path(path))
-    return tl::unexpected(ApiResponse::error(
-        400, std::string(method) + " " + std::string(path) +
-                 ": this Firecracker endpoint is not supported by tern"));
+    return tl::unexpected(
+        ApiResponse::error(400, std::string(method) + " " + std::string(path) +
+                                    ": this Firecracker endpoint is not supported by tern"));
   return invalid_path(method, path);
 }
 

@@ -183,6 +183,9 @@ TEST(ApiParser, VhostUserDrive) {
   refused(R"("cache_type": "Unsafe")", "cache_type");
   refused(R"("io_engine": "Sync")", "io_engine");
   refused(R"("locking": false)", "locking");
+  refused(R"("kick_suppress": true)", "kick_suppress");
+  refused(R"("coalesce_us": 5)", "coalesce_us");
+  refused(R"("poll_us": 5)", "poll_us");
   refused(R"("rate_limiter": {"bandwidth": {"size": 1, "refill_time": 1}})", "rate_limiter");
   EXPECT_EQ(fault(parse(R"("socket": "")")), "socket: empty path");
   EXPECT_NE(fault(parse(R"("socket": ")" + std::string(108, 's') + "\"")).find("socket: longer"),
@@ -267,6 +270,36 @@ TEST(ApiParser, NvmeDrive) {
   EXPECT_TRUE(fault(parse_api_request("PUT", "/drives/n0",
                                       R"({"drive_id": "n0", "is_root_device": false, "interface": "nvme", "socket": "/s"})"))
                   .starts_with("socket: not with interface \"nvme\""));
+}
+
+// tern's notification tuning extensions ("kick_suppress", "coalesce_us", "poll_us": --disk's
+// keys); rendered by GET /vm/config only when not the default; refused for NVMe by name.
+TEST(ApiParser, DriveNotifyTuning) {
+  auto parse = [](const std::string& fields) {
+    return parse_api_request("PUT", "/drives/d0",
+                             R"({"drive_id": "d0", "is_root_device": true, "path_on_host": "/proc/self/exe")" +
+                                 fields + "}");
+  };
+  auto r = parse(R"(, "kick_suppress": true, "coalesce_us": 40, "poll_us": 0)");
+  ASSERT_TRUE(r) << r.error().body;
+  const auto& d = std::get<api::PutDrive>(*r).value;
+  EXPECT_TRUE(d.disk.kick_suppress);
+  EXPECT_EQ(d.disk.coalesce_us, 40u);
+  nlohmann::json j = to_json(d);
+  EXPECT_EQ(j["coalesce_us"], 40) << j.dump();
+  EXPECT_FALSE(j.contains("poll_us")) << j.dump();
+  auto back = parse_drive(j, "");
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->disk.coalesce_us, 40u);
+  EXPECT_EQ(back->disk.kick_suppress, d.disk.kick_suppress);
+  auto refusal = [&](const std::string& fields) {
+    auto e = parse(fields);
+    return e ? std::string("(ok)") : e.error().body;
+  };
+  EXPECT_NE(refusal(R"(, "coalesce_us": 10001)").find("coalesce_us"), std::string::npos);
+  EXPECT_NE(refusal(R"(, "poll_us": -1)").find("poll_us"), std::string::npos);
+  EXPECT_NE(refusal(R"(, "kick_suppress": "on")").find("kick_suppress"), std::string::npos);
+  EXPECT_NE(refusal(R"(, "interface": "nvme", "poll_us": 1)").find("poll_us"), std::string::npos);
 }
 
 // tern's "locking" extension (QEMU's locking=): true/"on" (default) or false/"off"; GET

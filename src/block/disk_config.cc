@@ -25,18 +25,24 @@ Result<DiskInterface> parse_disk_interface(std::string_view s) {
 
 std::string_view disk_interface_name(DiskInterface i) {
   switch (i) {
-    case DiskInterface::kVirtio: return "virtio";
-    case DiskInterface::kNvme: return "nvme";
+    case DiskInterface::kVirtio:
+      return "virtio";
+    case DiskInterface::kNvme:
+      return "nvme";
   }
   return "?";
 }
 
 std::string_view cache_mode_name(CacheMode m) {
   switch (m) {
-    case CacheMode::kWriteback: return "writeback";
-    case CacheMode::kNone: return "none";
-    case CacheMode::kUnsafe: return "unsafe";
-    case CacheMode::kDirectSync: return "directsync";
+    case CacheMode::kWriteback:
+      return "writeback";
+    case CacheMode::kNone:
+      return "none";
+    case CacheMode::kUnsafe:
+      return "unsafe";
+    case CacheMode::kDirectSync:
+      return "directsync";
   }
   return "?";
 }
@@ -64,19 +70,21 @@ Result<void> validate_vhost_user(const DiskConfig& c) {
   const DiskConfig defaults;
   if (!c.path.empty()) return backends("path", "the image");
   if (c.cache != defaults.cache) return backends("cache", "the host cache mode");
-  if (c.read_only != defaults.read_only)
-    return backends("readonly", "read-only access");
+  if (c.read_only != defaults.read_only) return backends("readonly", "read-only access");
   if (!c.serial.empty()) return backends("serial", "the serial (GET_ID)");
   if (c.engine != defaults.engine) return backends("io", "the I/O engine");
   if (c.locking != defaults.locking) return backends("locking", "image locking");
+  if (c.kick_suppress != defaults.kick_suppress)
+    return backends("kick_suppress", "notification handling");
+  if (c.coalesce_us != defaults.coalesce_us) return backends("coalesce_us", "interrupt coalescing");
+  if (c.poll_us != defaults.poll_us) return backends("poll_us", "polling");
   return {};
 }
 
 // An NVMe disk: the guest creates its I/O queues (Create I/O Submission/Completion Queue), so
 // virtio's queue keys have no meaning; the controller is tern's, so no vhost-user back-end.
 Result<void> validate_nvme(const DiskConfig& c) {
-  if (!c.vhost_user_socket.empty())
-    return fail("--disk interface=nvme", "not with vhost-user=");
+  if (!c.vhost_user_socket.empty()) return fail("--disk interface=nvme", "not with vhost-user=");
   const DiskConfig defaults;
   if (c.queues != defaults.queues)
     return fail("--disk queues",
@@ -85,6 +93,13 @@ Result<void> validate_nvme(const DiskConfig& c) {
     return fail("--disk queue_size",
                 "not with interface=nvme (the guest chooses each NVMe queue's size, up to 1024 "
                 "entries)");
+  // The NVMe controller has its own interrupt coalescing, which the guest sets (Set Features,
+  // Interrupt Coalescing, NVMe base spec 5.27.1.9).
+  for (auto [key, given] : {std::pair{"kick_suppress", c.kick_suppress != defaults.kick_suppress},
+                            std::pair{"coalesce_us", c.coalesce_us != defaults.coalesce_us},
+                            std::pair{"poll_us", c.poll_us != defaults.poll_us}})
+    if (given)
+      return fail(std::string("--disk ") + key, "not with interface=nvme (virtio-blk only)");
   return {};
 }
 
@@ -111,6 +126,9 @@ Result<void> validate_disk_config(const DiskConfig& c) {
   if (c.queue_size < 2 || c.queue_size > 1024 || (c.queue_size & (c.queue_size - 1)) != 0)
     return fail("--disk queue_size=" + std::to_string(c.queue_size),
                 "must be a power of two in 2..1024");
+  for (auto [key, us] : {std::pair{"coalesce_us", c.coalesce_us}, std::pair{"poll_us", c.poll_us}})
+    if (us > kMaxNotifyTuningUs)
+      return fail(std::string("--disk ") + key + "=" + std::to_string(us), "must be 0..10000 (µs)");
   return {};
 }
 

@@ -33,6 +33,9 @@ enum class DiskInterface : uint8_t {
   kNvme,    ///< "nvme": an emulated NVMe controller (src/nvme), /dev/nvmeXn1.
 };
 
+/// Largest --disk coalesce_us= / poll_us= (µs); virtio::kMaxNotifyTuningUs.
+inline constexpr uint32_t kMaxNotifyTuningUs = 10'000;
+
 /// Maximum serial length: VIRTIO_BLK_ID_BYTES (virtio 1.2 §5.2.6).
 inline constexpr size_t kVirtioBlkIdBytes = 20;
 
@@ -60,6 +63,16 @@ struct DiskConfig {
   /// lock when read_only), so a second tern cannot open it for writing; off (QEMU's
   /// locking=off): no lock taken or tested. Not with vhost-user (the back-end's).
   bool locking = true;
+  /// Notification tuning of a virtio-blk disk tern serves (virtio/notify_tuning.h; refused with
+  /// vhost-user= and interface=nvme, naming the key). kick_suppress=on|off: the guest's
+  /// notifications stay off while requests are in flight. coalesce_us=N: a completion interrupt
+  /// is held up to N µs while other requests are in flight (0 = off). poll_us=N: the idle queue
+  /// is polled N µs before sleeping (0 = off). N in 0..10000. kick_suppress is on by default
+  /// (it pays at queue depth >= 4 and cannot touch depth 1: docs/block-benchmark.md), the other
+  /// two off (no measurable gain in the nested test host; coalescing adds latency, polling CPU).
+  bool kick_suppress = true;
+  uint32_t coalesce_us = 0;
+  uint32_t poll_us = 0;
 };
 
 /// "writeback" | "none" | "unsafe" | "directsync" -> CacheMode; the error names the field

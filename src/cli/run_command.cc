@@ -51,8 +51,10 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   run->add_option("--disk", o.disks,
                   "virtio-blk disk (repeatable; the first is /dev/vda): path=FILE[,cache=writeback|"
                   "none|unsafe|directsync][,readonly=on][,serial=STR][,queues=N][,queue_size=N]"
-                  "[,io=io_uring|threads][,locking=off] (the image is locked while open, a "
-                  "second tern on it refused; locking=off shares it: docs/disk-images.md), or "
+                  "[,io=io_uring|threads][,locking=off][,kick_suppress=on|off][,coalesce_us=N]"
+                  "[,poll_us=N] (the image is locked while open, a second tern on it refused; "
+                  "locking=off shares it: docs/disk-images.md; notification tuning, N in "
+                  "0..10000 µs: README \"Fewer exits per I/O\"), or "
                   "vhost-user=SOCKET[,queues=N][,queue_size=N]: a disk "
                   "served by a vhost-user-blk back-end listening at SOCKET (qemu-storage-daemon, "
                   "tern vhost-user-blk; docs/vhost-user.md), or path=FILE,interface=nvme[,cache=..]"

@@ -23,6 +23,9 @@ struct QueueCountersSnapshot {
                                        ///< while the vector is mapped and unmasked).
   uint64_t interrupts_suppressed = 0;  ///< Used-ring publishes the driver asked not to be told of
                                        ///< (EVENT_IDX used_event / VIRTQ_AVAIL_F_NO_INTERRUPT).
+  uint64_t interrupts_coalesced = 0;   ///< Notifications folded into a held one (coalesce_us).
+  uint64_t poll_hits = 0;              ///< Idle polls (poll_us) that found new entries.
+  uint64_t poll_ns = 0;                ///< Time spent polling the available ring (ns).
   uint64_t bytes = 0;                  ///< Payload bytes moved (blk: read + written; rng: supplied).
   uint64_t errors = 0;                 ///< Requests completed with an error status or returned
                                        ///< malformed (used length 0).

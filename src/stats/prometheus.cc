@@ -96,6 +96,10 @@ void device_counter_metrics(Families& f, const Json& devices) {
       {"interrupts", "Used-buffer notifications the device sent for the queue"},
       {"interrupts_suppressed",
        "Used-ring publishes the driver asked not to be notified of (EVENT_IDX, NO_INTERRUPT)"},
+      {"interrupts_coalesced",
+       "Used-buffer notifications folded into one already held (--disk coalesce_us)"},
+      {"poll_hits", "Idle polls of the available ring that found new entries (--disk poll_us)"},
+      {"poll_ns", "Nanoseconds the queue's worker spent polling its available ring"},
       {"bytes", "Payload bytes the queue's requests moved"},
       {"errors", "Requests of the queue completed with an error status or returned malformed"},
   };

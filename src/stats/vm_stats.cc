@@ -119,6 +119,9 @@ nlohmann::json device_counters_json(const std::vector<DeviceCounters>& devices) 
                         {"requests", q.requests},
                         {"interrupts", q.interrupts},
                         {"interrupts_suppressed", q.interrupts_suppressed},
+                        {"interrupts_coalesced", q.interrupts_coalesced},
+                        {"poll_hits", q.poll_hits},
+                        {"poll_ns", q.poll_ns},
                         {"bytes", q.bytes},
                         {"errors", q.errors}});
     }

@@ -40,6 +40,9 @@ TEST(VmStats, DeviceCountersJsonHasEveryField) {
                                               {"requests", 9},
                                               {"interrupts", 6},
                                               {"interrupts_suppressed", 2},
+                                              {"interrupts_coalesced", 0},
+                                              {"poll_hits", 0},
+                                              {"poll_ns", 0},
                                               {"bytes", 36864},
                                               {"errors", 1}}));
   EXPECT_EQ(blk["queues"][1]["index"], 1);

@@ -110,8 +110,25 @@ Result<bool> Virtqueue::publish_used() {
 Result<bool> Virtqueue::enable_notification() {
   if (event_idx_) {
     TRY(mem_.write_obj(config_.used_gpa + avail_event_offset(config_.size), last_avail_));
+  } else {
+    // Always written, not only after our own disable_notification(): a queue restored from a
+    // snapshot taken while notifications were off starts with the flag set in guest RAM.
+    TRY(mem_.write_obj(config_.used_gpa, uint16_t{0}));
+    no_notify_set_ = false;
   }
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  ASSIGN_OR_RETURN(uint16_t idx, read_avail_idx());
+  return idx != last_avail_;
+}
+
+Result<void> Virtqueue::disable_notification() {
+  if (event_idx_ || no_notify_set_) return {};
+  TRY(mem_.write_obj(config_.used_gpa, VIRTQ_USED_F_NO_NOTIFY));
+  no_notify_set_ = true;
+  return {};
+}
+
+Result<bool> Virtqueue::has_available() const {
   ASSIGN_OR_RETURN(uint16_t idx, read_avail_idx());
   return idx != last_avail_;
 }

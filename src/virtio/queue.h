@@ -26,10 +26,10 @@ struct PopResult {
                  ///< in RAM): the device must set DEVICE_NEEDS_RESET and stop using this queue.
   };
   Kind kind = Kind::kEmpty;
-  DescriptorChain chain;   ///< kChain.
-  uint16_t head = 0;       ///< kChain / kMalformed.
-  ChainError error{};      ///< kMalformed / kFatal from the walker.
-  std::string reason;      ///< kMalformed / kFatal: for the (rate-limited) log.
+  DescriptorChain chain;  ///< kChain.
+  uint16_t head = 0;      ///< kChain / kMalformed.
+  ChainError error{};     ///< kMalformed / kFatal from the walker.
+  std::string reason;     ///< kMalformed / kFatal: for the (rate-limited) log.
 };
 
 class Virtqueue {
@@ -65,6 +65,17 @@ class Virtqueue {
   /// loops instead of waiting for a kick that will not come. Without EVENT_IDX: same re-check.
   [[nodiscard]] Result<bool> enable_notification();
 
+  /// Asks the driver not to notify (§2.7.10): without EVENT_IDX sets VIRTQ_USED_F_NO_NOTIFY in
+  /// used->flags (enable_notification() clears it); with EVENT_IDX leaves avail_event where the
+  /// last enable_notification() put it, behind every entry taken since, so the driver's
+  /// vring_need_event() check stays false. A driver may still notify (the flag is a hint):
+  /// harmless, the kick is read and counted. Fails only if the used ring is not in guest RAM.
+  [[nodiscard]] Result<void> disable_notification();
+
+  /// True if the driver has made entries available that pop() has not taken yet (reads
+  /// avail->idx). Fails only if the available ring is not in guest RAM.
+  [[nodiscard]] Result<bool> has_available() const;
+
   /// Moves the next available index back by `n` (≤ the chains popped): those entries are popped
   /// again. Only for chains the device has not returned (QueueWorker::unpop checks that).
   void unpop(uint16_t n) { last_avail_ = static_cast<uint16_t>(last_avail_ - n); }
@@ -79,9 +90,10 @@ class Virtqueue {
   VirtqueueConfig config_;
   bool event_idx_;
   bool indirect_;
-  uint16_t last_avail_ = 0;       // next available ring slot to read (free-running)
-  uint16_t used_idx_ = 0;         // next used ring slot to write (free-running)
-  uint16_t published_used_ = 0;   // used->idx as last published
+  uint16_t last_avail_ = 0;      // next available ring slot to read (free-running)
+  uint16_t used_idx_ = 0;        // next used ring slot to write (free-running)
+  uint16_t published_used_ = 0;  // used->idx as last published
+  bool no_notify_set_ = false;   // VIRTQ_USED_F_NO_NOTIFY written (without EVENT_IDX)
 };
 
 }  // namespace tern::virtio

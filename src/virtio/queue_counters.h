@@ -20,10 +20,15 @@ namespace tern::virtio {
 /// - interrupts_suppressed: used-ring publishes that added >= 1 entry but needed no notification;
 ///   so interrupts + interrupts_suppressed = publishes that added entries (<= requests: a batch
 ///   of completions is one publish);
+/// - interrupts_coalesced: notifications the driver asked for that coalescing (NotifyTuning
+///   coalesce_us) folded into one already held: interrupts saved;
+/// - poll_hits: times polling (NotifyTuning poll_us) found new entries before the time ran out
+///   (each a notification the driver did not need to send); poll_ns: time spent polling;
 /// - bytes / errors: what the device's handler reported in QueueWorker::complete().
 struct QueueCounters {
   std::atomic<uint64_t> kicks{0}, requests{0}, interrupts{0}, interrupts_suppressed{0}, bytes{0},
       errors{0};
+  std::atomic<uint64_t> interrupts_coalesced{0}, poll_hits{0}, poll_ns{0};
   std::atomic<uint64_t> malformed{0};    ///< Chains the walker refused (returned with len 0).
   std::atomic<uint64_t> needs_reset{0};  ///< Times this queue was found broken.
 
@@ -38,6 +43,9 @@ struct QueueCounters {
     s.requests = g(requests);
     s.interrupts = g(interrupts);
     s.interrupts_suppressed = g(interrupts_suppressed);
+    s.interrupts_coalesced = g(interrupts_coalesced);
+    s.poll_hits = g(poll_hits);
+    s.poll_ns = g(poll_ns);
     s.bytes = g(bytes);
     s.errors = g(errors);
     return s;

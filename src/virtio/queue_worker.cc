@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -12,7 +14,7 @@ namespace tern::virtio {
 
 namespace {
 // Worker-owned fds; a handler's fd tag t is registered as kHandlerTag | t.
-constexpr uint64_t kTagKick = 1, kTagStop = 2, kTagPause = 3;
+constexpr uint64_t kTagKick = 1, kTagStop = 2, kTagPause = 3, kTagCoalesce = 4;
 constexpr uint64_t kHandlerTag = uint64_t{1} << 32;
 
 // Reads (clears) a non-blocking eventfd; returns its value (0 if it was not signalled).
@@ -20,6 +22,20 @@ uint64_t read_eventfd(int fd) {
   uint64_t v = 0;
   if (retry_eintr([&] { return ::read(fd, &v, sizeof v); }) != sizeof v) return 0;
   return v;
+}
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Arms (us > 0) or disarms (us == 0) a one-shot timerfd.
+void set_timer(int fd, uint32_t us) {
+  itimerspec t{};
+  t.it_value.tv_sec = us / 1'000'000;
+  t.it_value.tv_nsec = static_cast<long>(us % 1'000'000) * 1000;
+  ::timerfd_settime(fd, 0, &t, nullptr);
 }
 }  // namespace
 
@@ -47,8 +63,16 @@ Result<std::unique_ptr<QueueWorker>> QueueWorker::start(QueueWorkerContext ctx, 
   int ep = ::epoll_create1(EPOLL_CLOEXEC);
   if (ep < 0) return fail_errno("epoll_create1");
   w->epoll_.reset(ep);
+  TERN_CHECK(w->ctx_.tuning.coalesce_us <= kMaxNotifyTuningUs &&
+             w->ctx_.tuning.poll_us <= kMaxNotifyTuningUs);
   std::vector<std::pair<int, uint64_t>> fds{
       {w->kick_.get(), kTagKick}, {w->stop_.get(), kTagStop}, {w->pause_.get(), kTagPause}};
+  if (w->ctx_.tuning.coalesce_us > 0) {
+    int t = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (t < 0) return fail_errno("timerfd_create", "interrupt coalescing timer");
+    w->coalesce_timer_.reset(t);
+    fds.emplace_back(t, kTagCoalesce);
+  }
   for (auto [fd, tag] : w->handler_->fds()) {
     fds.emplace_back(fd.get(), kHandlerTag | tag);
     w->handler_fds_.emplace_back(fd.get(), kHandlerTag | tag);
@@ -102,6 +126,11 @@ void QueueWorker::run() {
       } else if (tag == kTagPause) {
         read_eventfd(pause_.get());
         pause = true;
+      } else if (tag == kTagCoalesce) {
+        // The held notification's time is up (a timerfd reads like an eventfd: expirations).
+        read_eventfd(coalesce_timer_.get());
+        timer_armed_ = false;
+        if (irq_held_ && !broken_) signal_used();
       } else {
         // Even on a broken queue: the handler must reap what it started (e.g. engine I/O).
         handler_->on_fd(*this, static_cast<uint32_t>(tag));
@@ -143,8 +172,8 @@ void QueueWorker::process_queue() {
       QueueCounters::add(ctx_.counters->requests);
       if (p.kind == PopResult::Kind::kMalformed) {
         QueueCounters::add(ctx_.counters->malformed);
-        TERN_LOG_RATELIMITED(*ctx_.log_limit, warn, "{}: queue {}: malformed chain: {}",
-                             ctx_.name, ctx_.index, p.reason);
+        TERN_LOG_RATELIMITED(*ctx_.log_limit, warn, "{}: queue {}: malformed chain: {}", ctx_.name,
+                             ctx_.index, p.reason);
         complete(p.head, 0, 0, true);
         served_since_malformed_ = 0;
         continue;
@@ -155,6 +184,14 @@ void QueueWorker::process_queue() {
     if (!broken_) handler_->flush(*this);
     publish();
     if (broken_ || !handler_->ready(*this)) return;  // the handler's fd will call us again
+    if (handler_->in_flight() > 0 && ctx_.tuning.kick_suppress) {
+      // A completion will wake us and run this loop again: the driver need not notify until
+      // nothing is in flight (then the branch below re-enables and re-checks).
+      if (auto r = vq_.disable_notification(); !r) mark_broken(r.error().message());
+      return;
+    }
+    if (handler_->in_flight() == 0 && ctx_.tuning.poll_us > 0 && poll_available()) continue;
+    if (broken_) return;
     auto more = vq_.enable_notification();
     if (!more) {
       mark_broken(more.error().message());
@@ -213,13 +250,71 @@ void QueueWorker::publish() {
   }
   published_ = vq_.used_idx();
   if (observe) ctx_.observer->on_published(published_);
+  // With coalescing, a notification is held while other chains are in flight (their
+  // completions will share it) and sent when the timer fires or nothing is in flight any more.
+  // A held notification stays owed: the driver's used_event has not moved, so the next publishes
+  // need none of their own (vring_need_event is false for them).
+  const bool hold = ctx_.tuning.coalesce_us > 0 && handler_->in_flight() > 0;
   if (*notify) {
-    QueueCounters::add(ctx_.counters->interrupts);
-    ctx_.interrupt->signal_used_queue(ctx_.index);
+    if (!hold) {
+      signal_used();
+    } else {
+      if (irq_held_) QueueCounters::add(ctx_.counters->interrupts_coalesced);
+      irq_held_ = true;
+      if (!timer_armed_) {
+        set_timer(coalesce_timer_.get(), ctx_.tuning.coalesce_us);
+        timer_armed_ = true;
+      }
+    }
   } else if (unpublished_ > 0) {
-    QueueCounters::add(ctx_.counters->interrupts_suppressed);
+    if (irq_held_)
+      QueueCounters::add(ctx_.counters->interrupts_coalesced);  // covered by the held one
+    else
+      QueueCounters::add(ctx_.counters->interrupts_suppressed);
   }
+  if (irq_held_ && !hold) signal_used();
   unpublished_ = 0;
+}
+
+void QueueWorker::signal_used() {
+  irq_held_ = false;
+  if (timer_armed_) {
+    set_timer(coalesce_timer_.get(), 0);
+    timer_armed_ = false;
+  }
+  QueueCounters::add(ctx_.counters->interrupts);
+  ctx_.interrupt->signal_used_queue(ctx_.index);
+}
+
+bool QueueWorker::poll_available() {
+  // Notifications off while we watch: a request arriving now needs no notify write (with
+  // EVENT_IDX avail_event is already behind; without it this sets VIRTQ_USED_F_NO_NOTIFY).
+  if (auto r = vq_.disable_notification(); !r) {
+    mark_broken(r.error().message());
+    return false;
+  }
+  const uint64_t start = monotonic_ns();
+  const uint64_t limit = uint64_t{ctx_.tuning.poll_us} * 1000;
+  uint64_t now = start;
+  bool hit = false;
+  // Bounded by poll_us: a pause or stop request waits at most that long (nothing is in flight,
+  // so no completion waits).
+  while (now - start < limit) {
+    auto more = vq_.has_available();
+    if (!more) {
+      mark_broken(more.error().message());
+      break;
+    }
+    if (*more) {
+      hit = true;
+      break;
+    }
+    __builtin_ia32_pause();
+    now = monotonic_ns();
+  }
+  QueueCounters::add(ctx_.counters->poll_ns, monotonic_ns() - start);
+  if (hit) QueueCounters::add(ctx_.counters->poll_hits);
+  return hit;
 }
 
 void QueueWorker::mark_broken(const std::string& why) {

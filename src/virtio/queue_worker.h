@@ -21,6 +21,7 @@
 
 #include "base/fd.h"
 #include "base/log.h"
+#include "virtio/notify_tuning.h"
 #include "virtio/queue.h"
 #include "virtio/queue_counters.h"
 #include "virtio/virtio_device.h"
@@ -48,6 +49,11 @@ class QueueHandler {
   virtual void on_fd(QueueWorker&, uint32_t /*tag*/) {}
   /// Completes every chain taken so far (blocking until done); called before parking and stopping.
   virtual void drain(QueueWorker&) {}
+  /// Chains served and not yet completed. While > 0 a handler fd will wake the worker (the
+  /// completion), which NotifyTuning relies on: kicks stay off and interrupts may be held only
+  /// then. A handler whose chains wait for the guest or the outside world (virtio-net RX
+  /// buffers, an entropy source) keeps the default 0.
+  [[nodiscard]] virtual uint32_t in_flight() const { return 0; }
 };
 
 /// Optional per-queue hooks on the ring's life cycle (a vhost-user back-end's inflight tracking,
@@ -77,6 +83,7 @@ struct QueueWorkerContext {
   RateLimit* log_limit = nullptr;
   QueueCounters* counters = nullptr;
   QueueObserver* observer = nullptr;  ///< Optional; outlives the worker.
+  NotifyTuning tuning;                ///< Kick suppression, interrupt coalescing, polling.
   /// Heads still in flight when a previous server of this ring stopped (inflight region), in the
   /// order they were first taken: served before any new available entry. Each is walked again
   /// from the descriptor table; the handler cannot tell them from new chains.
@@ -135,8 +142,15 @@ class QueueWorker {
   QueueWorker(QueueWorkerContext ctx, UniqueFd kick, std::unique_ptr<QueueHandler> handler);
   void run();
   void process_queue();
-  /// Publishes used->idx and notifies (or counts the suppressed notification).
+  /// Publishes used->idx and notifies (or counts the suppressed notification); with
+  /// tuning.coalesce_us holds the notification while other chains are in flight.
   void publish();
+  /// Sends the used-buffer notification now (and disarms the coalescing timer).
+  void signal_used();
+  /// The queue is idle (nothing in flight, notifications about to be re-enabled): with
+  /// tuning.poll_us, watches the available ring that long with notifications off. True if
+  /// entries came (serve them), false when the time ran out or the ring broke.
+  bool poll_available();
   void drain();
   /// Parks until resume() or the destructor. Returns false if the worker must stop.
   bool park();
@@ -147,11 +161,14 @@ class QueueWorker {
   UniqueFd stop_;
   UniqueFd pause_;  // signalled by pause(): the thread parks at its next wakeup
   UniqueFd epoll_;
+  UniqueFd coalesce_timer_;   // timerfd, only with tuning.coalesce_us
+  bool irq_held_ = false;     // a used-buffer notification is owed, held by coalescing
+  bool timer_armed_ = false;  // coalesce_timer_ runs
   std::unique_ptr<QueueHandler> handler_;
   bool broken_ = false;
-  uint16_t published_ = 0;    // used->idx as last published (observer)
-  size_t next_resubmit_ = 0;  // next entry of ctx_.resubmit to serve
-  uint32_t unpublished_ = 0;  // used entries added since the last publish
+  uint16_t published_ = 0;               // used->idx as last published (observer)
+  size_t next_resubmit_ = 0;             // next entry of ctx_.resubmit to serve
+  uint32_t unpublished_ = 0;             // used entries added since the last publish
   uint32_t served_since_malformed_ = 0;  // chains passed to serve() since the last malformed one
   std::vector<std::pair<int, uint64_t>> handler_fds_;  // fd, epoll tag (for watch_fd)
 

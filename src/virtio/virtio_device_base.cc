@@ -63,6 +63,7 @@ Result<void> VirtioDeviceBase::activate(const GuestMemory& mem, uint64_t acked_f
     ctx.name = name_;
     ctx.log_limit = &log_limit_;
     ctx.counters = queues_[i].get();
+    ctx.tuning = notify_tuning_;
     auto w = QueueWorker::start(std::move(ctx), std::move(kicks[i]), std::move(*handler));
     if (!w) return failed("queue " + std::to_string(i) + ": " + w.error().message());
     workers.push_back(std::move(*w));

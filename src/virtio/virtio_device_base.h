@@ -110,6 +110,8 @@ class VirtioDeviceBase : public VirtioDevice {
   virtual void device_counters(std::vector<std::pair<std::string, uint64_t>>&) const {}
 
   RateLimit& log_limit() { return log_limit_; }
+  /// The notification tuning every queue worker of later activations gets (constructor time).
+  void set_notify_tuning(const NotifyTuning& t) { notify_tuning_ = t; }
 
  private:
   void stop_locked();  // mu_ held: stops workers and the external backend, calls on_reset()
@@ -119,6 +121,7 @@ class VirtioDeviceBase : public VirtioDevice {
   const uint64_t features_;
   const uint16_t num_queues_;
   const uint16_t max_queue_size_;
+  NotifyTuning notify_tuning_;
   std::vector<std::unique_ptr<QueueCounters>> queues_;  // fixed at construction
   RateLimit log_limit_;
   mutable std::mutex mu_;  // activate / reset / quiesce

@@ -1,18 +1,19 @@
 #include "vmm/disk_option.h"
 
-#include "base/key_value_list.h"
-
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <string>
+
+#include "base/key_value_list.h"
 
 namespace tern {
 
 namespace {
 
 constexpr std::string_view kKeys =
-    "keys: path, vhost-user, interface, cache, readonly, serial, queues, queue_size, io, locking";
+    "keys: path, vhost-user, interface, cache, readonly, serial, queues, queue_size, io, locking, "
+    "kick_suppress, coalesce_us, poll_us";
 
 Result<unsigned> parse_number(std::string_view key, std::string_view v, unsigned max,
                               const char* range) {
@@ -35,13 +36,16 @@ struct BackendKey {
   std::string_view what;
   std::string_view hint;  ///< What to do instead ("" when obvious).
 };
-constexpr std::array<BackendKey, 6> kBackendKeys = {{
+constexpr std::array<BackendKey, 9> kBackendKeys = {{
     {"path", "the image", ""},
     {"cache", "the host cache mode", ""},
     {"readonly", "read-only access", ": export the disk read-only"},
     {"serial", "the serial (GET_ID)", ""},
     {"io", "the I/O engine", ""},
     {"locking", "image locking", ""},
+    {"kick_suppress", "notification handling", ""},
+    {"coalesce_us", "interrupt coalescing", ""},
+    {"poll_us", "polling", ""},
 }};
 
 Result<bool> parse_on_off(std::string_view key, std::string_view v) {
@@ -85,9 +89,15 @@ Result<DiskConfig> parse_disk_option(std::string_view text) {
     } else if (key == "queues") {
       ASSIGN_OR_RETURN(c.queues, parse_queues(value));
     } else if (key == "queue_size") {
-      ASSIGN_OR_RETURN(unsigned n, parse_number("queue_size", value, 1024,
-                                                "must be a power of two in 2..1024"));
+      ASSIGN_OR_RETURN(
+          unsigned n, parse_number("queue_size", value, 1024, "must be a power of two in 2..1024"));
       c.queue_size = static_cast<uint16_t>(n);  // power of two: validate_disk_config
+    } else if (key == "kick_suppress") {
+      ASSIGN_OR_RETURN(c.kick_suppress, parse_on_off(key, value));
+    } else if (key == "coalesce_us" || key == "poll_us") {
+      ASSIGN_OR_RETURN(unsigned n, parse_number(key, value, kMaxNotifyTuningUs,
+                                                "must be a number of µs in 0..10000"));
+      (key == "poll_us" ? c.poll_us : c.coalesce_us) = n;
     } else if (key == "io") {
       if (value == "io_uring")
         c.engine = IoEngineKind::kIoUring;
@@ -106,6 +116,8 @@ Result<DiskConfig> parse_disk_option(std::string_view text) {
       if (k == "queues" || k == "queue_size")
         return fail("--disk " + std::string(k),
                     "not with interface=nvme (the guest creates its NVMe queues, one per vCPU)");
+      if (k == "kick_suppress" || k == "coalesce_us" || k == "poll_us")
+        return fail("--disk " + std::string(k), "not with interface=nvme (virtio-blk only)");
     }
   }
   if (have_socket) {
@@ -118,7 +130,8 @@ Result<DiskConfig> parse_disk_option(std::string_view text) {
                                                     ")");
     }
   } else if (!have_path) {
-    return fail("--disk path", "missing (--disk path=FILE[,...] or --disk vhost-user=SOCKET[,...])");
+    return fail("--disk path",
+                "missing (--disk path=FILE[,...] or --disk vhost-user=SOCKET[,...])");
   }
   TRY(validate_disk_config(c));
   return c;

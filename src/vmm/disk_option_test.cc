@@ -34,6 +34,31 @@ TEST(DiskOptionTest, Locking) {
   EXPECT_NE(unknown.error().message().find("locking"), std::string::npos);
 }
 
+// The notification tuning (virtio/notify_tuning.h): on/off and 0..10000 µs, refused where the
+// queues are not tern's virtio-blk queues (vhost-user, NVMe), every error naming its key.
+TEST(DiskOptionTest, NotifyTuning) {
+  auto c = parse_disk_option("path=disk.raw,kick_suppress=on,coalesce_us=50,poll_us=10000");
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_TRUE(c->kick_suppress);
+  EXPECT_EQ(c->coalesce_us, 50u);
+  EXPECT_EQ(c->poll_us, 10000u);
+  auto msg = [](std::string_view s) {
+    auto d = parse_disk_option(s);
+    return d ? std::string("(ok)") : d.error().message();
+  };
+  EXPECT_EQ(msg("path=a,kick_suppress=yes"), "--disk kick_suppress=yes: must be on or off");
+  EXPECT_EQ(msg("path=a,coalesce_us=10001"),
+            "--disk coalesce_us=10001: must be a number of µs in 0..10000");
+  EXPECT_EQ(msg("path=a,poll_us=-1"), "--disk poll_us=-1: must be a number of µs in 0..10000");
+  EXPECT_EQ(msg("path=a,poll_us="), "--disk poll_us=: must be a number of µs in 0..10000");
+  EXPECT_EQ(msg("path=a,interface=nvme,coalesce_us=5"),
+            "--disk coalesce_us: not with interface=nvme (virtio-blk only)");
+  EXPECT_NE(msg("vhost-user=/tmp/s,poll_us=5").find("--disk poll_us: not with vhost-user="),
+            std::string::npos);
+  EXPECT_NE(msg("vhost-user=/tmp/s,kick_suppress=off").find("--disk kick_suppress"),
+            std::string::npos);
+}
+
 TEST(DiskOptionTest, DefaultsWithPathOnly) {
   auto c = parse_disk_option("path=disk.raw");
   ASSERT_TRUE(c);

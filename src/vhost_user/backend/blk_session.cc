@@ -387,6 +387,7 @@ Result<void> BlkSession::start(uint16_t index) {
   ctx.name = kName;
   ctx.log_limit = &log_limit_;
   ctx.counters = &stats_.queue[index];
+  ctx.tuning = virtio::blk_notify_tuning(disk_.config);
   ASSIGN_OR_RETURN(v.worker, virtio::QueueWorker::start(std::move(ctx), UniqueFd(kick),
                                                         std::move(handler)));
   return {};

@@ -10,6 +10,7 @@
 #include "block/disk_image.h"
 #include "virtio/block/block_request.h"
 #include "virtio/block/virtio_blk_spec.h"
+#include "virtio/notify_tuning.h"
 
 namespace tern::virtio {
 
@@ -25,5 +26,11 @@ namespace tern::virtio {
 /// acknowledged (DISCARD / WRITE_ZEROES are served only when negotiated).
 [[nodiscard]] BlockLimits blk_limits(const VirtioBlkConfig& config_space, const DiskImage& disk,
                                      uint64_t acked);
+
+/// The disk's notification tuning (--disk kick_suppress=, coalesce_us=, poll_us=) for its queue
+/// workers, built-in and vhost-user back-end alike.
+[[nodiscard]] inline NotifyTuning blk_notify_tuning(const DiskConfig& c) {
+  return NotifyTuning{c.kick_suppress, c.coalesce_us, c.poll_us};
+}
 
 }  // namespace tern::virtio

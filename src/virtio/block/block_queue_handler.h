@@ -30,6 +30,10 @@ class BlockQueueHandler final : public QueueHandler {
   void flush(QueueWorker&) override { executor_->flush(); }
   void on_fd(QueueWorker& w, uint32_t tag) override;
   void drain(QueueWorker& w) override;
+  /// Requests handed to the executor and not completed yet.
+  [[nodiscard]] uint32_t in_flight() const override {
+    return static_cast<uint32_t>(pending_.size() - free_.size());
+  }
 
   [[nodiscard]] std::string_view engine_name() const { return executor_->engine_name(); }
 

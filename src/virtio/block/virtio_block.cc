@@ -32,6 +32,7 @@ VirtioBlock::VirtioBlock(DiskConfig config, DiskImage disk, std::string name)
     engine_ = IoEngineKind::kThreads;
   }
   config_space_ = make_blk_config(config_, disk_);
+  set_notify_tuning(blk_notify_tuning(config_));
 }
 
 VirtioBlock::~VirtioBlock() { reset(); }

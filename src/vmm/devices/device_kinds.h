@@ -87,10 +87,11 @@ struct DiskKind {
   /// VirtioBlock::create(), or make_vhost_user_blk() (connects to the back-end now) whose
   /// errors become "--disk vhost-user=PATH: ...".
   static Result<std::shared_ptr<VirtioDevice>> make(const Spec& s, const std::string& name);
-  /// The current machine section version's layout (4: the vhost-user socket, then locking).
+  /// The current machine section version's layout (5: the vhost-user socket, locking, then
+  /// kick_suppress, coalesce_us, poll_us).
   static void encode(snap::ByteWriter& w, const Spec& s);
   /// Reads machine section `version`'s layout (1 and 2: no socket; 3: the socket last; 4: then
-  /// the locking flag; before 4, locking is on).
+  /// the locking flag; before 4, locking is on; 5: then the notification tuning, before 5 off).
   static Result<Spec> decode(snap::ByteReader& r, uint32_t version);
   /// The image size in bytes (u64); nothing for a vhost-user disk.
   static void save_facts(snap::ByteWriter& w, const Spec& s, const VirtioDevice& d);

@@ -17,10 +17,14 @@ namespace tern {
 
 namespace {
 
-bool is_vhost_user(const DiskSpec& s) { return !s.vhost_user_socket.empty(); }
+bool is_vhost_user(const DiskSpec& s) {
+  return !s.vhost_user_socket.empty();
+}
 
 /// The VirtioBlock `d` is, or null for a vhost-user disk.
-const VirtioBlock* as_block(const VirtioDevice& d) { return dynamic_cast<const VirtioBlock*>(&d); }
+const VirtioBlock* as_block(const VirtioDevice& d) {
+  return dynamic_cast<const VirtioBlock*>(&d);
+}
 
 /// The front-end's error as the user sees it: "--disk vhost-user=PATH: <what failed>" (the
 /// socket named once, however the device worded it), for CLI, API and config-file users alike.
@@ -29,8 +33,8 @@ Error vhost_user_error(const DiskSpec& s, Error e) {
   if (e.op.starts_with("--disk ")) return e;  // already names the option (a validation error)
   std::string what = e.op;
   if (!e.context.empty()) what += (what.empty() ? "" : ": ") + e.context;
-  for (const std::string& dup : {"vhost-user " + s.vhost_user_socket + ": ",
-                                 s.vhost_user_socket + ": "})
+  for (const std::string& dup :
+       {"vhost-user " + s.vhost_user_socket + ": ", s.vhost_user_socket + ": "})
     if (what.starts_with(dup)) what.erase(0, dup.size());
   e.op = option;
   e.context = std::move(what);
@@ -57,7 +61,8 @@ Result<std::shared_ptr<VirtioDevice>> DiskKind::make(const Spec& s, const std::s
 }
 
 // Machine section v2: path, cache, read-only, serial, queues, queue size, engine. v3 adds the
-// vhost-user socket (empty: a disk tern serves), v4 the locking flag.
+// vhost-user socket (empty: a disk tern serves), v4 the locking flag, v5 the notification tuning
+// (kick_suppress, coalesce_us, poll_us: how the restored queues run, as the user asked).
 void DiskKind::encode(snap::ByteWriter& w, const Spec& c) {
   w.string(c.path);
   w.u8(static_cast<uint8_t>(c.cache));
@@ -68,6 +73,9 @@ void DiskKind::encode(snap::ByteWriter& w, const Spec& c) {
   w.u8(static_cast<uint8_t>(c.engine));
   w.string(c.vhost_user_socket);
   w.boolean(c.locking);
+  w.boolean(c.kick_suppress);
+  w.u32(c.coalesce_us);
+  w.u32(c.poll_us);
 }
 
 Result<DiskKind::Spec> DiskKind::decode(snap::ByteReader& r, uint32_t version) {
@@ -89,6 +97,17 @@ Result<DiskKind::Spec> DiskKind::decode(snap::ByteReader& r, uint32_t version) {
   }
   if (version >= 4) {
     ASSIGN_OR_RETURN(c.locking, r.boolean());
+  }
+  if (version >= 5) {
+    ASSIGN_OR_RETURN(c.kick_suppress, r.boolean());
+    ASSIGN_OR_RETURN(c.coalesce_us, r.u32());
+    ASSIGN_OR_RETURN(c.poll_us, r.u32());
+  } else {
+    // Before version 5 there were no knobs: the queues ran with kicks on, no coalescing, no
+    // polling (not today's defaults, which may differ).
+    c.kick_suppress = false;
+    c.coalesce_us = 0;
+    c.poll_us = 0;
   }
   if (auto ok = validate_disk_config(c); !ok) return fail(r.what(), ok.error().message());
   return c;

@@ -48,6 +48,9 @@ void expect_same(const DiskSpec& a, const DiskSpec& b) {
   EXPECT_EQ(a.engine, b.engine);
   EXPECT_EQ(a.vhost_user_socket, b.vhost_user_socket);
   EXPECT_EQ(a.locking, b.locking);
+  EXPECT_EQ(a.kick_suppress, b.kick_suppress);
+  EXPECT_EQ(a.coalesce_us, b.coalesce_us);
+  EXPECT_EQ(a.poll_us, b.poll_us);
 }
 
 Result<DiskSpec> round_trip(const DiskSpec& d) {
@@ -63,7 +66,11 @@ Result<DiskSpec> round_trip(const DiskSpec& d) {
 TEST(DiskKind, RoundTripsBothKinds) {
   DiskSpec unlocked = image_disk();
   unlocked.locking = false;
-  for (const DiskSpec& d : {image_disk(), vhost_user_disk(), unlocked}) {
+  DiskSpec tuned = image_disk();
+  tuned.kick_suppress = !tuned.kick_suppress;
+  tuned.coalesce_us = 40;
+  tuned.poll_us = 10000;
+  for (const DiskSpec& d : {image_disk(), vhost_user_disk(), unlocked, tuned}) {
     auto back = round_trip(d);
     ASSERT_TRUE(back) << back.error().message();
     expect_same(*back, d);
@@ -91,6 +98,9 @@ TEST(DiskKind, DecodesVersion2Specs) {
   EXPECT_TRUE(r.expect_end());
   expect_same(*d, image_disk());
   EXPECT_TRUE(d->locking);  // before version 4: locking on
+  EXPECT_FALSE(d->kick_suppress);  // before version 5: no notification tuning
+  EXPECT_EQ(d->coalesce_us, 0u);
+  EXPECT_EQ(d->poll_us, 0u);
   // The same bytes are not a version 3 spec (the socket is missing).
   snap::ByteReader r3(bytes, "disk");
   EXPECT_FALSE(DiskKind::decode(r3, 3));
