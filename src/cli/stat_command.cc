@@ -112,11 +112,18 @@ class KernelExitsHold {
   }
 
  private:
+  // The signals that would end tern stat: those of the list it was not started ignoring (nohup
+  // ignores SIGHUP, a shell's background job SIGINT and SIGQUIT). A blocked signal is queued even
+  // when ignored, so blocking an ignored one would make it end tern stat.
   static const sigset_t& stop_set() {
     static const sigset_t set = [] {
       sigset_t s;
       sigemptyset(&s);
-      for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) sigaddset(&s, sig);
+      for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) {
+        struct sigaction now = {};
+        if (::sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_IGN) continue;
+        sigaddset(&s, sig);
+      }
       return s;
     }();
     return set;

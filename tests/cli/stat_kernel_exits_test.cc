@@ -300,6 +300,47 @@ TEST_F(StatKernelExits, SigquitTurnsItOffFirst) {
   EXPECT_EQ(calls(), (std::vector<bool>{true, false}));
 }
 
+// Started ignoring SIGHUP (nohup tern stat ...): a SIGHUP is still ignored (blocking it with the
+// others would queue it and end tern stat); SIGTERM ends it, the accounting off first.
+TEST_F(StatKernelExits, IgnoredSighupStaysIgnored) {
+  start();
+  struct sigaction ign = {};
+  struct sigaction old = {};
+  ign.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGHUP, &ign, &old), 0);  // inherited through posix_spawn
+  pid_t pid = spawn({"--kernel-exits", "--interval", "0.05"});
+  ASSERT_EQ(::sigaction(SIGHUP, &old, nullptr), 0);
+  machine_->wait_calls(1);
+  // Its end, whenever it comes, wakes the wait below too.
+  int status = -1;
+  bool exited = false;
+  std::thread reaper([&] {
+    int s = wait(pid);
+    std::lock_guard l(machine_->mu);
+    status = s;
+    exited = true;
+    machine_->changed.notify_all();
+  });
+  ASSERT_EQ(::kill(pid, SIGHUP), 0);
+  {  // two more refreshes, or its end
+    std::unique_lock l(machine_->mu);
+    const uint64_t seen = machine_->reads;
+    machine_->changed.wait(l, [&] { return exited || machine_->reads >= seen + 2; });
+    EXPECT_FALSE(exited) << "ended by an ignored SIGHUP: " << status;
+  }
+  bool alive;
+  {
+    std::lock_guard l(machine_->mu);
+    alive = !exited;
+  }
+  if (alive) {
+    EXPECT_EQ(::kill(pid, SIGTERM), 0);
+  }
+  reaper.join();
+  EXPECT_EQ(status, 128 + SIGTERM) << output();
+  EXPECT_EQ(calls(), (std::vector<bool>{true, false}));
+}
+
 // `tern stat --kernel-exits | head -1`: the reader goes away, the next write raises SIGPIPE. It
 // used to kill tern stat with the accounting left on; now it is turned off, then tern stat dies
 // of SIGPIPE as a pipeline stage should.
