@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "kvm/kvm_stats.h"
 #include "tests/kvm/tiny_vm.h"
@@ -176,6 +177,28 @@ TEST(KernelExitTrace, FullMapCountsDroppedAndReadsEveryRow) {
   ASSERT_TRUE(empty) << empty.error().message();
   EXPECT_TRUE(empty->pio.empty());
   EXPECT_EQ(empty->dropped, 0u);
+}
+
+size_t open_fds() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+// PUT /tern/kernel-exits on, off, on, off...: each start loads and attaches, each destruction
+// detaches and closes everything (no fd, link or map left behind).
+TEST(KernelExitTrace, RepeatedStartsLeakNothing) {
+  mount_tracefs_if_absent();
+  auto first = KernelExitTrace::start({.tgid = ::getpid(), .ram = {{0, TinyVm::kRamBytes}}});
+  if (!first) GTEST_SKIP() << first.error().message();
+  first->reset();
+  const size_t fds = open_fds();
+  for (int i = 0; i < 4; ++i) {
+    auto t = KernelExitTrace::start({.tgid = ::getpid(), .ram = {{0, TinyVm::kRamBytes}}});
+    ASSERT_TRUE(t) << t.error().message();
+    ASSERT_TRUE((*t)->read());
+  }
+  EXPECT_EQ(open_fds(), fds);
 }
 
 TEST(KernelExitTrace, RefusesMoreThanSixteenRamRanges) {
