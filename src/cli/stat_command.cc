@@ -27,8 +27,9 @@ Result<nlohmann::json> fetch(const std::string& sock) {
 }
 
 // The in-kernel accounting of the VM, while tern stat holds it on: turned on through the API when
-// the VM's is off, off again when tern stat ends (return, or SIGINT/SIGTERM, which are blocked
-// meanwhile and taken by sigtimedwait() as the wait between refreshes).
+// the VM's is off, off again when tern stat ends (return, or one of the signals that would end
+// it: SIGINT, SIGTERM, SIGHUP (terminal closed), SIGQUIT, SIGPIPE (stdout's reader gone), which
+// are blocked meanwhile and taken by sigtimedwait() as the wait between refreshes).
 class KernelExitsHold {
  public:
   explicit KernelExitsHold(std::string sock) : sock_(std::move(sock)) {}
@@ -36,17 +37,23 @@ class KernelExitsHold {
   KernelExitsHold(const KernelExitsHold&) = delete;
   KernelExitsHold& operator=(const KernelExitsHold&) = delete;
 
+  /// Whether a GET /tern/stats reply shows the accounting on (a "kernel_exits" that is not an
+  /// object with "enabled": true, e.g. from another server, counts as off).
+  static bool shows_on(const nlohmann::json& stats) {
+    auto k = stats.find("kernel_exits");
+    if (k == stats.end() || !k->is_object()) return false;
+    auto e = k->find("enabled");
+    return e != k->end() && e->is_boolean() && e->get<bool>();
+  }
+
   /// Turns the accounting on unless `stats` shows it on. When the VM cannot start it, reason()
   /// says why (the PUT's fault_message; the VM's "kernel_exits" also carries it as "error").
   void acquire(const nlohmann::json& stats) {
-    const nlohmann::json& k = stats.value("kernel_exits", nlohmann::json::object());
-    if (k.value("enabled", false)) return;
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    ::sigprocmask(SIG_BLOCK, &stop, &old_mask_);  // before the PUT: no window without cleanup
-    blocked_ = true;
+    if (held_ || shows_on(stats)) return;
+    if (!blocked_) {  // before the PUT: no window without cleanup
+      ::sigprocmask(SIG_BLOCK, &stop_set(), &old_mask_);
+      blocked_ = true;
+    }
     auto r = api_request(sock_, "PUT", "/tern/kernel-exits", R"({"enabled": true})",
                          std::chrono::seconds(10));
     held_ = r && r->status == 204;
@@ -62,6 +69,15 @@ class KernelExitsHold {
       }
     }
   }
+  /// Called with every refresh: when the accounting went off underneath (another tern stat that
+  /// had turned it on ended, or a PUT turned it off) and this one had not failed to start it,
+  /// this tern stat turns it on again and holds it from now on.
+  void keep(const nlohmann::json& stats) {
+    if (reason_.empty() && !shows_on(stats)) {
+      held_ = false;  // it is off: nothing of ours to turn off unless acquire() succeeds
+      acquire(stats);
+    }
+  }
   /// Why acquire() could not turn the accounting on ("" when it did or did not need to).
   [[nodiscard]] const std::string& reason() const { return reason_; }
   /// Waits `interval`; returns the stop signal that arrived meanwhile, else 0.
@@ -70,15 +86,11 @@ class KernelExitsHold {
       std::this_thread::sleep_for(interval);
       return 0;
     }
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(interval).count();
     timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
     const auto deadline = std::chrono::steady_clock::now() + interval;
     for (;;) {
-      int s = ::sigtimedwait(&stop, nullptr, &ts);
+      int s = ::sigtimedwait(&stop_set(), nullptr, &ts);
       if (s > 0) return s;
       if (errno != EINTR) return 0;  // EAGAIN: the interval passed
       auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -100,6 +112,22 @@ class KernelExitsHold {
   }
 
  private:
+  // The signals that would end tern stat: those of the list it was not started ignoring (nohup
+  // ignores SIGHUP, a shell's background job SIGINT and SIGQUIT). A blocked signal is queued even
+  // when ignored, so blocking an ignored one would make it end tern stat.
+  static const sigset_t& stop_set() {
+    static const sigset_t set = [] {
+      sigset_t s;
+      sigemptyset(&s);
+      for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) {
+        struct sigaction now = {};
+        if (::sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_IGN) continue;
+        sigaddset(&s, sig);
+      }
+      return s;
+    }();
+    return set;
+  }
   void unblock() {
     if (blocked_) ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
     blocked_ = false;
@@ -160,6 +188,7 @@ int run_stat(const StatOptions& o) {
       std::fprintf(stderr, "tern: %s\n", cur.error().message().c_str());
       return o.once ? kExitError : 0;
     }
+    if (o.kernel_exits) hold.keep(*cur);
     nlohmann::json rates = compute_rates(*prev, *cur, o.kernel_exits);
     if (o.kernel_exits && !hold.reason().empty()) {
       nlohmann::json& k = rates["kernel_exits"];

@@ -14,7 +14,8 @@ struct StatOptions {
   bool json = false;      ///< --json: rates + totals as JSON (one object per line when repeating)
   unsigned rows = 12;     ///< --rows N: rows per section in the table (0: all)
   /// --kernel-exits: the in-kernel exits section (turned on through PUT /tern/kernel-exits when
-  /// the VM's accounting is off, and off again when tern stat ends, SIGINT/SIGTERM included).
+  /// the VM's accounting is off, also when it goes off while tern stat runs, and off again when
+  /// tern stat ends, SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGPIPE included).
   bool kernel_exits = false;
 };
 
@@ -22,8 +23,9 @@ struct StatOptions {
 CLI::App* add_stat_command(CLI::App& app, StatOptions& opts);
 
 /// Runs `tern stat`: GET /tern/stats every interval and show per-second rates. Returns 0, or 1 with
-/// a one-line reason on stderr (bad option, socket unreachable, bad reply). Ended by SIGINT or
-/// SIGTERM after it turned the in-kernel accounting on: turns it off, then dies of that signal.
+/// a one-line reason on stderr (bad option, socket unreachable, bad reply). Ended by SIGINT,
+/// SIGTERM, SIGHUP, SIGQUIT or SIGPIPE (stdout's reader gone) after it turned the in-kernel
+/// accounting on: turns it off, then dies of that signal.
 int run_stat(const StatOptions& opts);
 
 }  // namespace tern

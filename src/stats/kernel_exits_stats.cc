@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -20,6 +21,14 @@ std::string hex(uint64_t v) {
 
 uint64_t minus(uint64_t now, uint64_t base) {
   return now >= base ? now - base : now;
+}
+
+// a - b as a signed number, clamped to int64_t (the casts before the subtraction overflowed, and
+// gave the wrong sign, once a count passed 2^63).
+int64_t signed_difference(uint64_t a, uint64_t b) {
+  constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (a >= b) return static_cast<int64_t>(std::min(a - b, kMax));
+  return -static_cast<int64_t>(std::min(b - a, kMax));
 }
 
 class TraceSource : public KernelExitSource {
@@ -122,8 +131,11 @@ Json in_kernel_pio_json(const std::vector<KernelPioAccess>& pio,
     for (const Bus::RangeStats& r : now_ranges)
       if (a.port >= r.base && a.port - r.base < r.len) range = &r;
     if (range) {
-      Group& g = groups[{range->base, true, a.in}];
-      if (g.device.empty()) {
+      // First access of the group: its range and tern's count (by emplace, not by an empty
+      // device name, which a device may have: each access used to start the group again).
+      auto [it, first] = groups.try_emplace({range->base, true, a.in});
+      Group& g = it->second;
+      if (first) {
         g = Group{range->base,
                   range->base + range->len - 1,
                   range->device,
@@ -200,7 +212,7 @@ Json KernelExitsStats::json() const {
     j["kvm_exits"] = kvm;
     j["kvm_exits_edge"] = minus(*k1, *k0);
     j["kvm_exits_start_edge"] = kvm_start_edge_;
-    j["difference"] = static_cast<int64_t>(total) - static_cast<int64_t>(kvm);
+    j["difference"] = signed_difference(total, kvm);
   } else {
     const Error& e = !kvm_base_ ? kvm_base_.error() : !k0 ? k0.error() : k1.error();
     j["kvm_exits_error"] = "no reconciliation: " + e.message();

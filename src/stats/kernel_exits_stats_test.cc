@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <deque>
+#include <limits>
 #include <thread>
 
 namespace tern {
@@ -196,6 +197,22 @@ TEST_F(KernelExitsStatsTest, StartEdge) {
   EXPECT_EQ(j["reasons"][0]["isa"], "vmx");
 }
 
+// Counts past 2^63 (only a broken or hostile source has them): the difference keeps its sign and
+// saturates instead of overflowing in the int64_t casts.
+TEST_F(KernelExitsStatsTest, DifferenceOfHugeCountsKeepsItsSign) {
+  kvm_.readings = {0, 0, 10, 10};
+  KernelExitsStats k(inputs());
+  ASSERT_TRUE(k.enable());
+  kernel_.counts.reasons = {{ExitIsa::kSvm, 0x400, (uint64_t{1} << 63) + 10, 0}};
+  Json j = k.json();
+  EXPECT_EQ(j["kvm_exits"], 10);
+  EXPECT_EQ(j["difference"], std::numeric_limits<int64_t>::max()) << j["difference"].dump();
+  kvm_.readings = {uint64_t{1} << 63, uint64_t{1} << 63};
+  kernel_.counts.reasons = {{ExitIsa::kSvm, 0x400, 1, 0}};
+  j = k.json();
+  EXPECT_LT(j["difference"].get<int64_t>(), 0) << j["difference"].dump();
+}
+
 TEST_F(KernelExitsStatsTest, NoKvmCounterMeansNoReconciliationButCounts) {
   KernelExitsInputs in = inputs();
   in.kvm_exits = []() -> Result<uint64_t> {
@@ -303,6 +320,18 @@ TEST(InKernelPio, KvmBelowTernClampsAtZero) {
   ASSERT_EQ(j.size(), 1u);
   EXPECT_EQ(j[0]["in_kernel"], 0);
   EXPECT_EQ(j[0]["userspace"], 9);
+}
+
+// A device with an empty name: its range's accesses are still summed into one row (the empty
+// name was the "group not started" mark, so each access restarted the group and only the last
+// one's count was shown).
+TEST(InKernelPio, DeviceWithAnEmptyNameSumsItsPorts) {
+  std::vector<Bus::RangeStats> ranges{{"", 0x510, 4, 0, 0, 0}};
+  Json j = in_kernel_pio_json({{0x510, false, 5}, {0x511, false, 7}}, ranges, ranges, {}, {});
+  ASSERT_EQ(j.size(), 1u) << j.dump();
+  EXPECT_EQ(j[0]["port"], "0x510-0x513");
+  EXPECT_EQ(j[0]["kvm_pio"], 12);
+  EXPECT_EQ(j[0]["in_kernel"], 12);
 }
 
 TEST(MmioPageDevice, RangesAndKvmDevices) {

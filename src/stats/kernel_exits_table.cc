@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -19,11 +20,28 @@ using Rows = std::map<std::string, uint64_t>;
 
 using stats_json::u64;
 
+// A signed integer field; 0 when absent or not an integer, an unsigned value above INT64_MAX
+// clamped to it (it used to wrap: 2^64 - 1 read as -1).
 int64_t i64(const Json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number_integer()) return 0;
-  if (it->is_number_unsigned()) return static_cast<int64_t>(it->get<uint64_t>());
+  if (it->is_number_unsigned())
+    return static_cast<int64_t>(
+        std::min<uint64_t>(it->get<uint64_t>(), std::numeric_limits<int64_t>::max()));
   return it->get<int64_t>();
+}
+
+// |d| without the signed overflow of -INT64_MIN.
+uint64_t magnitude(int64_t d) {
+  return d < 0 ? uint64_t{0} - static_cast<uint64_t>(d) : static_cast<uint64_t>(d);
+}
+
+// A boolean field; false when absent or not a boolean ("enabled": "yes" or 1 from another server
+// used to throw nlohmann's type_error out of tern stat).
+bool flag(const Json& j, const char* key) {
+  if (!j.is_object()) return false;
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
 }
 
 std::string str(const Json& j, const char* key) {
@@ -64,7 +82,7 @@ Flat flatten(const Json& k) {
   Flat f;
   for (const auto& t : kTables) f.sections[t.first];
   f.sections["userspace"];
-  if (!k.is_object() || !k.value("enabled", false) || k.contains("error")) return f;
+  if (!k.is_object() || !flag(k, "enabled") || k.contains("error")) return f;
   for (const Json& r : k.value("reasons", Json::array())) {
     std::string name = str(r, "reason");
     f.sections["reasons"][name] += u64(r, "count");
@@ -95,7 +113,7 @@ const Json& kernel_of(const Json& stats) {
 }
 
 bool usable(const Json& k) {
-  return k.value("enabled", false) && !k.contains("error");
+  return flag(k, "enabled") && !k.contains("error");
 }
 
 uint64_t bound_of(const Json& k) {
@@ -123,8 +141,16 @@ std::vector<Row> sorted_rows(const Json& section) {
   return rows;
 }
 
+// A field as text: the string itself, else its JSON ("" when absent).
+std::string text(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) return {};
+  return it->is_string() ? it->get<std::string>()
+                         : it->dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 std::string unavailable_line(const Json& k) {
-  if (k.contains("error")) return "in-kernel exits: unavailable: " + str(k, "error") + "\n";
+  if (k.contains("error")) return "in-kernel exits: unavailable: " + text(k, "error") + "\n";
   return "in-kernel exits: off\n";
 }
 
@@ -179,8 +205,7 @@ Json kernel_exit_rates(const Json& prev, const Json& cur) {
     j["kvm_exits_start_edge"] = u64(kc, "kvm_exits_start_edge");
     j["difference"] = i64(kc, "difference");
     j["bound"] = bound_of(kc);
-    const int64_t d = i64(kc, "difference");
-    j["within_bound"] = static_cast<uint64_t>(d < 0 ? -d : d) <= bound_of(kc);
+    j["within_bound"] = magnitude(i64(kc, "difference")) <= bound_of(kc);
   } else if (kc.contains("kvm_exits_error")) {
     j["kvm_exits_error"] = kc["kvm_exits_error"];
   }
@@ -191,10 +216,10 @@ Json kernel_exit_rates(const Json& prev, const Json& cur) {
 std::string reconciliation_line(const Json& k) {
   if (!k.contains("kvm_exits"))
     return fmt::format("sum {} (KVM exits: {})", u64(k, "total"),
-                       k.contains("kvm_exits_error") ? str(k, "kvm_exits_error") : "not read");
+                       k.contains("kvm_exits_error") ? text(k, "kvm_exits_error") : "not read");
   const int64_t d = i64(k, "difference");
   const uint64_t bound = bound_of(k), start_edge = u64(k, "kvm_exits_start_edge");
-  const bool within = static_cast<uint64_t>(d < 0 ? -d : d) <= bound;
+  const bool within = magnitude(d) <= bound;
   std::string why = "exits between the two samples";
   if (start_edge) why += fmt::format(", {} while it started,", start_edge);
   why += " + 1 in flight per vCPU";
@@ -204,7 +229,7 @@ std::string reconciliation_line(const Json& k) {
 }
 
 std::string render_kernel_exit_rates(const Json& r, size_t max_rows) {
-  if (!r.value("enabled", false)) return "\n" + unavailable_line(r);
+  if (!flag(r, "enabled")) return "\n" + unavailable_line(r);
   const Json& rates = r.value("rates", Json::object());
   std::string out;
   for (const auto& [section, title] : kTables) {

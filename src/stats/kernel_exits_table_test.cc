@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
+#include "stats/number_text.h"
 #include "stats/stats_table.h"
 #include "stats/stats_test_snapshot.h"
 
@@ -114,6 +117,68 @@ TEST(KernelExitRates, UnavailableCarriesTheReason) {
   // An old tern without the object: off.
   EXPECT_EQ(kernel_exit_rates(testing::stats_snapshot(1, 1), testing::stats_snapshot(2, 1)),
             Json({{"enabled", false}}));
+}
+
+// A reply from another (or a broken) server: wrong types are "off" or 0, never an exception (a
+// nlohmann type_error used to end tern stat with "internal error").
+TEST(KernelExitRates, HostileTypesDoNotThrow) {
+  for (Json bad :
+       {Json{{"enabled", "yes"}}, Json{{"enabled", 1}}, Json(5), Json("on"), Json::array()}) {
+    Json prev = snapshot(1'000'000'000, 1, bad), cur = snapshot(2'000'000'000, 2, bad);
+    Json r;
+    ASSERT_NO_THROW(r = kernel_exit_rates(prev, cur)) << bad.dump();
+    EXPECT_EQ(r["enabled"], false) << bad.dump();
+    ASSERT_NO_THROW((void)render_kernel_exit_rates(r, 12)) << bad.dump();
+    ASSERT_NO_THROW((void)render_kernel_exit_summary(bad)) << bad.dump();
+  }
+  // Enabled with fields of the wrong types: counted as 0 / empty.
+  Json k = kernel_exits(1);
+  k["reasons"] = "npf";
+  k["msrs"] = Json{{"a", 1}};
+  k["npf"] = 7;
+  k["total"] = "many";
+  k["kvm_exits"] = -5;
+  k["difference"] = "x";
+  Json r;
+  ASSERT_NO_THROW(
+      r = kernel_exit_rates(snapshot(1'000'000'000, 1, k), snapshot(2'000'000'000, 2, k)));
+  EXPECT_EQ(r["total"], 0);
+  EXPECT_EQ(r["kvm_exits"], 0);
+  ASSERT_NO_THROW((void)render_kernel_exit_rates(r, 12));
+  ASSERT_NO_THROW((void)render_kernel_exit_summary(k));
+}
+
+// An error that is not a string is shown as its JSON, not as an empty reason.
+TEST(RenderKernelExitRates, NonStringErrorIsShown) {
+  Json r = kernel_exit_rates(snapshot(1, 1, {{"enabled", false}}),
+                             snapshot(2, 2, {{"enabled", false}, {"error", 42}}));
+  EXPECT_EQ(render_kernel_exit_rates(r, 12), "\nin-kernel exits: unavailable: 42\n");
+}
+
+// "difference" beyond int64_t: 2^64 - 1 used to read as -1 (within any bound), and INT64_MIN
+// was negated (signed overflow).
+TEST(KernelExitRates, DifferenceOutOfInt64Range) {
+  Json k = kernel_exits(1);
+  k["difference"] = std::numeric_limits<uint64_t>::max();
+  Json r = kernel_exit_rates(snapshot(1'000'000'000, 1, k), snapshot(2'000'000'000, 2, k));
+  EXPECT_EQ(r["within_bound"], false);
+  EXPECT_EQ(r["difference"], std::numeric_limits<int64_t>::max());
+  k["difference"] = std::numeric_limits<int64_t>::min();
+  r = kernel_exit_rates(snapshot(1'000'000'000, 1, k), snapshot(2'000'000'000, 2, k));
+  EXPECT_EQ(r["within_bound"], false);
+  EXPECT_NE(reconciliation_line(k).find("outside the bound"), std::string::npos)
+      << reconciliation_line(k);
+}
+
+// human() of a negative or NaN value: it converted them to uint64_t (undefined behaviour).
+TEST(HumanNumber, NegativeAndNan) {
+  using stats_text::human;
+  EXPECT_EQ(human(7), "7");
+  EXPECT_EQ(human(12345), "12.3k");
+  EXPECT_EQ(human(-7), "-7");
+  EXPECT_EQ(human(-1.5), "-1.5");
+  EXPECT_EQ(human(-2e6), "-2.00M");
+  EXPECT_EQ(human(std::nan("")), "-");
 }
 
 TEST(ReconciliationLine, TheBriefsWording) {

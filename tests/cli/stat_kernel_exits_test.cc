@@ -1,8 +1,10 @@
 // `tern stat --kernel-exits` (the binary) against an in-process API server and control loop with
 // a fake Machine (no KVM, no BPF): it turns the VM's in-kernel accounting on through
-// PUT /tern/kernel-exits and off again when it ends — after --once, and on SIGTERM/SIGINT (then it
-// dies of that signal); when the accounting cannot start, the screen has one line with the reason
-// and the rest of tern stat is unchanged; without --kernel-exits the section is absent.
+// PUT /tern/kernel-exits and off again when it ends — after --once, and on SIGTERM/SIGINT/SIGHUP/
+// SIGQUIT/SIGPIPE (then it dies of that signal); it takes the accounting over when it goes off
+// underneath, and a "kernel_exits" of the wrong shape counts as off; when the accounting cannot
+// start, the screen has one line with the reason and the rest of tern stat is unchanged; without
+// --kernel-exits the section is absent.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -37,8 +39,11 @@ class KernelExitsMachine : public Machine {
     Json stats_json() const override {
       std::lock_guard l(m_.mu);
       const uint64_t k = ++m_.reads;
+      m_.changed.notify_all();
       Json j = testing::stats_snapshot(monotonic_ns(), k);
-      if (m_.on) {
+      if (!m_.hostile.is_discarded() && !m_.on) {
+        j["kernel_exits"] = m_.hostile;  // a reply of another (or broken) server
+      } else if (m_.on) {
         j["kernel_exits"] = {
             {"enabled", true},
             {"method", "ebpf"},
@@ -113,6 +118,7 @@ class KernelExitsMachine : public Machine {
   uint64_t since_ns = 0;
   mutable uint64_t reads = 0;
   std::string fail_reason, error;
+  Json hostile = Json(Json::value_t::discarded);  // while off: "kernel_exits" is this instead
   StopLatch latch;
   Stats stats_{*this};
 };
@@ -162,7 +168,7 @@ class StatKernelExits : public ::testing::Test {
         .string();
   }
   /// Starts `tern stat --api-sock SOCK args...`, stdout and stderr to out_path().
-  pid_t spawn(std::vector<std::string> args) {
+  pid_t spawn(std::vector<std::string> args, int stdout_fd = -1) {
     args.insert(args.begin(), {"stat", "--api-sock", sock_});
     std::string bin = TERN_BINARY_PATH;
     std::vector<char*> argv{bin.data()};
@@ -171,9 +177,12 @@ class StatKernelExits : public ::testing::Test {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+    posix_spawn_file_actions_addopen(&fa, 2, out_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                      0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    if (stdout_fd >= 0)
+      posix_spawn_file_actions_adddup2(&fa, stdout_fd, 1);
+    else
+      posix_spawn_file_actions_adddup2(&fa, 2, 1);
     pid_t pid = -1;
     EXPECT_EQ(posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), environ), 0);
     posix_spawn_file_actions_destroy(&fa);
@@ -269,6 +278,124 @@ TEST_F(StatKernelExits, CannotStartPrintsTheReasonAndTheRest) {
   for (const char* want : {"exits by reason (all vCPUs)", "PIO/MMIO accesses by device",
                            "device queues", "host CPU per tern thread"})
     EXPECT_NE(out.find(want), std::string::npos) << "want '" << want << "' in:\n" << out;
+}
+
+// A closed terminal (SIGHUP) and Ctrl-\\ (SIGQUIT) end tern stat like SIGTERM: the accounting
+// is turned off first. They used to kill it with the accounting left on in the VM.
+TEST_F(StatKernelExits, SighupTurnsItOffFirst) {
+  start();
+  pid_t pid = spawn({"--kernel-exits", "--interval", "3600"});
+  machine_->wait_calls(1);
+  ASSERT_EQ(::kill(pid, SIGHUP), 0);
+  EXPECT_EQ(wait(pid), 128 + SIGHUP) << output();
+  EXPECT_EQ(calls(), (std::vector<bool>{true, false}));
+}
+
+TEST_F(StatKernelExits, SigquitTurnsItOffFirst) {
+  start();
+  pid_t pid = spawn({"--kernel-exits", "--interval", "3600"});
+  machine_->wait_calls(1);
+  ASSERT_EQ(::kill(pid, SIGQUIT), 0);
+  EXPECT_EQ(wait(pid), 128 + SIGQUIT) << output();
+  EXPECT_EQ(calls(), (std::vector<bool>{true, false}));
+}
+
+// Started ignoring SIGHUP (nohup tern stat ...): a SIGHUP is still ignored (blocking it with the
+// others would queue it and end tern stat); SIGTERM ends it, the accounting off first.
+TEST_F(StatKernelExits, IgnoredSighupStaysIgnored) {
+  start();
+  struct sigaction ign = {};
+  struct sigaction old = {};
+  ign.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGHUP, &ign, &old), 0);  // inherited through posix_spawn
+  pid_t pid = spawn({"--kernel-exits", "--interval", "0.05"});
+  ASSERT_EQ(::sigaction(SIGHUP, &old, nullptr), 0);
+  machine_->wait_calls(1);
+  // Its end, whenever it comes, wakes the wait below too.
+  int status = -1;
+  bool exited = false;
+  std::thread reaper([&] {
+    int s = wait(pid);
+    std::lock_guard l(machine_->mu);
+    status = s;
+    exited = true;
+    machine_->changed.notify_all();
+  });
+  ASSERT_EQ(::kill(pid, SIGHUP), 0);
+  {  // two more refreshes, or its end
+    std::unique_lock l(machine_->mu);
+    const uint64_t seen = machine_->reads;
+    machine_->changed.wait(l, [&] { return exited || machine_->reads >= seen + 2; });
+    EXPECT_FALSE(exited) << "ended by an ignored SIGHUP: " << status;
+  }
+  bool alive;
+  {
+    std::lock_guard l(machine_->mu);
+    alive = !exited;
+  }
+  if (alive) {
+    EXPECT_EQ(::kill(pid, SIGTERM), 0);
+  }
+  reaper.join();
+  EXPECT_EQ(status, 128 + SIGTERM) << output();
+  EXPECT_EQ(calls(), (std::vector<bool>{true, false}));
+}
+
+// `tern stat --kernel-exits | head -1`: the reader goes away, the next write raises SIGPIPE. It
+// used to kill tern stat with the accounting left on; now it is turned off, then tern stat dies
+// of SIGPIPE as a pipeline stage should.
+TEST_F(StatKernelExits, ClosedStdoutPipeTurnsItOffFirst) {
+  start();
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  ::close(p[0]);  // no reader: the first refresh's write fails
+  pid_t pid = spawn({"--kernel-exits", "--interval", "0.05"}, p[1]);
+  ::close(p[1]);
+  EXPECT_EQ(wait(pid), 128 + SIGPIPE) << output();
+  EXPECT_EQ(calls(), (std::vector<bool>{true, false}));
+}
+
+// A reply whose "kernel_exits" is not what tern writes (another server, a broken proxy): tern stat
+// treats it as off, turns the accounting on and shows the section; no "internal error" (a
+// nlohmann type_error used to end it).
+class StatKernelExitsHostile : public StatKernelExits, public ::testing::WithParamInterface<int> {};
+
+const Json& hostile_kernel_exits(int i) {
+  static const std::vector<Json> kBad{Json(5), Json("on"), Json{{"enabled", "yes"}},
+                                      Json{{"enabled", 1}}, Json::array()};
+  return kBad.at(static_cast<size_t>(i));
+}
+
+TEST_P(StatKernelExitsHostile, IsTreatedAsOff) {
+  const Json& bad = hostile_kernel_exits(GetParam());
+  start();
+  machine_->hostile = bad;
+  pid_t pid = spawn({"--kernel-exits", "--once", "--interval", "0.05"});
+  EXPECT_EQ(wait(pid), 0) << bad.dump() << "\n" << output();
+  EXPECT_EQ(calls(), (std::vector<bool>{true, false})) << bad.dump();
+  EXPECT_EQ(output().find("internal error"), std::string::npos) << output();
+  EXPECT_NE(output().find("in-kernel exits by reason"), std::string::npos) << output();
+}
+
+INSTANTIATE_TEST_SUITE_P(Replies, StatKernelExitsHostile, ::testing::Range(0, 5));
+
+// Two tern stat --kernel-exits on one VM: the first turned it on; when it ends it turns it off.
+// The second, which found it on, takes over (turns it on again and off when it ends) instead of
+// showing "off" for the rest of its run.
+TEST_F(StatKernelExits, TakesOverWhenTurnedOffUnderneath) {
+  start();
+  ASSERT_TRUE(machine_->set_kernel_exits(true));  // as the first tern stat did
+  pid_t pid = spawn({"--kernel-exits", "--interval", "0.05"});
+  // Turned off underneath (the first tern stat ended) once the second has seen it on.
+  {
+    std::unique_lock l(machine_->mu);
+    machine_->changed.wait(l, [&] { return machine_->reads >= 3; });
+  }
+  ASSERT_TRUE(machine_->set_kernel_exits(false));
+  machine_->wait_calls(3);  // the second tern stat turns it on again
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  EXPECT_EQ(wait(pid), 128 + SIGTERM) << output();
+  EXPECT_EQ(calls(), (std::vector<bool>{true, false, true, false}));
 }
 
 TEST_F(StatKernelExits, OffUnlessAsked) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "kvm/kvm_stats.h"
 #include "tests/kvm/tiny_vm.h"
@@ -137,6 +138,67 @@ TEST(KernelExitTrace, CountsTheGuestsExitsByReason) {
   if (stats && exits_after > 0) {
     EXPECT_EQ(counts->total(), exits_after - exits_before);
   }
+}
+
+// More distinct keys than a map holds: the guest OUTs once to each of 1100 ports (the pio map holds
+// 1024). The map fills, the rest counts in `dropped`, read() returns every stored row, and a
+// second trace started afterwards (a re-enable) starts from empty maps.
+constexpr uint32_t kPorts = 1100;
+const uint8_t kManyPortsCode[] = {
+    0xB0, 0x42,                                                          // mov al,0x42
+    0xB9, b(kPorts, 0), b(kPorts, 1), b(kPorts, 2), b(kPorts, 3),        // mov ecx,N
+    0x66, 0xBA,         0x00,         0x10,                              // mov dx,0x1000
+    0xEE, 0x66,         0xFF,         0xC2,         0xE2,         0xFA,  // l: out; inc dx; loop l
+    0x66, 0xBA,         0xF1,         0x05,         0xEE,                // mov dx,0x5f1; out
+    0xEB, 0xFE,                                                          // jmp $
+};
+
+TEST(KernelExitTrace, FullMapCountsDroppedAndReadsEveryRow) {
+  auto vm = TinyVm::create(kManyPortsCode);
+  if (!vm) GTEST_SKIP() << "/dev/kvm not available";
+  ASSERT_TRUE(vm->pio.insert(std::make_shared<RecordingDevice>(vm->stop), 0x5f0, 2));
+  mount_tracefs_if_absent();
+  auto trace = KernelExitTrace::start({.tgid = ::getpid(), .ram = {{0, TinyVm::kRamBytes}}});
+  if (!trace) GTEST_SKIP() << trace.error().message();
+  StopEvent e = vm->run();
+  ASSERT_EQ(e.kind, StopKind::kPowerOff) << e.detail;
+  auto counts = (*trace)->read();
+  ASSERT_TRUE(counts) << counts.error().message();
+  uint64_t pio_events = 0;
+  for (const auto& p : counts->pio) pio_events += p.count;
+  EXPECT_EQ(counts->pio.size(), 1024u);  // KX_MAX_PIO
+  // Every OUT is either a row's count or dropped (kvm_pio fires once per OUT).
+  EXPECT_EQ(pio_events + counts->dropped, kPorts + 1);
+  EXPECT_GE(counts->dropped, kPorts + 1 - 1024);
+  trace->reset();
+  auto again = KernelExitTrace::start({.tgid = ::getpid(), .ram = {{0, TinyVm::kRamBytes}}});
+  ASSERT_TRUE(again) << again.error().message();
+  auto empty = (*again)->read();
+  ASSERT_TRUE(empty) << empty.error().message();
+  EXPECT_TRUE(empty->pio.empty());
+  EXPECT_EQ(empty->dropped, 0u);
+}
+
+size_t open_fds() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+// PUT /tern/kernel-exits on, off, on, off...: each start loads and attaches, each destruction
+// detaches and closes everything (no fd, link or map left behind).
+TEST(KernelExitTrace, RepeatedStartsLeakNothing) {
+  mount_tracefs_if_absent();
+  auto first = KernelExitTrace::start({.tgid = ::getpid(), .ram = {{0, TinyVm::kRamBytes}}});
+  if (!first) GTEST_SKIP() << first.error().message();
+  first->reset();
+  const size_t fds = open_fds();
+  for (int i = 0; i < 4; ++i) {
+    auto t = KernelExitTrace::start({.tgid = ::getpid(), .ram = {{0, TinyVm::kRamBytes}}});
+    ASSERT_TRUE(t) << t.error().message();
+    ASSERT_TRUE((*t)->read());
+  }
+  EXPECT_EQ(open_fds(), fds);
 }
 
 TEST(KernelExitTrace, RefusesMoreThanSixteenRamRanges) {
