@@ -84,7 +84,14 @@ class Harness {
           machine = m.get();
           return m;
         },
-        events);
+        events,
+        [this](const SnapshotLoadSpec&,
+               VmResources&) -> tl::expected<std::unique_ptr<Machine>, StartFailure> {
+          // A restored VM: its configuration is the snapshot's (kernel-exits off), nothing runs.
+          auto m = std::make_unique<KernelExitsMachine>();
+          machine = m.get();
+          return m;
+        });
     EXPECT_TRUE(loop);
     loop_ = std::move(*loop);
     CommandQueue* q = &loop_->queue();
@@ -216,6 +223,21 @@ TEST(KernelExitsRoute, BeforeBootItConfiguresTheVm) {
   ASSERT_NE(h.machine, nullptr);
   EXPECT_TRUE(h.machine->on);
   EXPECT_EQ(h.get("/tern/stats")["kernel_exits"]["enabled"], true);
+}
+
+// Asked for before PUT /snapshot/load: the restored VM has it on before its vCPUs first run, as a
+// booted one does (the request used to be dropped with the rest of the pre-load configuration).
+TEST(KernelExitsRoute, BeforeSnapshotLoadItIsOnInTheRestoredVm) {
+  Harness h;
+  ASSERT_EQ(h.call("PUT", "/tern/kernel-exits", R"({"enabled": true})").status, 204);
+  HttpReply load = h.call("PUT", "/snapshot/load",
+                          R"({"snapshot_path": "/proc/self/exe", "mem_backend":
+                              {"backend_type": "File", "backend_path": "/proc/self/exe"}})");
+  ASSERT_EQ(load.status, 204) << load.body << "\n" << load.content_type;
+  ASSERT_NE(h.machine, nullptr);
+  EXPECT_TRUE(h.machine->on);
+  EXPECT_EQ(h.get("/tern/stats")["kernel_exits"]["enabled"], true);
+  EXPECT_EQ(h.get("/vm/config")["kernel-exits"], Json({{"enabled", true}}));
 }
 
 // A VM whose accounting could not start at boot still starts (the warning is Vm::build's); the

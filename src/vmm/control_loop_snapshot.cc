@@ -2,6 +2,7 @@
 // thread keeps serving), PUT /snapshot/load and `tern restore`, and the first resume of a restored
 // VM.
 #include <pthread.h>
+#include <spdlog/spdlog.h>
 
 #include "vmm/control_loop.h"
 #include "vmm/exit_status.h"
@@ -18,10 +19,18 @@ tl::expected<void, StartFailure> ControlLoop::restore(const SnapshotLoadSpec& sp
   // /vm/config report the restored VM); only the console is this process's choice.
   VmResources restored;
   restored.console = console;
+  // In-kernel exit accounting asked for before the load (PUT /tern/kernel-exits) is this
+  // process's choice too, not the snapshot's: kept, and started before the vCPUs first run.
+  const bool kernel_exits = resources_.kernel_exits;
   auto m = restore_factory_(spec, restored);
   if (!m) return tl::unexpected(m.error());
   machine_ = std::move(*m);
   resources_ = std::move(restored);
+  if (kernel_exits) {
+    resources_.kernel_exits = true;
+    if (auto on = machine_->set_kernel_exits(true); !on)  // as Vm::build() for a booted VM
+      spdlog::warn("{} (the VM runs without in-kernel exit accounting)", on.error().message());
+  }
   watch_stop();
   events_.publish({{"event", "snapshot-loaded"}, {"snapshot_path", spec.snapshot_path}});
   transition(VmEvent::kRestore);
