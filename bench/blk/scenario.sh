@@ -262,7 +262,7 @@ run_cfg() {  # run_cfg CFG ROUND
     exec 4>/tmp/in 3</tmp/out
     while [ ! -s /tmp/vmm.pid ]; do usleep 10000; done
     pid=$(cat /tmp/vmm.pid)
-    vmm_rc="" dog=""
+    vmm_rc="" dog="" last=""
     : >"$out/cpu.txt"
     : >"$out/exits.txt"
     [ "$cfg_trace" != on ] || : >"$out/trace.txt"
@@ -297,6 +297,7 @@ run_cfg() {  # run_cfg CFG ROUND
                 echo "${rest#* data=}" >>"/tmp/${rest%% *}.b64" ;;
             *)
                 echo "  | $line"
+                last="$line"
                 case "$line" in
                     BLK-GUEST*)
                         echo "BLK-PROGRESS cfg=$cfg$tag guest up after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')s: ${line#BLK-GUEST }"
@@ -311,6 +312,10 @@ run_cfg() {  # run_cfg CFG ROUND
     wait "$vmmjob"
     [ "$cfg_trace" != on ] || kt_stop
     stop_backend
+    # A VMM that refused its options (e.g. a --tern-extra key it does not know) exits before any job.
+    if [ "${vmm_rc:-unknown}" != 0 ] && ! grep -q ' end ' "$out/cpu.txt"; then
+        echo "BLK-ERROR cfg=$cfg$tag the VMM exited rc=${vmm_rc:-unknown} before any job: $last"
+    fi
     [ ! -s "$out/backend.txt" ] || sed 's/^/  be| /' "$out/backend.txt" | tail -n 40
     echo "rc=${vmm_rc:-unknown}$([ ! -f /tmp/vmm.killed ] || echo " (killed: still running ${BLK_EXIT_GRACE}s after the guest's action ended)") jobs=$(grep -c ' end ' "$out/cpu.txt")" >"$out/status"
     rm -f /tmp/*.b64

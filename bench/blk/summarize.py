@@ -280,7 +280,8 @@ def issue16_goals(out, terns, jobs, baseline):
                     checks[check] = dict(v, figure=key, reference=ref, goal=goal16(kind, factor, v))
             if checks:
                 g["jobs"][name] = checks
-        res.append(g)
+        if g["jobs"]:
+            res.append(g)
     return res
 
 

@@ -24,6 +24,8 @@ KVM_EXIT_NAMES = {0: "unknown", 1: "exception", 2: "io", 3: "hypercall", 4: "deb
 # Linux's x86 vectors: devices get 0x20-0xeb, the local APIC timer is 0xec, IPIs and the rest above.
 LOCAL_TIMER_VECTOR = 0xec
 X2APIC_EOI_MSR = 0x80b
+# The guest's timer programming: TSC deadline (IA32_TSC_DEADLINE) and the x2APIC timer's initial count.
+TIMER_MSRS = (0x6e0, 0x838)
 XAPIC_EOI_GPA = 0xfee000b0
 # MMIO writes in these windows are the platform's (local APIC, IOAPIC, HPET), not a device's doorbell;
 # port writes below 0x1000 are ISA/PCI-config ports (serial, PIT, RTC, PIC, 0xcf8/0xcfc), the virtio
@@ -58,7 +60,7 @@ def per_io(sample, ios):
     r = lambda x: round(x / ios, 3)  # noqa: E731
     reasons, uexits, vectors, msrs, mmio_w, pio_w = {}, {}, {}, {}, {}, {}
     tot = {"kvm_exit": 0, "kvm_userspace_exit": 0, "kvm_inj_virq": 0, "kvm_eoi": 0, "kvm_pv_eoi": 0,
-           "kvm_fast_mmio": 0, "wake_slept": 0, "wake_polled": 0, "eoi_exits": 0, "kicks": 0, "mmio": 0, "pio": 0}
+           "kvm_fast_mmio": 0, "wake_slept": 0, "wake_polled": 0, "eoi_exits": 0, "timer_msr": 0, "kicks": 0, "mmio": 0, "pio": 0}
     dropped = 0
     for (ev, ktext), n in diff.items():
         if ktext == "dropped":
@@ -86,6 +88,8 @@ def per_io(sample, ios):
             msrs[name] = msrs.get(name, 0) + n
             if w and ecx == X2APIC_EOI_MSR:
                 tot["eoi_exits"] += n
+            if w and ecx in TIMER_MSRS:
+                tot["timer_msr"] += n
         elif ev == "kvm_mmio":
             tot["mmio"] += n
             gpa = int(k["gpa"])
@@ -130,6 +134,7 @@ def per_io(sample, ios):
            "mmio_writes_by_gpa_per_io": top(mmio_w, 6),
            "pio_writes_by_port_per_io": top(pio_w, 6),
            "msr_exits_by_msr_per_io": top(msrs, 8),
+           "timer_msr_exits_per_io": r(tot["timer_msr"]),
            "hlt_exits_per_io": r(reasons.get("hlt", 0)),
            "wakeups_per_io": r(tot["wake_slept"] + tot["wake_polled"]),
            "wakeups_slept_per_io": r(tot["wake_slept"]),
