@@ -89,11 +89,13 @@ def reason_tables(r, cfgs, names, jobs, collapse):
                            ("userspace_exits_per_io", "returns to the VMM")]:
             rows.append([title] + [spread(st[n].get(key), "{:.2f}", collapse=collapse) for n in have])
         if not printed:
+            untraced = [n for n in names if cfgs[n].get("kvm_trace") is False]
             print("**Exits per I/O by exit reason** (the test host's hist triggers on KVM's tracepoints, the "
                   "VMM's threads only, bench/lib/kvm_trace.sh; SVM exit reasons as kvm_exit prints them: npf = "
                   "nested page fault, here the MMIO notify doorbell; msr = MSR access (x2APIC EOI, timer); "
                   "interrupt = a host interrupt; vintr = interrupt window; hlt; io = port I/O (the serial console "
-                  f"line that ends the job); reasons under {REASON_MIN} per I/O everywhere are in \"other\"):\n")
+                  f"line that ends the job); reasons under {REASON_MIN} per I/O everywhere are in \"other\""
+                  + (f"; run without the triggers: {', '.join(untraced)}" if untraced else "") + "):\n")
             printed = True
         print(f"{job}:\n")
         print("\n".join(table(["per I/O"] + have, "l" + "r" * len(have), rows)) + "\n")
