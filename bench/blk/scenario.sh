@@ -32,9 +32,9 @@
 #                VMM's start (BLK_KVM_TRACE=1, the default; none with 0 or without tracefs, nor
 #                for the configurations in $BLK_KVM_TRACE_OFF)
 #   status       "rc=N jobs=M" of the VMM, or "skipped=<why>"
+#   backend.txt  the back-end's output (its counters at exit, errors)
 # $BLK_TERN_EXTRA ("NAME=OPTS ...") appends OPTS to every --disk path=... that tern NAME's binary
 # gets (its built-in virtio-blk and NVMe disks, its vhost-user-blk back-end), after $BLK_TERN_DISK.
-#   backend.txt  the back-end's output (its counters at exit, errors)
 # Prints BLK-PROGRESS / BLK-SKIP / BLK-ERROR lines for the host, and "BLK-MARK cfg= round= job=
 # at=begin|end" around each job, which the host stamps with L1's own host CPU time (stamp_cpu.py).
 : "${BLK_CONFIGS:=qemu tern}" "${BLK_RUNTIME:=5}" "${BLK_ENGINE:=libaio}" "${BLK_MEM_MIB:=1024}" "${BLK_TIMEOUT:=1200}"
