@@ -380,7 +380,7 @@ def main():
             if ref == c:
                 continue
             for name, _ in jobs:
-                for key in ("iops", "cpu_us_per_io", "cpu_us_per_io_outside_guest"):
+                for key in ("iops", "cpu_us_per_io", "cpu_us_per_io_outside_guest", "exits_per_io"):
                     ratios = [m[name][key] / t[name][key] for m, t in zip(per_round[c], per_round[ref])
                               if name in m and name in t and m[name].get(key) is not None and t[name].get(key)]
                     if ratios:
