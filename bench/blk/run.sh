@@ -28,7 +28,8 @@
 #                         [--jobs NAME,...] [--engine libaio|io_uring] [--tern-disk OPTS]
 #                         [--shmem-thp MODE] [--data-mib N] [--out DIR/FILE.json]
 #                         [--where auto|test-host|direct] [--data-dir DIR]
-#                         [--tern-extra NAME=OPTS]... [--kvm-trace on|off] [--kvm-trace-off CFG,...]
+#                         [--tern-extra NAME=OPTS]... [--kvm-trace on|off] [--kvm-trace-rounds K]
+#                         [--kvm-trace-off CFG,...]
 #                         [--baseline CFG]
 #   --tern NAME=PATH  a tern binary to measure, named NAME in the results (repeatable; default one,
 #                     tern=$TERN_BIN or build/tern, skipped when missing). Before/after in one run:
@@ -49,11 +50,11 @@
 #                     --tern-extra tern-coal=coalesce_us=50 (repeatable, once per NAME; passed through
 #                     as it is: tern says what it does not know)
 #   --kvm-trace on|off  the test host's hist triggers on KVM's tracepoints (exits per I/O by reason,
-#                     interrupts, EOIs, kicks; bench/lib/kvm_trace.sh; default on): each traced event
-#                     costs a little in the kernel (docs/block-benchmark.md)
-#   --kvm-trace-off CFGS  these configurations (comma-separated) run without the hist triggers, e.g.
-#                     the same binary twice to see what tracing costs: --tern tern-nt=build/tern
-#                     --kvm-trace-off tern-nt
+#                     interrupts, EOIs, kicks; bench/lib/kvm_trace.sh; default on), in K extra rounds
+#                     after the timed ones: they slow every exit (10-20% fewer IOPS in the test host),
+#                     so IOPS, latency, CPU and the debugfs exits come from the untraced rounds only
+#   --kvm-trace-rounds K  how many traced rounds (default 1; 0 = --kvm-trace off)
+#   --kvm-trace-off CFGS  these configurations (comma-separated) get no traced round
 #   --baseline CFG    issue 16's QD1 latency goal compares each tern with CFG (default tern-before
 #                     when it is a configuration)
 #   --shmem-thp MODE  the test host's /sys/kernel/mm/transparent_hugepage/shmem_enabled (default
@@ -71,7 +72,7 @@ repo="$(cd "$here/../.." && pwd)"
 source "$repo/testhost/lib.sh"
 
 configs="" runtime=5 engine=libaio tern_disk="cache=none,io=io_uring" data_mib=512 rounds=3 terns=()
-out="" jobs="" shmem_thp=advise where=auto data_dir="" extras=() kvm_trace=on trace_off="" baseline=""
+out="" jobs="" shmem_thp=advise where=auto data_dir="" extras=() kvm_trace=on trace_off="" baseline="" trace_rounds=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --tern) terns+=("$2"); shift 2 ;;
@@ -85,12 +86,13 @@ while [[ $# -gt 0 ]]; do
         --tern-extra) extras+=("$2"); shift 2 ;;
         --kvm-trace) kvm_trace="$2"; shift 2 ;;
         --kvm-trace-off) trace_off="$2"; shift 2 ;;
+        --kvm-trace-rounds) trace_rounds="$2"; shift 2 ;;
         --baseline) baseline="$2"; shift 2 ;;
         --data-mib) data_mib="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
         --where) where="$2"; shift 2 ;;
         --data-dir) data_dir="$2"; shift 2 ;;
-        -h | --help) sed -n '2,70p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,71p' "$0"; exit 0 ;;
         *) th_die "unknown argument $1; see --help" ;;
     esac
 done
@@ -102,6 +104,9 @@ done
 [[ "$shmem_thp" =~ ^(never|advise|always|within_size)$ ]] || th_die "--shmem-thp must be never, advise, always or within_size, got '$shmem_thp'"
 [[ "$where" =~ ^(auto|test-host|direct)$ ]] || th_die "--where must be auto, test-host or direct, got '$where'"
 [[ "$kvm_trace" == on || "$kvm_trace" == off ]] || th_die "--kvm-trace must be on or off, got '$kvm_trace'"
+[[ "$trace_rounds" =~ ^[0-9]+$ ]] || th_die "--kvm-trace-rounds wants a number of rounds (0 = none), got '$trace_rounds'"
+[[ "$kvm_trace" == on ]] || trace_rounds=0
+((trace_rounds > 0)) || kvm_trace=off
 [[ "$tern_disk" =~ ^[A-Za-z0-9_.,=:/+-]+$ ]] || th_die "--tern-disk wants disk options (key=value,... without spaces), got '$tern_disk'"
 # hw_virt: true when this machine can run the guests itself: svm or vmx in /proc/cpuinfo and a
 # /dev/kvm this user can open that answers KVM_GET_API_VERSION (a software KVM has no svm/vmx flag).
@@ -255,13 +260,13 @@ if [[ "$where" == direct ]]; then
         [[ -z "${tern_path[$name]:-}" ]] || blk_terns+="$name=${tern_path[$name]} "
     done
     [[ -r /sys/kernel/debug/kvm ]] || th_log "WARNING: /sys/kernel/debug/kvm is not readable (debugfs not mounted, or not root): exits per I/O will be n/a"
-    th_log "configurations: $configs; $rounds round(s)${jobs:+; jobs $jobs}; directly on this machine"
+    th_log "configurations: $configs; $rounds round(s)$( ((trace_rounds == 0)) || echo " + $trace_rounds traced")${jobs:+; jobs $jobs}; directly on this machine"
     : >"$stamps"
     set +e
     env BLK_DIR="$dir" BLK_LIB="$dir/lib" BLK_WHERE=direct BLK_FIO="$fio_bin" BLK_CONFIGS="$configs" \
         BLK_TERNS="$blk_terns" BLK_ROUNDS="$rounds" BLK_RUNTIME="$runtime" BLK_ENGINE="$engine" \
         BLK_TERN_DISK="$tern_disk" BLK_JOBS="$jobs" BLK_SHMEM_THP="$shmem_thp" BLK_TIMEOUT=$((120 + 11 * (runtime + 20) * 2)) \
-        BLK_TERN_EXTRA="$blk_extra" BLK_KVM_TRACE="$([[ "$kvm_trace" == on ]] && echo 1 || echo 0)" BLK_KVM_TRACE_OFF="${trace_off//,/ }" \
+        BLK_TERN_EXTRA="$blk_extra" BLK_KVM_TRACE="$([[ "$kvm_trace" == on ]] && echo 1 || echo 0)" BLK_KVM_TRACE_OFF="${trace_off//,/ }" BLK_KVM_TRACE_ROUNDS="$trace_rounds" \
         TH_QEMU="$(command -v qemu-system-x86_64 || true)" TH_QEMU_FW=/usr/share/qemu \
         TH_QSD="$( [[ -x /usr/bin/qemu-storage-daemon ]] && echo /usr/bin/qemu-storage-daemon)" \
         TH_GUEST_KERNEL="$(th_kernel_image "$ver")" TH_KERNEL_VERSION="$ver" \
@@ -311,7 +316,7 @@ else
     #    jobs of $runtime s plus fio's start and its report on the serial console (a few s each). Each
     #    run has BLK_TIMEOUT s in L1; the whole test host the sum of those (at least 1800 s) as last resort.
     per_boot=$((120 + 11 * (runtime + 20)))
-    timeout=$((300 + rounds * ncfg * per_boot))
+    timeout=$((300 + (rounds + trace_rounds) * ncfg * per_boot))
     ((timeout >= 1800)) || timeout=1800
     bins=()
     [[ ! -x "$qsd" ]] || bins=(--with-qsd)  # qemu-storage-daemon and its libraries (TH_QSD), for the -qsd rows
@@ -320,7 +325,8 @@ else
         --env "BLK_CONFIGS=$configs" --env "BLK_TERNS=$blk_terns" --env "BLK_ROUNDS=$rounds" --env "BLK_RUNTIME=$runtime"
         --env "BLK_ENGINE=$engine" --env "BLK_TERN_DISK=$tern_disk" --env "BLK_JOBS=$jobs" --env "BLK_SHMEM_THP=$shmem_thp"
         --env "BLK_TIMEOUT=$((per_boot * 2))" --env "BLK_WHERE=test-host" --env "BLK_TERN_EXTRA=$blk_extra"
-        --env "BLK_KVM_TRACE=$([[ "$kvm_trace" == on ]] && echo 1 || echo 0)" --env "BLK_KVM_TRACE_OFF=${trace_off//,/ }")
+        --env "BLK_KVM_TRACE=$([[ "$kvm_trace" == on ]] && echo 1 || echo 0)" --env "BLK_KVM_TRACE_OFF=${trace_off//,/ }"
+        --env "BLK_KVM_TRACE_ROUNDS=$trace_rounds")
     pidfile="$work/l1.pid"
     args+=(--pidfile "$pidfile")
     # The BLK-MARK lines around each job get L1's host CPU time (stamp_cpu.py): the share of a host core
@@ -331,7 +337,7 @@ else
             python3 "$repo/bench/lib/stamp_cpu.py" "$pidfile" '^(BLK-(PROGRESS|ERROR|WARN|SKIP|INFO|CMD|FIO-ERROR)|TESTHOST-)' '^BLK-MARK' "$stamps"
         return "${PIPESTATUS[0]}"
     }
-    th_log "configurations: $configs; $rounds round(s)${jobs:+; jobs $jobs}$(for n in ${tern_names[@]+"${tern_names[@]}"}; do printf '; %s = %s' "$n" "${tern_path[$n]:-missing}"; done)"
+    th_log "configurations: $configs; $rounds round(s)$( ((trace_rounds == 0)) || echo " + $trace_rounds traced")${jobs:+; jobs $jobs}$(for n in ${tern_names[@]+"${tern_names[@]}"}; do printf '; %s = %s' "$n" "${tern_path[$n]:-missing}"; done)"
     set +e
     th_run_retrying "$log" -- blk_host_run  # a wedged test host is booted once more, saying so
     rc=$?
@@ -349,7 +355,8 @@ rev="$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)"
 python3 "$here/summarize.py" "$results" --log "$log" --kernel "$ver" --runtime "$runtime" \
     --engine "$engine" --data-mib "$data_mib" --jobs "$here/jobs.txt" --only "$jobs" --configs "$configs" \
     --rounds "$rounds" --git-rev "$rev" --stamps "$stamps" ${sum_terns[@]+"${sum_terns[@]}"} \
-    --tern-disk "$tern_disk" --kvm-trace "$kvm_trace" --kvm-trace-off "${trace_off//,/ }" --baseline "$baseline" \
+    --tern-disk "$tern_disk" --kvm-trace "$kvm_trace" --kvm-trace-off "${trace_off//,/ }" --kvm-trace-rounds "$trace_rounds" \
+    --baseline "$baseline" \
     --where "$where" --test-host "$machine" \
     --host-load "$(th_host_load "$load_before" "$load_after")" >"$out.tmp"
 mv "$out.tmp" "$out"

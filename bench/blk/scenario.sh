@@ -29,8 +29,10 @@
 #                the VM (KVM's per-VM debugfs counters, blk-lib.sh; "-" where unreadable)
 #   trace.txt    "<job> begin|end EVENT KEYS COUNT": the test host's hist triggers on KVM's
 #                tracepoints (bench/lib/kvm_trace.sh), the VMM's threads only, counted from the
-#                VMM's start (BLK_KVM_TRACE=1, the default; none with 0 or without tracefs, nor
-#                for the configurations in $BLK_KVM_TRACE_OFF)
+#                VMM's start; only in the $BLK_KVM_TRACE_ROUNDS extra rounds (default 1) after the
+#                $BLK_ROUNDS timed ones (the triggers slow every exit: the timed rounds run without
+#                them), numbered on from BLK_ROUNDS + 1; none with BLK_KVM_TRACE=0 or without
+#                tracefs, nor for the configurations in $BLK_KVM_TRACE_OFF
 #   status       "rc=N jobs=M" of the VMM, or "skipped=<why>"
 #   backend.txt  the back-end's output (its counters at exit, errors)
 # $BLK_TERN_EXTRA ("NAME=OPTS ...") appends OPTS to every --disk path=... that tern NAME's binary
@@ -40,13 +42,13 @@
 : "${BLK_CONFIGS:=qemu tern}" "${BLK_RUNTIME:=5}" "${BLK_ENGINE:=libaio}" "${BLK_MEM_MIB:=1024}" "${BLK_TIMEOUT:=1200}"
 : "${BLK_TERN_DISK:=cache=none,io=io_uring}" "${BLK_ROUNDS:=1}" "${BLK_TERNS:=${TH_TERN:+tern=$TH_TERN}}"
 : "${BLK_JOBS:=}" "${BLK_SHMEM_THP:=advise}" "${BLK_EXIT_GRACE:=20}" "${BLK_LIB:=/opt/blk}" "${BLK_DIR:=}"
-: "${BLK_TERN_EXTRA:=}" "${BLK_KVM_TRACE:=1}" "${BLK_KVM_TRACE_OFF:=}"
+: "${BLK_TERN_EXTRA:=}" "${BLK_KVM_TRACE:=1}" "${BLK_KVM_TRACE_OFF:=}" "${BLK_KVM_TRACE_ROUNDS:=1}"
 # shellcheck source=bench/blk/blk-lib.sh
 . "$BLK_LIB/blk-lib.sh"
 # shellcheck source=bench/lib/kvm_trace.sh
 . "$BLK_LIB/kvm_trace.sh"
 kvm_trace=off
-if [ "$BLK_KVM_TRACE" = 1 ]; then
+if [ "$BLK_KVM_TRACE" = 1 ] && [ "$BLK_KVM_TRACE_ROUNDS" -gt 0 ]; then
     if kt_init; then kvm_trace=on; else kvm_trace=unavailable; echo "BLK-WARN no exits by reason (kvm trace): $KT_WHY"; fi
 fi
 # The triggers outlive this script unless removed (directly on a machine: its own kernel's tracefs).
@@ -237,7 +239,8 @@ exit_watchdog() {
 
 run_cfg() {  # run_cfg CFG ROUND
     cfg="$1" round="$2" out="$RESULTS/$1/$2" tag=""
-    [ "$BLK_ROUNDS" = 1 ] || tag=" round=$2"
+    [ "$BLK_ROUNDS" = 1 ] && [ "$2" = 1 ] || tag=" round=$2"
+    [ "$2" -le "$BLK_ROUNDS" ] || tag="$tag (traced)"
     mkdir -p "$out"
     split_cfg "$cfg"
     why=$(why_skip "$vmm" "$backend" "$iface")
@@ -251,6 +254,7 @@ run_cfg() {  # run_cfg CFG ROUND
     rm -f /tmp/in /tmp/out /tmp/vmm.pid /tmp/vmm.killed
     mkfifo /tmp/in /tmp/out
     cfg_trace=$kvm_trace
+    [ "$round" -gt "$BLK_ROUNDS" ] || cfg_trace=off  # a timed round
     case " $BLK_KVM_TRACE_OFF " in *" $cfg "*) cfg_trace=off ;; esac
     [ "$cfg_trace" != on ] || kt_start  # from the VMM's start: its vCPU threads' ids are not known before
     # The inner shell writes its pid and execs busybox timeout, which execs the VMM in the same
@@ -337,9 +341,18 @@ run_host() {
     echo "BLK-PROGRESS cfg=$cfg$tag done rc=$rc after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.0f", b - a }')s"
 }
 
-r=1
-while [ "$r" -le "$BLK_ROUNDS" ]; do
-    for c in $BLK_CONFIGS; do run_cfg "$c" "$r"; done
+r=1 all_rounds=$BLK_ROUNDS
+[ "$kvm_trace" != on ] || all_rounds=$((BLK_ROUNDS + BLK_KVM_TRACE_ROUNDS))
+while [ "$r" -le "$all_rounds" ]; do
+    for c in $BLK_CONFIGS; do
+        # The traced rounds: every configuration the triggers count (not the host row; not those of
+        # BLK_KVM_TRACE_OFF, which would only be timed again).
+        if [ "$r" -gt "$BLK_ROUNDS" ]; then
+            case "$c" in host) continue ;; esac
+            case " $BLK_KVM_TRACE_OFF " in *" $c "*) continue ;; esac
+        fi
+        run_cfg "$c" "$r"
+    done
     r=$((r + 1))
 done
 sync

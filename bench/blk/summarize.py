@@ -32,7 +32,7 @@ from console_fields import fields, stats  # noqa: E402
 from results import add_common_args, stamp  # noqa: E402
 from compare import binary_info, verdict  # noqa: E402
 from stamps import read_marks  # noqa: E402
-from kvm_trace import per_io as trace_per_io, read_trace  # noqa: E402
+from kvm_trace import TRACE_KEYS, per_io as trace_per_io, read_trace  # noqa: E402
 
 CLK_TCK = 100  # USER_HZ on x86 Linux: the unit of /proc/PID/stat times
 BACKENDS = {"none": "the VMM's own virtio-blk", "qsd": "qemu-storage-daemon (vhost-user-blk export)",
@@ -311,6 +311,7 @@ def main():
     ap.add_argument("--tern-disk", default="cache=none,io=io_uring")
     ap.add_argument("--kvm-trace", default="on", choices=["on", "off"])
     ap.add_argument("--kvm-trace-off", default="", help="configurations run without the hist triggers")
+    ap.add_argument("--kvm-trace-rounds", type=int, default=0, help="traced rounds after the --rounds timed ones")
     ap.add_argument("--baseline", default="", help="issue 16's QD1 latency baseline configuration "
                     "(default tern-before when it ran)")
     add_common_args(ap)
@@ -341,6 +342,10 @@ def main():
         vmm, backend, iface = split_cfg(c, terns)
         rounds = [read_round(os.path.join(args.results, c, str(i)), jobs, stamps, (c, str(i)), backend)
                   for i in range(1, args.rounds + 1)]
+        # The traced rounds (after the timed ones): only their hist-trigger figures count, and
+        # their IOPS and CPU as traced_iops / traced_cpu_us_per_io (what tracing cost).
+        trounds = [read_round(os.path.join(args.results, c, str(i)), jobs, stamps, (c, str(i)), backend)
+                   for i in range(args.rounds + 1, args.rounds + args.kvm_trace_rounds + 1)]
         statuses = [s for s, _, _ in rounds]
         status = statuses[0] if len(set(statuses)) == 1 else "; ".join(
             f"round {i}: {s}" for i, s in enumerate(statuses, 1))
@@ -348,9 +353,11 @@ def main():
                  "guest_disk": None if vmm == "host" else GUEST_DISK[iface],
                  "description": describe(c, vmm, backend, iface, first_tern),
                  "command": commands.get(c), "backend_command": backends.get(c), "status": status,
-                 "errors": (errors[c] + [f"round {i}: {e}" for i, (_, _, es) in enumerate(rounds, 1) for e in es])[:12],
+                 "errors": (errors[c] + [f"round {i}: {e}" for i, (_, _, es) in enumerate(rounds + trounds, 1)
+                                         for e in es])[:12],
                  "disk_options": disk_options(commands.get(c), backends.get(c)),
                  "kvm_trace": args.kvm_trace == "on" and c not in args.kvm_trace_off.split() and vmm != "host",
+                 "trace_rounds_status": [s for s, _, _ in trounds],
                  "jobs": {}}
         if vmm in extras or (backend == "vub" and vmm == "qemu" and first_tern in extras):
             entry["tern_extra"] = extras[vmm if vmm in extras else first_tern]
@@ -359,14 +366,22 @@ def main():
             entry["binary"] = binary_info(binaries[bin_name])
         if statuses[0].startswith("skipped="):
             entry["skipped"] = statuses[0][len("skipped="):]
-        per_round[c] = [res for _, res, _ in rounds]
+        per_round[c] = [{j: {k: v for k, v in x.items() if k not in TRACE_KEYS} for j, x in res.items()}
+                        for _, res, _ in rounds]
+        traced = [{j: dict({k: v for k, v in x.items() if k in TRACE_KEYS}, traced_iops=x.get("iops"),
+                           traced_cpu_us_per_io=x.get("cpu_us_per_io"))
+                   for j, x in res.items()} for _, res, _ in trounds]
         for name, _ in jobs:
             got = [res.get(name) for res in per_round[c]]
-            if not any(got):
+            tgot = [res.get(name) for res in traced]
+            if not any(got) and not any(tgot):
                 continue
             keys = list(dict.fromkeys(k for g in got if g for k in g))
             st = {k: round_stats(got, k) for k in keys}
+            st.update({k: round_stats(tgot, k) for k in dict.fromkeys(k for g in tgot if g for k in g)})
             entry["jobs"][name] = {"stats": {k: v for k, v in st.items() if v}, "rounds": got}
+            if any(tgot):
+                entry["jobs"][name]["traced_rounds"] = tgot
             m = re.match(r"(randread|randwrite)-qd(\d+)$", name)
             if m and st.get("iops"):
                 curves.setdefault(c, {}).setdefault(m.group(1), {})[m.group(2)] = st["iops"]["median"]
@@ -433,8 +448,10 @@ def main():
                      "guest exit (also those KVM handles itself, e.g. an ioeventfd doorbell or a halt); io_exits "
                      "and mmio_exits = port and MMIO accesses that reached the VMM",
             "kvm_trace": ("off (--kvm-trace off)" if args.kvm_trace == "off" else
-                          "the test host's tracefs hist triggers (bench/lib/kvm_trace.sh), installed before each "
-                          "VMM starts, keyed by common_pid and read at BLK-JOB-BEGIN/END, the VMM's threads only "
+                          f"the test host's tracefs hist triggers (bench/lib/kvm_trace.sh), in {args.kvm_trace_rounds} "
+                          "traced round(s) after the timed ones (the triggers slow every exit, so IOPS, latency, CPU "
+                          "and the debugfs exits are the untraced rounds'; traced_iops / traced_cpu_us_per_io are the "
+                          "traced rounds' own, i.e. what tracing cost), installed before each VMM starts, keyed by common_pid and read at BLK-JOB-BEGIN/END, the VMM's threads only "
                           "(/proc/PID/task), divided by the job's I/Os: exit_reasons_per_io = kvm:kvm_exit by "
                           "exit_reason (SVM names; traced_exits_per_io their sum); inj_virq_per_io = kvm:kvm_inj_virq "
                           "(irq_device_per_io: vectors 0x20-0xeb, irq_timer_per_io: 0xec, the local APIC timer); "
@@ -474,6 +491,7 @@ def main():
         "rounds": args.rounds,
         "tern_disk": args.tern_disk,
         "kvm_trace": args.kvm_trace,
+        "kvm_trace_rounds": args.kvm_trace_rounds,
         "baseline": baseline or None,
         "configs": out,
         "iops_vs_queue_depth": curves,

@@ -74,24 +74,30 @@ def reason_tables(r, cfgs, names, jobs, collapse):
             for k, v in st[n]["exit_reasons_per_io"].items():
                 reasons[k] = max(reasons.get(k, 0), v["median"])
         main_r = [k for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]) if v >= REASON_MIN]
-        rows = [[k] + [spread(st[n]["exit_reasons_per_io"].get(k), "{:.2f}", collapse=collapse) for n in have]
+        rows = [[k] + [spread(st[n]["exit_reasons_per_io"].get(k), "{:.2f}") for n in have]
                 for k in main_r]
         other = [k for k in reasons if k not in main_r]
         if other:
             rows.append([f"other ({', '.join(sorted(other))})"] +
                         [f"{sum(st[n]['exit_reasons_per_io'].get(k, {}).get('median', 0) for k in other):.2f}" for n in have])
-        rows.append(["**all exits (hist)**"] + [spread(st[n].get("traced_exits_per_io"), "{:.2f}", collapse=collapse) for n in have])
-        rows.append(["all exits (KVM debugfs)"] + [spread(st[n].get("exits_per_io"), "{:.2f}", collapse=collapse) for n in have])
+        rows.append(["**all exits (hist, traced rounds)**"] + [spread(st[n].get("traced_exits_per_io"), "{:.2f}") for n in have])
+        rows.append(["all exits (KVM debugfs, timed rounds)"] + [spread(st[n].get("exits_per_io"), "{:.2f}", collapse=collapse) for n in have])
         for key, title in [("kicks_per_io", "kicks (notify writes)"), ("inj_virq_per_io", "interrupts injected"),
                            ("irq_device_per_io", "- device (0x20-0xeb)"), ("irq_timer_per_io", "- timer (0xec)"),
                            ("eoi_per_io", "EOIs"), ("pv_eoi_per_io", "- paravirtual (no exit)"),
                            ("eoi_exits_per_io", "- exiting (MSR 0x80b / xAPIC)"), ("wakeups_per_io", "HLT wakeups"),
                            ("userspace_exits_per_io", "returns to the VMM")]:
-            rows.append([title] + [spread(st[n].get(key), "{:.2f}", collapse=collapse) for n in have])
+            rows.append([title] + [spread(st[n].get(key), "{:.2f}") for n in have])
+        rows.append(["IOPS traced / untraced (the triggers' cost)"] +
+                    [f"{st[n]['traced_iops']['median'] / st[n]['iops']['median']:.2f}"
+                     if st[n].get("traced_iops") and (st[n].get("iops") or {}).get("median") else "n/a" for n in have])
         if not printed:
             untraced = [n for n in names if cfgs[n].get("kvm_trace") is False]
+            tr = r.get("kvm_trace_rounds")
             print("**Exits per I/O by exit reason** (the test host's hist triggers on KVM's tracepoints, the "
-                  "VMM's threads only, bench/lib/kvm_trace.sh; SVM exit reasons as kvm_exit prints them: npf = "
+                  "VMM's threads only, bench/lib/kvm_trace.sh"
+                  + (f"; from {tr} traced round(s) after the timed ones, median (min-max) over those" if tr else "")
+                  + "; SVM exit reasons as kvm_exit prints them: npf = "
                   "nested page fault, here the MMIO notify doorbell; msr = MSR access (x2APIC EOI, timer); "
                   "interrupt = a host interrupt; vintr = interrupt window; hlt; io = port I/O (the serial console "
                   f"line that ends the job); reasons under {REASON_MIN} per I/O everywhere are in \"other\""

@@ -34,6 +34,15 @@ PLATFORM_MMIO = (0xfec00000, 0xff000000)
 LEGACY_PORTS_BELOW = 0x1000
 
 
+# The figures per_io() makes (the traced rounds contribute these, and their IOPS as traced_iops).
+TRACE_KEYS = ("traced_exits_per_io", "exit_reasons_per_io", "userspace_exits_per_io", "userspace_exit_reasons_per_io",
+              "inj_virq_per_io", "inj_virq_by_vector_per_io", "irq_device_per_io", "irq_timer_per_io", "eoi_per_io",
+              "pv_eoi_per_io", "eoi_exits_per_io", "kicks_per_io", "mmio_per_io", "pio_per_io",
+              "mmio_writes_by_gpa_per_io", "pio_writes_by_port_per_io", "msr_exits_by_msr_per_io",
+              "timer_msr_exits_per_io", "hlt_exits_per_io", "wakeups_per_io", "wakeups_slept_per_io",
+              "halt_polls_ok_per_io", "trace_dropped")
+
+
 def read_trace(path):
     """{job: {"begin"|"end": {(event, keys): count}}} from trace.txt (empty without the file)."""
     out = {}
