@@ -167,8 +167,9 @@ def reason_panels(r):
         last = i == len(jobs) - 1
         w = max(300, 70 * len(cfgs) + 90) + (120 if last else 0)
         ch = Chart(w, H, (60, 130 if last else 10, 50, 75), ymax=nice_max(top * 1.05), xmax=len(cfgs))
-        ch.titles(f"{j}: exits per I/O", "by exit reason" + (f", median of {r.get('rounds')} rounds"
-                                                              if r.get("rounds", 1) > 1 else ""))
+        tr = r.get("kvm_trace_rounds", r.get("rounds", 1))  # runs before the traced rounds traced every round
+        ch.titles(f"{j}: exits per I/O", "by exit reason" + (f", median of {tr} traced rounds" if tr > 1 else
+                                                              ", one traced round"))
         ch.y_grid([ch.ymax * k / 5 for k in range(6)], lambda v: f"{v:.1f}")
         ch.frame("", "exits per I/O" if i == 0 else "")
         bw = ch.pw / len(cfgs) * 0.6
