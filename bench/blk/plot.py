@@ -6,6 +6,9 @@ against queue depth, one line per configuration (median over the rounds; a bar s
                    dashed: outside guest mode)
   PREFIX-exits.svg KVM exits per I/O (solid: every exit; dashed: port + MMIO exits to the VMM), when
                    the run recorded them
+  PREFIX-exit-reasons.svg  exits per I/O by exit reason (the test host's kvm_exit hist trigger),
+                   stacked bars, one per configuration, a panel per job (randread-qd1, -qd4, -qd16,
+                   randwrite-qd16, those that ran), when the run traced them
   PREFIX-storage.svg  IOPS on a log scale (the storage comparison of issue 12, drawn like the Xen
                    thread's: one line per configuration, from the host's own disk down to the
                    emulated IDE disk), when the run has a host row
@@ -124,6 +127,78 @@ def panel(r, rw, series, title, ylabel, legend, logy=False):
     return ch
 
 
+# Stacked-bar colors per exit reason (the others in turn from REASON_OTHER), "other" grey.
+REASON_COLORS = {"npf": "#1f77b4", "msr": "#ff7f0e", "interrupt": "#2ca02c", "vintr": "#d62728", "hlt": "#9467bd",
+                 "io": "#8c564b", "cpuid": "#e377c2", "other": "#bbbbbb"}
+REASON_OTHER = ["#17becf", "#bcbd22", "#7f7f7f", "#aec7e8", "#ffbb78"]
+REASON_JOBS = ["randread-qd1", "randread-qd4", "randread-qd16", "randwrite-qd16"]
+REASON_MAX = 7  # reasons drawn on their own; the rest as "other"
+
+
+def reason_panels(r):
+    """Exits per I/O by exit reason: per job a chart with a stacked bar per configuration (medians)."""
+    cfgs = [c for c, e in r["configs"].items() if not e.get("skipped")]
+    med = lambda c, job: {k: v["median"] for k, v in  # noqa: E731
+                          r["configs"][c]["jobs"].get(job, {}).get("stats", {}).get("exit_reasons_per_io", {}).items()}
+    alljobs = [j for j in r["method"]["jobs"] if j.startswith(("randread-", "randwrite-"))]
+    cfgs = [c for c in cfgs if any(med(c, j) for j in alljobs)]  # not those run without the triggers
+    jobs = [j for j in REASON_JOBS if any(med(c, j) for c in cfgs)] or \
+        [j for j in alljobs if any(med(c, j) for c in cfgs)][:4]
+    if not jobs:
+        return []
+    total = {}
+    for j in jobs:
+        for c in cfgs:
+            for k, v in med(c, j).items():
+                total[k] = total.get(k, 0) + v
+    shown = [k for k, _ in sorted(total.items(), key=lambda kv: -kv[1])][:REASON_MAX]
+    has_other = len(total) > len(shown)
+    legend = shown + (["other"] if has_other else [])
+    colors, n_other = {}, 0
+    for k in legend:
+        if k in REASON_COLORS:
+            colors[k] = REASON_COLORS[k]
+        else:
+            colors[k] = REASON_OTHER[n_other % len(REASON_OTHER)]
+            n_other += 1
+    top = max(sum(med(c, j).values()) for j in jobs for c in cfgs)
+    charts = []
+    for i, j in enumerate(jobs):
+        last = i == len(jobs) - 1
+        w = max(300, 70 * len(cfgs) + 90) + (120 if last else 0)
+        ch = Chart(w, H, (60, 130 if last else 10, 50, 75), ymax=nice_max(top * 1.05), xmax=len(cfgs))
+        tr = r.get("kvm_trace_rounds", r.get("rounds", 1))  # runs before the traced rounds traced every round
+        ch.titles(f"{j}: exits per I/O", "by exit reason" + (f", median of {tr} traced rounds" if tr > 1 else
+                                                              ", one traced round"))
+        ch.y_grid([ch.ymax * k / 5 for k in range(6)], lambda v: f"{v:.1f}")
+        ch.frame("", "exits per I/O" if i == 0 else "")
+        bw = ch.pw / len(cfgs) * 0.6
+        for x, c in enumerate(cfgs):
+            m, y0 = med(c, j), 0.0
+            parts = [(k, m.get(k, 0)) for k in shown] + ([("other", sum(v for k, v in m.items() if k not in shown))]
+                                                          if has_other else [])
+            for k, v in parts:
+                if v <= 0:
+                    continue
+                ch.o.append(f'<rect x="{ch.x(x + 0.5) - bw / 2:.1f}" y="{ch.y(y0 + v):.1f}" width="{bw:.1f}" '
+                            f'height="{ch.y(y0) - ch.y(y0 + v):.1f}" fill="{colors[k]}"><title>{c} {k}: {v:.2f}</title></rect>')
+                y0 += v
+            if m:
+                ch.o.append(f'<text x="{ch.x(x + 0.5):.1f}" y="{ch.y(y0) - 4:.1f}" text-anchor="middle" '
+                            f'font-size="10">{y0:.2f}</text>')
+        ch.x_labels([(x + 0.5, c) for x, c in enumerate(cfgs)])
+        if last:
+            ly = ch.T + 10
+            for k in reversed(legend):
+                ch.o.append(f'<rect x="{ch.L + ch.pw + 15}" y="{ly - 8}" width="12" height="12" fill="{colors[k]}"/>')
+                ch.legend_text(32, ly + 2, k)
+                ly += 18
+            ch.legend_text(15, ly + 12, where(r), fill="#555", font_size=10)
+            ch.legend_text(15, ly + 26, r["date"][:10], fill="#555", font_size=10)
+        charts.append(ch)
+    return charts
+
+
 def main():
     r = load(sys.argv[1])
     prefix = sys.argv[2]
@@ -141,6 +216,9 @@ def main():
                                       ("vmm_exits_per_io", "6,4", "exits to the VMM")],
                                f"4 KiB {t}: KVM exits per I/O", "exits per I/O", legend=i == 1)
                          for i, (d, t) in enumerate(rw)]
+    reasons = reason_panels(r)
+    if reasons:
+        svgs["exit-reasons"] = reasons
     if "host" in r["configs"] and not r["configs"]["host"].get("skipped"):
         svgs["storage"] = [panel(r, d, [("iops", "", "")], f"4 KiB {t}: IOPS (log scale)", "IOPS", legend=i == 1,
                                  logy=True) for i, (d, t) in enumerate(rw)]

@@ -28,6 +28,9 @@
 #                         [--jobs NAME,...] [--engine libaio|io_uring] [--tern-disk OPTS]
 #                         [--shmem-thp MODE] [--data-mib N] [--out DIR/FILE.json]
 #                         [--where auto|test-host|direct] [--data-dir DIR]
+#                         [--tern-extra NAME=OPTS]... [--kvm-trace on|off] [--kvm-trace-rounds K]
+#                         [--kvm-trace-off CFG,...]
+#                         [--baseline CFG]
 #   --tern NAME=PATH  a tern binary to measure, named NAME in the results (repeatable; default one,
 #                     tern=$TERN_BIN or build/tern, skipped when missing). Before/after in one run:
 #                     --tern tern-before=/path/to/old/tern --tern tern=build/tern
@@ -41,6 +44,19 @@
 #                     randread,randwrite = the QD sweeps without the mixes; default all)
 #   --tern-disk OPTS  what follows path=FILE in tern's --disk, built-in and back-end (default
 #                     cache=none,io=io_uring)
+#   --tern-extra NAME=OPTS  appended (after --tern-disk's) to every --disk path=... of tern NAME
+#                     (its built-in virtio-blk and NVMe disks, its vhost-user-blk back-end), e.g. one
+#                     binary as several configurations: --tern tern=build/tern --tern tern-coal=build/tern
+#                     --tern-extra tern-coal=coalesce_us=50 (repeatable, once per NAME; passed through
+#                     as it is: tern says what it does not know)
+#   --kvm-trace on|off  the test host's hist triggers on KVM's tracepoints (exits per I/O by reason,
+#                     interrupts, EOIs, kicks; bench/lib/kvm_trace.sh; default on), in K extra rounds
+#                     after the timed ones: they slow every exit (10-20% fewer IOPS in the test host),
+#                     so IOPS, latency, CPU and the debugfs exits come from the untraced rounds only
+#   --kvm-trace-rounds K  how many traced rounds (default 1; 0 = --kvm-trace off)
+#   --kvm-trace-off CFGS  these configurations (comma-separated) get no traced round
+#   --baseline CFG    issue 16's QD1 latency goal compares each tern with CFG (default tern-before
+#                     when it is a configuration)
 #   --shmem-thp MODE  the test host's /sys/kernel/mm/transparent_hugepage/shmem_enabled (default
 #                     advise: the memfd guest RAM of the vhost-user rows gets 2 MiB pages like the
 #                     built-in rows' anonymous RAM; never = Debian's default, 4 KiB pages)
@@ -56,7 +72,7 @@ repo="$(cd "$here/../.." && pwd)"
 source "$repo/testhost/lib.sh"
 
 configs="" runtime=5 engine=libaio tern_disk="cache=none,io=io_uring" data_mib=512 rounds=3 terns=()
-out="" jobs="" shmem_thp=advise where=auto data_dir=""
+out="" jobs="" shmem_thp=advise where=auto data_dir="" extras=() kvm_trace=on trace_off="" baseline="" trace_rounds=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --tern) terns+=("$2"); shift 2 ;;
@@ -67,11 +83,16 @@ while [[ $# -gt 0 ]]; do
         --runtime) runtime="$2"; shift 2 ;;
         --engine) engine="$2"; shift 2 ;;
         --tern-disk) tern_disk="$2"; shift 2 ;;
+        --tern-extra) extras+=("$2"); shift 2 ;;
+        --kvm-trace) kvm_trace="$2"; shift 2 ;;
+        --kvm-trace-off) trace_off="$2"; shift 2 ;;
+        --kvm-trace-rounds) trace_rounds="$2"; shift 2 ;;
+        --baseline) baseline="$2"; shift 2 ;;
         --data-mib) data_mib="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
         --where) where="$2"; shift 2 ;;
         --data-dir) data_dir="$2"; shift 2 ;;
-        -h | --help) sed -n '2,54p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,71p' "$0"; exit 0 ;;
         *) th_die "unknown argument $1; see --help" ;;
     esac
 done
@@ -82,6 +103,11 @@ done
 [[ -z "$jobs" || "$jobs" =~ ^[a-z0-9-]+(,[a-z0-9-]+)*$ ]] || th_die "--jobs wants NAME,NAME... of a-z 0-9 -, got '$jobs'"
 [[ "$shmem_thp" =~ ^(never|advise|always|within_size)$ ]] || th_die "--shmem-thp must be never, advise, always or within_size, got '$shmem_thp'"
 [[ "$where" =~ ^(auto|test-host|direct)$ ]] || th_die "--where must be auto, test-host or direct, got '$where'"
+[[ "$kvm_trace" == on || "$kvm_trace" == off ]] || th_die "--kvm-trace must be on or off, got '$kvm_trace'"
+[[ "$trace_rounds" =~ ^[0-9]+$ ]] || th_die "--kvm-trace-rounds wants a number of rounds (0 = none), got '$trace_rounds'"
+[[ "$kvm_trace" == on ]] || trace_rounds=0
+((trace_rounds > 0)) || kvm_trace=off
+[[ "$tern_disk" =~ ^[A-Za-z0-9_.,=:/+-]+$ ]] || th_die "--tern-disk wants disk options (key=value,... without spaces), got '$tern_disk'"
 # hw_virt: true when this machine can run the guests itself: svm or vmx in /proc/cpuinfo and a
 # /dev/kvm this user can open that answers KVM_GET_API_VERSION (a software KVM has no svm/vmx flag).
 hw_virt() {
@@ -121,6 +147,22 @@ for t in ${terns[@]+"${terns[@]}"}; do
     tern_path[$name]="$(cd "$(dirname "$path")" && pwd)/$(basename "$path")"
     tern_names+=("$name")
 done
+# --tern-extra NAME=OPTS: NAME a --tern name, once; OPTS key=value,... (no spaces: the scenario splits
+# its lists on them).
+declare -A tern_extra=()
+blk_extra=""
+for e in ${extras[@]+"${extras[@]}"}; do
+    name="${e%%=*}" opts="${e#*=}"
+    [[ "$e" == *=* && -n "$opts" ]] || th_die "--tern-extra wants NAME=OPTS (e.g. tern-coal=coalesce_us=50), got '$e'"
+    [[ " ${tern_names[*]} " == *" $name "* && -n "${tern_path[$name]:-}" ]] ||
+        th_die "--tern-extra $e: '$name' is not a --tern NAME (the terns: ${tern_names[*]:-none})"
+    [[ -z "${tern_extra[$name]:-}" ]] || th_die "--tern-extra: the name '$name' is given twice (join its options with commas)"
+    [[ "$opts" =~ ^[A-Za-z0-9_.=:/+-]+(,[A-Za-z0-9_.=:/+-]+)*$ ]] ||
+        th_die "--tern-extra $name: OPTS wants key=value[,key=value...] without spaces, got '$opts'"
+    [[ ! "$opts" =~ (^|,)(path|vhost-user)= ]] || th_die "--tern-extra $name: OPTS must not set path= or vhost-user= (the benchmark's disk), got '$opts'"
+    tern_extra[$name]="$opts"
+    blk_extra+="$name=$opts "
+done
 if [[ -z "$configs" ]]; then
     configs="qemu qemu-qsd"
     for n in ${tern_names[@]+"${tern_names[@]}"}; do configs+=" $n $n-qsd $n-vub"; done
@@ -138,6 +180,10 @@ for c in $configs; do
 done
 [[ "$(tr ' ' '\n' <<<"$configs" | sort | uniq -d)" == "" ]] || th_die "--configs: a configuration is given twice"
 ncfg="$(wc -w <<<"$configs")"
+for c in ${trace_off//,/ }; do
+    [[ " $configs " == *" $c "* ]] || th_die "--kvm-trace-off: '$c' is not one of the configurations ($configs)"
+done
+[[ -z "$baseline" || " $configs " == *" $baseline "* ]] || th_die "--baseline: '$baseline' is not one of the configurations ($configs)"
 qsd=/usr/bin/qemu-storage-daemon
 [[ -x "$qsd" ]] || [[ " $configs " != *-qsd\ * ]] ||
     th_die "no $qsd for the -qsd configurations; install the Debian package 'qemu-system-common'"
@@ -179,7 +225,7 @@ th_log "guest initramfs: $(du -m "$initrd" | cut -f1) MiB ($initrd)"
 stage_lib() {  # stage_lib DIR
     mkdir -p "$1"
     install -m 0755 "$here/guest-fio-bench.sh" "$1/fio-bench"
-    cp "$here/blk-lib.sh" "$here/jobs.txt" "$1/"
+    cp "$here/blk-lib.sh" "$here/jobs.txt" "$repo/bench/lib/kvm_trace.sh" "$1/"
 }
 
 # 2. The benchmark directory: the data file (random bytes: every block allocated and non-zero, so
@@ -199,6 +245,7 @@ blk_terns="" sum_terns=()
 for name in ${tern_names[@]+"${tern_names[@]}"}; do
     [[ -n "${tern_path[$name]:-}" ]] || continue
     sum_terns+=(--tern "$name=${tern_path[$name]}")  # summarize.py records each binary (path, sha256)
+    [[ -z "${tern_extra[$name]:-}" ]] || sum_terns+=(--tern-extra "$name=${tern_extra[$name]}")
 done
 if [[ "$where" == direct ]]; then
     # 3d. Directly here: the scenario with this machine's QEMU, kernel, fio and tern binaries.
@@ -213,12 +260,13 @@ if [[ "$where" == direct ]]; then
         [[ -z "${tern_path[$name]:-}" ]] || blk_terns+="$name=${tern_path[$name]} "
     done
     [[ -r /sys/kernel/debug/kvm ]] || th_log "WARNING: /sys/kernel/debug/kvm is not readable (debugfs not mounted, or not root): exits per I/O will be n/a"
-    th_log "configurations: $configs; $rounds round(s)${jobs:+; jobs $jobs}; directly on this machine"
+    th_log "configurations: $configs; $rounds round(s)$( ((trace_rounds == 0)) || echo " + $trace_rounds traced")${jobs:+; jobs $jobs}; directly on this machine"
     : >"$stamps"
     set +e
     env BLK_DIR="$dir" BLK_LIB="$dir/lib" BLK_WHERE=direct BLK_FIO="$fio_bin" BLK_CONFIGS="$configs" \
         BLK_TERNS="$blk_terns" BLK_ROUNDS="$rounds" BLK_RUNTIME="$runtime" BLK_ENGINE="$engine" \
         BLK_TERN_DISK="$tern_disk" BLK_JOBS="$jobs" BLK_SHMEM_THP="$shmem_thp" BLK_TIMEOUT=$((120 + 11 * (runtime + 20) * 2)) \
+        BLK_TERN_EXTRA="$blk_extra" BLK_KVM_TRACE="$([[ "$kvm_trace" == on ]] && echo 1 || echo 0)" BLK_KVM_TRACE_OFF="${trace_off//,/ }" BLK_KVM_TRACE_ROUNDS="$trace_rounds" \
         TH_QEMU="$(command -v qemu-system-x86_64 || true)" TH_QEMU_FW=/usr/share/qemu \
         TH_QSD="$( [[ -x /usr/bin/qemu-storage-daemon ]] && echo /usr/bin/qemu-storage-daemon)" \
         TH_GUEST_KERNEL="$(th_kernel_image "$ver")" TH_KERNEL_VERSION="$ver" \
@@ -268,7 +316,7 @@ else
     #    jobs of $runtime s plus fio's start and its report on the serial console (a few s each). Each
     #    run has BLK_TIMEOUT s in L1; the whole test host the sum of those (at least 1800 s) as last resort.
     per_boot=$((120 + 11 * (runtime + 20)))
-    timeout=$((300 + rounds * ncfg * per_boot))
+    timeout=$((300 + (rounds + trace_rounds) * ncfg * per_boot))
     ((timeout >= 1800)) || timeout=1800
     bins=()
     [[ ! -x "$qsd" ]] || bins=(--with-qsd)  # qemu-storage-daemon and its libraries (TH_QSD), for the -qsd rows
@@ -276,7 +324,9 @@ else
         ${bins[@]+"${bins[@]}"} --memory 3072 --timeout "$timeout" --stall 180 --log "$log"
         --env "BLK_CONFIGS=$configs" --env "BLK_TERNS=$blk_terns" --env "BLK_ROUNDS=$rounds" --env "BLK_RUNTIME=$runtime"
         --env "BLK_ENGINE=$engine" --env "BLK_TERN_DISK=$tern_disk" --env "BLK_JOBS=$jobs" --env "BLK_SHMEM_THP=$shmem_thp"
-        --env "BLK_TIMEOUT=$((per_boot * 2))" --env "BLK_WHERE=test-host")
+        --env "BLK_TIMEOUT=$((per_boot * 2))" --env "BLK_WHERE=test-host" --env "BLK_TERN_EXTRA=$blk_extra"
+        --env "BLK_KVM_TRACE=$([[ "$kvm_trace" == on ]] && echo 1 || echo 0)" --env "BLK_KVM_TRACE_OFF=${trace_off//,/ }"
+        --env "BLK_KVM_TRACE_ROUNDS=$trace_rounds")
     pidfile="$work/l1.pid"
     args+=(--pidfile "$pidfile")
     # The BLK-MARK lines around each job get L1's host CPU time (stamp_cpu.py): the share of a host core
@@ -287,7 +337,7 @@ else
             python3 "$repo/bench/lib/stamp_cpu.py" "$pidfile" '^(BLK-(PROGRESS|ERROR|WARN|SKIP|INFO|CMD|FIO-ERROR)|TESTHOST-)' '^BLK-MARK' "$stamps"
         return "${PIPESTATUS[0]}"
     }
-    th_log "configurations: $configs; $rounds round(s)${jobs:+; jobs $jobs}$(for n in ${tern_names[@]+"${tern_names[@]}"}; do printf '; %s = %s' "$n" "${tern_path[$n]:-missing}"; done)"
+    th_log "configurations: $configs; $rounds round(s)$( ((trace_rounds == 0)) || echo " + $trace_rounds traced")${jobs:+; jobs $jobs}$(for n in ${tern_names[@]+"${tern_names[@]}"}; do printf '; %s = %s' "$n" "${tern_path[$n]:-missing}"; done)"
     set +e
     th_run_retrying "$log" -- blk_host_run  # a wedged test host is booted once more, saying so
     rc=$?
@@ -305,6 +355,8 @@ rev="$(git -C "$repo" describe --always --dirty 2>/dev/null || echo unknown)"
 python3 "$here/summarize.py" "$results" --log "$log" --kernel "$ver" --runtime "$runtime" \
     --engine "$engine" --data-mib "$data_mib" --jobs "$here/jobs.txt" --only "$jobs" --configs "$configs" \
     --rounds "$rounds" --git-rev "$rev" --stamps "$stamps" ${sum_terns[@]+"${sum_terns[@]}"} \
+    --tern-disk "$tern_disk" --kvm-trace "$kvm_trace" --kvm-trace-off "${trace_off//,/ }" --kvm-trace-rounds "$trace_rounds" \
+    --baseline "$baseline" \
     --where "$where" --test-host "$machine" \
     --host-load "$(th_host_load "$load_before" "$load_after")" >"$out.tmp"
 mv "$out.tmp" "$out"

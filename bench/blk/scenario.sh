@@ -27,15 +27,33 @@
 #                the host row vmm_* is fio's own processes)
 #   exits.txt    "<job> begin|end exits io_exits mmio_exits halt_exits irq_exits irq_injections" of
 #                the VM (KVM's per-VM debugfs counters, blk-lib.sh; "-" where unreadable)
+#   trace.txt    "<job> begin|end EVENT KEYS COUNT": the test host's hist triggers on KVM's
+#                tracepoints (bench/lib/kvm_trace.sh), the VMM's threads only, counted from the
+#                VMM's start; only in the $BLK_KVM_TRACE_ROUNDS extra rounds (default 1) after the
+#                $BLK_ROUNDS timed ones (the triggers slow every exit: the timed rounds run without
+#                them), numbered on from BLK_ROUNDS + 1; none with BLK_KVM_TRACE=0 or without
+#                tracefs, nor for the configurations in $BLK_KVM_TRACE_OFF
 #   status       "rc=N jobs=M" of the VMM, or "skipped=<why>"
 #   backend.txt  the back-end's output (its counters at exit, errors)
+# $BLK_TERN_EXTRA ("NAME=OPTS ...") appends OPTS to every --disk path=... that tern NAME's binary
+# gets (its built-in virtio-blk and NVMe disks, its vhost-user-blk back-end), after $BLK_TERN_DISK.
 # Prints BLK-PROGRESS / BLK-SKIP / BLK-ERROR lines for the host, and "BLK-MARK cfg= round= job=
 # at=begin|end" around each job, which the host stamps with L1's own host CPU time (stamp_cpu.py).
 : "${BLK_CONFIGS:=qemu tern}" "${BLK_RUNTIME:=5}" "${BLK_ENGINE:=libaio}" "${BLK_MEM_MIB:=1024}" "${BLK_TIMEOUT:=1200}"
 : "${BLK_TERN_DISK:=cache=none,io=io_uring}" "${BLK_ROUNDS:=1}" "${BLK_TERNS:=${TH_TERN:+tern=$TH_TERN}}"
 : "${BLK_JOBS:=}" "${BLK_SHMEM_THP:=advise}" "${BLK_EXIT_GRACE:=20}" "${BLK_LIB:=/opt/blk}" "${BLK_DIR:=}"
+: "${BLK_TERN_EXTRA:=}" "${BLK_KVM_TRACE:=1}" "${BLK_KVM_TRACE_OFF:=}" "${BLK_KVM_TRACE_ROUNDS:=1}"
 # shellcheck source=bench/blk/blk-lib.sh
 . "$BLK_LIB/blk-lib.sh"
+# shellcheck source=bench/lib/kvm_trace.sh
+. "$BLK_LIB/kvm_trace.sh"
+kvm_trace=off
+if [ "$BLK_KVM_TRACE" = 1 ] && [ "$BLK_KVM_TRACE_ROUNDS" -gt 0 ]; then
+    if kt_init; then kvm_trace=on; else kvm_trace=unavailable; echo "BLK-WARN no exits by reason (kvm trace): $KT_WHY"; fi
+fi
+# The triggers outlive this script unless removed (directly on a machine: its own kernel's tracefs).
+trap '[ "$kvm_trace" != on ] || kt_stop' EXIT
+trap 'exit 130' INT TERM
 export BLK_LIB BLK_RUNTIME BLK_ENGINE BLK_JOBS BLK_FIO
 command -v usleep >/dev/null 2>&1 || usleep() { sleep "$(awk -v u="$1" 'BEGIN { printf "%.6f", u / 1e6 }')"; }
 trap '' PIPE  # a VMM that died must not take this script with it when it answers a job line
@@ -65,12 +83,16 @@ fi
 # the vhost-user rows on 4 KiB pages.
 echo "$BLK_SHMEM_THP" >/sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null ||
     echo "BLK-WARN cannot set /sys/kernel/mm/transparent_hugepage/shmem_enabled to $BLK_SHMEM_THP"
-echo "BLK-INFO where=${BLK_WHERE:-test-host} l1_kernel=$(uname -r) kvm_debugfs=$([ -d /sys/kernel/debug/kvm ] && echo yes || echo no) data_bytes=$(stat -c %s "$DATA") initrd_bytes=$(stat -c %s "$INITRD") runtime=$BLK_RUNTIME engine=$BLK_ENGINE qsd=$([ -x $QSD ] && echo yes || echo no) shmem_enabled=$(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null | tr ' ' ,) thp_enabled=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null | tr ' ' ,)"
+echo "BLK-INFO where=${BLK_WHERE:-test-host} l1_kernel=$(uname -r) kvm_debugfs=$([ -d /sys/kernel/debug/kvm ] && echo yes || echo no) data_bytes=$(stat -c %s "$DATA") initrd_bytes=$(stat -c %s "$INITRD") runtime=$BLK_RUNTIME engine=$BLK_ENGINE qsd=$([ -x $QSD ] && echo yes || echo no) kvm_trace=$kvm_trace shmem_enabled=$(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null | tr ' ' ,) thp_enabled=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null | tr ' ' ,)"
 
 tern_path() {  # tern_path NAME: the binary of tern NAME in $BLK_TERNS (empty: none)
     for e in $BLK_TERNS; do [ "${e%%=*}" = "$1" ] && echo "${e#*=}" && return; done
 }
 first_tern() { for e in $BLK_TERNS; do echo "${e#*=}"; return; done; }
+first_tern_name() { for e in $BLK_TERNS; do echo "${e%%=*}"; return; done; }
+tern_extra() {  # tern_extra NAME: ",OPTS" of tern NAME in $BLK_TERN_EXTRA (empty: none)
+    for e in $BLK_TERN_EXTRA; do [ "${e%%=*}" = "$1" ] && echo ",${e#*=}" && return; done
+}
 
 # split_cfg CFG: sets vmm (host, qemu or a tern NAME), backend (none, qsd, vub: the vhost-user-blk
 # back-end process) and iface (virtio, nvme, ide: what the guest sees) of a configuration.
@@ -83,8 +105,8 @@ split_cfg() {
                 case "${1##*-}" in qsd | vub) backend="${1##*-}" ;; *) iface="${1##*-}" ;; esac
             fi ;;
     esac
-    vubin=$(tern_path "$vmm")
-    [ -n "$vubin" ] || vubin=$(first_tern)
+    vubin=$(tern_path "$vmm") vubname=$vmm
+    [ -n "$vubin" ] || { vubin=$(first_tern); vubname=$(first_tern_name); }
 }
 
 # --- The configuration tables --------------------------------------------------------------------
@@ -92,7 +114,7 @@ split_cfg() {
 backend_cmd() {
     case "$1" in
         qsd) echo "$QSD --blockdev driver=file,node-name=f0,filename=$DATA,cache.direct=on,aio=io_uring --export type=vhost-user-blk,id=e0,node-name=f0,addr.type=unix,addr.path=$SOCK,writable=on" ;;
-        vub) echo "$vubin vhost-user-blk --socket $SOCK --disk path=$DATA,$BLK_TERN_DISK" ;;
+        vub) echo "$vubin vhost-user-blk --socket $SOCK --disk path=$DATA,$BLK_TERN_DISK$(tern_extra "$vubname")" ;;
     esac
 }
 # disk_args VMM BACKEND IFACE: the VMM's disk options: its own virtio-blk, NVMe or IDE disk on
@@ -105,8 +127,8 @@ disk_args() {
         qemu:none:nvme) echo "$QEMU_DRIVE -device nvme,drive=d0,serial=blkbench" ;;
         qemu:none:ide) echo "$QEMU_DRIVE -device ide-hd,drive=d0,bus=ide.0" ;;
         qemu:*) echo "-object memory-backend-memfd,id=mem,size=${BLK_MEM_MIB}M,share=on -numa node,memdev=mem -chardev socket,id=c0,path=$SOCK -device vhost-user-blk-pci,chardev=c0" ;;
-        *:none:virtio) echo "--disk path=$DATA,$BLK_TERN_DISK" ;;
-        *:none:*) echo "--disk path=$DATA,$BLK_TERN_DISK,interface=$3" ;;
+        *:none:virtio) echo "--disk path=$DATA,$BLK_TERN_DISK$(tern_extra "$1")" ;;
+        *:none:*) echo "--disk path=$DATA,$BLK_TERN_DISK$(tern_extra "$1"),interface=$3" ;;
         *) echo "--disk vhost-user=$SOCK" ;;
     esac
 }
@@ -157,10 +179,12 @@ why_skip() {
     esac
 }
 
-# sample JOB begin|end: the VMM's and the back-end's CPU time (cpu.txt) and the VM's exits (exits.txt).
+# sample JOB begin|end: the VMM's and the back-end's CPU time (cpu.txt), the VM's exits (exits.txt)
+# and the hist triggers' counts of the VMM's threads (trace.txt).
 sample() {
     echo "$1 $2 $(sample_pids "$pid" "$bepid")" >>"$out/cpu.txt"
     echo "$1 $2 $(kvm_exits "$pid")" >>"$out/exits.txt"
+    [ "$cfg_trace" != on ] || kt_sample "$pid" "$1 $2" >>"$out/trace.txt"
 }
 
 # start_backend BACKEND OUT: starts it in the background (bepid), waits up to 20 s for its socket.
@@ -215,7 +239,8 @@ exit_watchdog() {
 
 run_cfg() {  # run_cfg CFG ROUND
     cfg="$1" round="$2" out="$RESULTS/$1/$2" tag=""
-    [ "$BLK_ROUNDS" = 1 ] || tag=" round=$2"
+    [ "$BLK_ROUNDS" = 1 ] && [ "$2" = 1 ] || tag=" round=$2"
+    [ "$2" -le "$BLK_ROUNDS" ] || tag="$tag (traced)"
     mkdir -p "$out"
     split_cfg "$cfg"
     why=$(why_skip "$vmm" "$backend" "$iface")
@@ -228,6 +253,10 @@ run_cfg() {  # run_cfg CFG ROUND
     echo "BLK-CMD cfg=$cfg cmd=$(vmm_cmd "$vmm" "$backend" "$iface") \"$cmdline\""
     rm -f /tmp/in /tmp/out /tmp/vmm.pid /tmp/vmm.killed
     mkfifo /tmp/in /tmp/out
+    cfg_trace=$kvm_trace
+    [ "$round" -gt "$BLK_ROUNDS" ] || cfg_trace=off  # a timed round
+    case " $BLK_KVM_TRACE_OFF " in *" $cfg "*) cfg_trace=off ;; esac
+    [ "$cfg_trace" != on ] || kt_start  # from the VMM's start: its vCPU threads' ids are not known before
     # The inner shell writes its pid and execs busybox timeout, which execs the VMM in the same
     # process: that pid is the VMM's. The VMM's exit status follows its output as BLK-VMM-EXIT.
     # shellcheck disable=SC2046,SC2016
@@ -237,9 +266,10 @@ run_cfg() {  # run_cfg CFG ROUND
     exec 4>/tmp/in 3</tmp/out
     while [ ! -s /tmp/vmm.pid ]; do usleep 10000; done
     pid=$(cat /tmp/vmm.pid)
-    vmm_rc="" dog=""
+    vmm_rc="" dog="" last=""
     : >"$out/cpu.txt"
     : >"$out/exits.txt"
+    [ "$cfg_trace" != on ] || : >"$out/trace.txt"
     t0=$(cut -d' ' -f1 /proc/uptime)
     echo "BLK-PROGRESS cfg=$cfg$tag booting (pid $pid${bepid:+, back-end pid $bepid})"
     while IFS= read -r line <&3; do
@@ -271,6 +301,7 @@ run_cfg() {  # run_cfg CFG ROUND
                 echo "${rest#* data=}" >>"/tmp/${rest%% *}.b64" ;;
             *)
                 echo "  | $line"
+                last="$line"
                 case "$line" in
                     BLK-GUEST*)
                         echo "BLK-PROGRESS cfg=$cfg$tag guest up after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')s: ${line#BLK-GUEST }"
@@ -283,7 +314,12 @@ run_cfg() {  # run_cfg CFG ROUND
     exec 3<&- 4>&-
     [ -z "$dog" ] || kill "$dog" 2>/dev/null
     wait "$vmmjob"
+    [ "$cfg_trace" != on ] || kt_stop
     stop_backend
+    # A VMM that refused its options (e.g. a --tern-extra key it does not know) exits before any job.
+    if [ "${vmm_rc:-unknown}" != 0 ] && ! grep -q ' end ' "$out/cpu.txt"; then
+        echo "BLK-ERROR cfg=$cfg$tag the VMM exited rc=${vmm_rc:-unknown} before any job: $last"
+    fi
     [ ! -s "$out/backend.txt" ] || sed 's/^/  be| /' "$out/backend.txt" | tail -n 40
     echo "rc=${vmm_rc:-unknown}$([ ! -f /tmp/vmm.killed ] || echo " (killed: still running ${BLK_EXIT_GRACE}s after the guest's action ended)") jobs=$(grep -c ' end ' "$out/cpu.txt")" >"$out/status"
     rm -f /tmp/*.b64
@@ -305,9 +341,18 @@ run_host() {
     echo "BLK-PROGRESS cfg=$cfg$tag done rc=$rc after $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.0f", b - a }')s"
 }
 
-r=1
-while [ "$r" -le "$BLK_ROUNDS" ]; do
-    for c in $BLK_CONFIGS; do run_cfg "$c" "$r"; done
+r=1 all_rounds=$BLK_ROUNDS
+[ "$kvm_trace" != on ] || all_rounds=$((BLK_ROUNDS + BLK_KVM_TRACE_ROUNDS))
+while [ "$r" -le "$all_rounds" ]; do
+    for c in $BLK_CONFIGS; do
+        # The traced rounds: every configuration the triggers count (not the host row; not those of
+        # BLK_KVM_TRACE_OFF, which would only be timed again).
+        if [ "$r" -gt "$BLK_ROUNDS" ]; then
+            case "$c" in host) continue ;; esac
+            case " $BLK_KVM_TRACE_OFF " in *" $c "*) continue ;; esac
+        fi
+        run_cfg "$c" "$r"
+    done
     r=$((r + 1))
 done
 sync

@@ -4,14 +4,18 @@
 Usage: summarize.py RESULTS_DIR --log LOG --kernel VERSION --runtime S --engine E --data-mib N
                     --jobs jobs.txt [--only NAME,...] --configs "qemu qemu-qsd tern ..." [--rounds N]
                     [--git-rev REV] [--stamps FILE] [--tern NAME=PATH]... [--where test-host|direct]
-                    [--test-host DESC] [--host-load DESC]
+                    [--test-host DESC] [--host-load DESC] [--tern-extra NAME=OPTS]... [--tern-disk OPTS]
+                    [--kvm-trace on|off] [--kvm-trace-off "CFG ..."] [--baseline CFG]
 RESULTS_DIR/<config>/<round>/ (rounds 1..N) holds status ("rc=N jobs=M" or "skipped=<why>"), cpu.txt
 ("<job> begin|end vmm_utime vmm_stime vmm_guest be_utime be_stime l1_busy l1_total", clock ticks in
 the test host; older runs have the first three only), exits.txt ("<job> begin|end exits io_exits
 mmio_exits halt_exits irq_exits irq_injections", KVM's per-VM counters; "-" unreadable; runs before
 the NVMe rows have none), fio.json (fio's report, every job; older runs: <job>.json, one per job)
-and backend.txt.
---tern NAME=PATH records which binary NAME was (path, sha256, git describe of its tree).
+and backend.txt, and with the hist triggers trace.txt ("<job> begin|end EVENT KEYS COUNT",
+bench/lib/kvm_trace.sh; figures by bench/lib/kvm_trace.py).
+--tern NAME=PATH records which binary NAME was (path, sha256, git describe of its tree);
+--tern-extra NAME=OPTS its extra disk options; --tern-disk, --kvm-trace, --kvm-trace-off are recorded;
+--baseline CFG is issue 16's QD1 latency reference ("goals_issue16").
 Each job's figures are per round ("rounds"); "stats" has median/min/max over the rounds of each.
 "vs" has each configuration's per-round ratio to the reference configurations (qemu, qemu-qsd, the
 first tern's built-in disk); "goals" the issue's comparisons with a verdict that claims a difference
@@ -28,6 +32,7 @@ from console_fields import fields, stats  # noqa: E402
 from results import add_common_args, stamp  # noqa: E402
 from compare import binary_info, verdict  # noqa: E402
 from stamps import read_marks  # noqa: E402
+from kvm_trace import TRACE_KEYS, per_io as trace_per_io, read_trace  # noqa: E402
 
 CLK_TCK = 100  # USER_HZ on x86 Linux: the unit of /proc/PID/stat times
 BACKENDS = {"none": "the VMM's own virtio-blk", "qsd": "qemu-storage-daemon (vhost-user-blk export)",
@@ -113,7 +118,7 @@ def read_stamps(path):
     return {k: v["l1_host_share"] for k, v in read_marks(path, "BLK-MARK", ("cfg", "round", "job")).items()}
 
 
-def job_result(j, cpu, share, backend, exits=None):
+def job_result(j, cpu, share, backend, exits=None, trace=None):
     """The figures of one job (fio's report of it) in one round (flat: every value a number or None)."""
     r, w = side(j["read"]), side(j["write"])
     ios = r["ios"] + w["ios"]
@@ -134,6 +139,7 @@ def job_result(j, cpu, share, backend, exits=None):
                     "cpu_us_per_io": per_io(vmm_s + be_s),
                     "cpu_us_per_io_outside_guest": per_io(max(vmm_s - guest_s, 0) + be_s),
                     "vmm_us_per_io": per_io(vmm_s), "vmm_us_per_io_outside_guest": per_io(max(vmm_s - guest_s, 0)),
+                    "guest_mode_us_per_io": per_io(guest_s),
                     "backend_us_per_io": per_io(be_s) if backend != "none" else None})
         if d[6] > 0:
             res.update({"l1_busy_pct": round(100 * d[5] / d[6], 1), "l1_busy_us_per_io": per_io(d[5] / CLK_TCK)})
@@ -143,7 +149,25 @@ def job_result(j, cpu, share, backend, exits=None):
                 res[f"{name}_per_io"] = round((b - a) / ios, 3)
         if "io_exits_per_io" in res and "mmio_exits_per_io" in res:  # the exits that reach the VMM
             res["vmm_exits_per_io"] = round(res["io_exits_per_io"] + res["mmio_exits_per_io"], 3)
+    if ios:
+        res.update(trace_per_io(trace, ios))  # the hist triggers' figures (bench/lib/kvm_trace.py)
     return res
+
+
+# The counts per I/O (3 decimals; the other figures 1).
+COUNT_WORDS = ("exits", "injections", "kicks", "eoi", "irq", "virq", "wakeups", "halt_polls", "mmio", "pio", "msr")
+
+
+def round_stats(got, k):
+    """stats() over the rounds of figure k; for a dict of figures (by reason, vector, ...) a dict of
+    stats() per entry, an entry missing from a round that has the dict counting as 0."""
+    digits = 3 if k == "l1_host_share" or ("us_per_io" not in k and any(w in k for w in COUNT_WORDS)) else 1
+    vals = [g.get(k) if g else None for g in got]
+    if any(isinstance(v, dict) for v in vals):
+        subs = list(dict.fromkeys(s for v in vals if isinstance(v, dict) for s in v))
+        out = {s: stats([v.get(s, 0) if isinstance(v, dict) else None for v in vals], digits=3) for s in subs}
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]["median"])) or None
+    return stats(vals, digits=digits)
 
 
 def read_round(d, jobs, stamps, key, backend):
@@ -152,6 +176,7 @@ def read_round(d, jobs, stamps, key, backend):
     status = open(sp).read().strip() if os.path.exists(sp) else "not run"
     cpu = read_cpu(os.path.join(d, "cpu.txt"))
     exits = read_exits(os.path.join(d, "exits.txt"))
+    trace = read_trace(os.path.join(d, "trace.txt"))
     results, errors, reports = {}, [], {}
     try:  # fio.json: one report with every job; <job>.json: a report per job (runs before 2026-12-01)
         if os.path.exists(os.path.join(d, "fio.json")):
@@ -168,7 +193,7 @@ def read_round(d, jobs, stamps, key, backend):
         if name in reports:
             try:
                 results[name] = job_result(reports[name], cpu.get(name), stamps.get((*key, name)), backend,
-                                           exits.get(name))
+                                           exits.get(name), trace.get(name))
             except (ValueError, KeyError, IndexError) as e:
                 errors.append(f"{name}: unreadable fio report ({e})")
     return status, results, errors
@@ -195,6 +220,80 @@ def goal(kind, iops):
     return "met" if iops["ratio_of_medians"] >= GOAL_FACTORS[kind] else "not met"
 
 
+# Issue 16's goals for each tern built-in virtio-blk configuration against QEMU's virtio-blk-pci (and
+# the QD1 latency against a named baseline configuration, e.g. tern-before): (check, figure, which
+# jobs, kind, factor). "atleast"/"atmost": a lead of at least/most FACTOR x the reference's median,
+# claimed only when the min-max ranges do not overlap ("not shown" when they do); "notworse": not
+# above the reference (overlapping ranges: "no measurable difference", consistent with the goal).
+ISSUE16 = [("iops_2x", "iops", "qd>=4", "atleast", 2.0),
+           ("exits_half", "exits_per_io", "all", "atmost", 0.5),
+           ("cpu_guest_mode", "guest_mode_us_per_io", "all", "notworse", None),
+           ("cpu_outside_guest", "cpu_us_per_io_outside_guest", "all", "notworse", None),
+           ("qd1_lat_mean", "lat_mean_us", "qd1", "notworse", None),
+           ("qd1_lat_p99", "lat_p99_us", "qd1", "notworse", None)]
+
+
+def goal16(kind, factor, v):
+    """The verdict of one issue-16 check from a compare.verdict() dict."""
+    if not v:
+        return None
+    if v["ranges"].startswith("one"):
+        return "one round"
+    if kind == "notworse":
+        return "no measurable difference" if v["better"] is None else ("met (better)" if v["better"] else "not met")
+    if v["better"] is None:
+        return "not shown"
+    r = v["ratio_of_medians"]
+    return "met" if v["better"] and (r >= factor if kind == "atleast" else r <= factor) else "not met"
+
+
+def issue16_goals(out, terns, jobs, baseline):
+    """[{config, reference, baseline, jobs: {job: {check: verdict + goal}}}] for every tern built-in
+    virtio-blk configuration that ran (not the baseline itself), against qemu."""
+    res = []
+    ok = lambda c: c in out and not out[c].get("skipped")  # noqa: E731
+    if not ok("qemu"):
+        return res
+    for c in out:
+        e = out[c]
+        if e["vmm"] not in terns or e["backend"] != "none" or e["interface"] != "virtio" or not ok(c) or c == baseline:
+            continue
+        g = {"config": c, "reference": "qemu", "baseline": baseline if ok(baseline or "") else None, "jobs": {}}
+        for name, _ in jobs:
+            m = re.match(r"(randread|randwrite)-qd(\d+)$", name)
+            if not m:
+                continue
+            qd = int(m.group(2))
+            checks = {}
+            for check, key, which, kind, factor in ISSUE16:
+                if (which == "qd>=4" and qd < 4) or (which == "qd1" and qd != 1):
+                    continue
+                ref = g["baseline"] if which == "qd1" else "qemu"
+                if not ref:
+                    continue
+                sa = (e["jobs"].get(name) or {}).get("stats", {})
+                sb = (out[ref]["jobs"].get(name) or {}).get("stats", {})
+                if key == "exits_per_io" and not (sa.get(key) and sb.get(key)):
+                    key = "traced_exits_per_io"  # no debugfs counters: the hist trigger's count
+                v = verdict(sa.get(key), sb.get(key), higher_is_better=key == "iops")
+                if v:
+                    checks[check] = dict(v, figure=key, reference=ref, goal=goal16(kind, factor, v))
+            if checks:
+                g["jobs"][name] = checks
+        if g["jobs"]:
+            res.append(g)
+    return res
+
+
+def disk_options(cmd, backend_cmd):
+    """The disk options a configuration really ran with: tern's --disk arguments (the back-end's
+    too), QEMU's -drive/-device ones (from the BLK-CMD lines)."""
+    words = []
+    for text in (cmd, backend_cmd):
+        words += re.findall(r"(?:--disk|-drive|-device|--blockdev|--export) (\S+)", text or "")
+    return words
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("results")
@@ -208,10 +307,18 @@ def main():
     ap.add_argument("--stamps")
     ap.add_argument("--tern", action="append", default=[], metavar="NAME=PATH")
     ap.add_argument("--where", default="test-host", choices=["test-host", "direct"])
+    ap.add_argument("--tern-extra", action="append", default=[], metavar="NAME=OPTS")
+    ap.add_argument("--tern-disk", default="cache=none,io=io_uring")
+    ap.add_argument("--kvm-trace", default="on", choices=["on", "off"])
+    ap.add_argument("--kvm-trace-off", default="", help="configurations run without the hist triggers")
+    ap.add_argument("--kvm-trace-rounds", type=int, default=0, help="traced rounds after the --rounds timed ones")
+    ap.add_argument("--baseline", default="", help="issue 16's QD1 latency baseline configuration "
+                    "(default tern-before when it ran)")
     add_common_args(ap)
     args = ap.parse_args()
     configs = args.configs.split()
     binaries = dict(t.split("=", 1) for t in args.tern)
+    extras = dict(t.split("=", 1) for t in args.tern_extra)
     terns = list(binaries) or sorted({split_cfg(c, [])[0] for c in configs} - {"qemu", "host"})
     first_tern = terns[0] if terns else None
     jobs = job_list(args.jobs, args.only)
@@ -235,6 +342,10 @@ def main():
         vmm, backend, iface = split_cfg(c, terns)
         rounds = [read_round(os.path.join(args.results, c, str(i)), jobs, stamps, (c, str(i)), backend)
                   for i in range(1, args.rounds + 1)]
+        # The traced rounds (after the timed ones): only their hist-trigger figures count, and
+        # their IOPS and CPU as traced_iops / traced_cpu_us_per_io (what tracing cost).
+        trounds = [read_round(os.path.join(args.results, c, str(i)), jobs, stamps, (c, str(i)), backend)
+                   for i in range(args.rounds + 1, args.rounds + args.kvm_trace_rounds + 1)]
         statuses = [s for s, _, _ in rounds]
         status = statuses[0] if len(set(statuses)) == 1 else "; ".join(
             f"round {i}: {s}" for i, s in enumerate(statuses, 1))
@@ -242,22 +353,35 @@ def main():
                  "guest_disk": None if vmm == "host" else GUEST_DISK[iface],
                  "description": describe(c, vmm, backend, iface, first_tern),
                  "command": commands.get(c), "backend_command": backends.get(c), "status": status,
-                 "errors": (errors[c] + [f"round {i}: {e}" for i, (_, _, es) in enumerate(rounds, 1) for e in es])[:12],
+                 "errors": (errors[c] + [f"round {i}: {e}" for i, (_, _, es) in enumerate(rounds + trounds, 1)
+                                         for e in es])[:12],
+                 "disk_options": disk_options(commands.get(c), backends.get(c)),
+                 "kvm_trace": args.kvm_trace == "on" and c not in args.kvm_trace_off.split() and vmm != "host",
+                 "trace_rounds_status": [s for s, _, _ in trounds],
                  "jobs": {}}
+        if vmm in extras or (backend == "vub" and vmm == "qemu" and first_tern in extras):
+            entry["tern_extra"] = extras[vmm if vmm in extras else first_tern]
         bin_name = vmm if vmm != "qemu" else (first_tern if backend == "vub" else None)
         if bin_name in binaries:
             entry["binary"] = binary_info(binaries[bin_name])
         if statuses[0].startswith("skipped="):
             entry["skipped"] = statuses[0][len("skipped="):]
-        per_round[c] = [res for _, res, _ in rounds]
+        per_round[c] = [{j: {k: v for k, v in x.items() if k not in TRACE_KEYS} for j, x in res.items()}
+                        for _, res, _ in rounds]
+        traced = [{j: dict({k: v for k, v in x.items() if k in TRACE_KEYS}, traced_iops=x.get("iops"),
+                           traced_cpu_us_per_io=x.get("cpu_us_per_io"))
+                   for j, x in res.items()} for _, res, _ in trounds]
         for name, _ in jobs:
             got = [res.get(name) for res in per_round[c]]
-            if not any(got):
+            tgot = [res.get(name) for res in traced]
+            if not any(got) and not any(tgot):
                 continue
-            keys = [k for k in next(g for g in got if g)]
-            st = {k: stats([g.get(k) if g else None for g in got], digits=3 if k == "l1_host_share" or "exits" in k or "injections" in k else 1)
-                  for k in keys}
+            keys = list(dict.fromkeys(k for g in got if g for k in g))
+            st = {k: round_stats(got, k) for k in keys}
+            st.update({k: round_stats(tgot, k) for k in dict.fromkeys(k for g in tgot if g for k in g)})
             entry["jobs"][name] = {"stats": {k: v for k, v in st.items() if v}, "rounds": got}
+            if any(tgot):
+                entry["jobs"][name]["traced_rounds"] = tgot
             m = re.match(r"(randread|randwrite)-qd(\d+)$", name)
             if m and st.get("iops"):
                 curves.setdefault(c, {}).setdefault(m.group(1), {})[m.group(2)] = st["iops"]["median"]
@@ -271,7 +395,7 @@ def main():
             if ref == c:
                 continue
             for name, _ in jobs:
-                for key in ("iops", "cpu_us_per_io", "cpu_us_per_io_outside_guest"):
+                for key in ("iops", "cpu_us_per_io", "cpu_us_per_io_outside_guest", "exits_per_io"):
                     ratios = [m[name][key] / t[name][key] for m, t in zip(per_round[c], per_round[ref])
                               if name in m and name in t and m[name].get(key) is not None and t[name].get(key)]
                     if ratios:
@@ -300,6 +424,9 @@ def main():
                 g["jobs"][name] = {"iops": iops, "cpu_us_per_io": cpu, "goal": goal(kind, iops)}
             goals.append(g)
 
+    baseline = args.baseline or ("tern-before" if "tern-before" in configs else "")
+    goals16 = issue16_goals(out, terns, jobs, baseline)
+
     result = stamp("blk", args.kernel)
     result.update({
         "git_rev": args.git_rev,
@@ -320,6 +447,31 @@ def main():
                      "at the guest's BLK-JOB-BEGIN and BLK-JOB-END lines, divided by the job's I/Os: exits = every "
                      "guest exit (also those KVM handles itself, e.g. an ioeventfd doorbell or a halt); io_exits "
                      "and mmio_exits = port and MMIO accesses that reached the VMM",
+            "kvm_trace": ("off (--kvm-trace off)" if args.kvm_trace == "off" else
+                          f"the test host's tracefs hist triggers (bench/lib/kvm_trace.sh), in {args.kvm_trace_rounds} "
+                          "traced round(s) after the timed ones (the triggers slow every exit, so IOPS, latency, CPU "
+                          "and the debugfs exits are the untraced rounds'; traced_iops / traced_cpu_us_per_io are the "
+                          "traced rounds' own, i.e. what tracing cost), installed before each VMM starts, keyed by common_pid and read at BLK-JOB-BEGIN/END, the VMM's threads only "
+                          "(/proc/PID/task), divided by the job's I/Os: exit_reasons_per_io = kvm:kvm_exit by "
+                          "exit_reason (SVM names; traced_exits_per_io their sum); inj_virq_per_io = kvm:kvm_inj_virq "
+                          "(irq_device_per_io: vectors 0x20-0xeb, irq_timer_per_io: 0xec, the local APIC timer); "
+                          "eoi_per_io = kvm:kvm_eoi (every EOI the local APIC processed), pv_eoi_per_io = kvm:kvm_pv_eoi "
+                          "(paravirtual: no exit), eoi_exits_per_io = kvm:kvm_msr write ecx=0x80b (x2APIC) + kvm:kvm_mmio "
+                          "writes to 0xfee000b0 (xAPIC); kicks_per_io = kvm:kvm_mmio writes outside 0xfec00000-0xfeffffff "
+                          "(the virtio notify doorbell: one npf exit each; KVM completes it through the ioeventfd) + "
+                          "kvm:kvm_fast_mmio + kvm:kvm_pio writes to ports >= 0x1000 (virtio legacy); hlt_exits_per_io = "
+                          "kvm_exit hlt; wakeups_per_io = kvm:kvm_vcpu_wakeup (wakeups_slept: waited=1; "
+                          "halt_polls_ok: halt polling found work); userspace_exits_per_io = kvm:kvm_userspace_exit "
+                          "(KVM_RUN returning to the VMM) by reason; *_by_* dicts name the MSRs, MMIO addresses, "
+                          "ports and vectors behind them. The window also holds the guest's BLK-JOB-END line on the "
+                          "serial port (~60 port exits per job, to the VMM)"),
+            "disk_options": "per configuration: its --disk arguments (tern; --tern-disk " + args.tern_disk
+                            + " then --tern-extra NAME's options) or -drive/-device (QEMU), from its command line",
+            "goals_issue16": "per tern built-in virtio-blk configuration vs qemu (same run): IOPS >= 2x at QD >= 4 "
+                             "(random read and write), exits per I/O (KVM's debugfs count of every exit) <= 0.5x, host "
+                             "CPU per I/O in guest mode and outside it <= qemu's; QD1 mean and p99 latency not worse "
+                             "than the baseline configuration (" + (baseline or "none") + "); a ratio is claimed "
+                             "only when the min-max ranges over the rounds do not overlap",
             "latency": "fio lat_ns (submission to completion) mean and 99th percentile, in µs",
             "host_cpu": "utime+stime (all threads) of the VMM process plus the back-end process in the test host "
                         "(/proc/PID/stat) from the guest's BLK-JOB-BEGIN to its BLK-JOB-END line, divided by the "
@@ -337,10 +489,15 @@ def main():
         "test_host": args.test_host,
         "host_load": args.host_load,
         "rounds": args.rounds,
+        "tern_disk": args.tern_disk,
+        "kvm_trace": args.kvm_trace,
+        "kvm_trace_rounds": args.kvm_trace_rounds,
+        "baseline": baseline or None,
         "configs": out,
         "iops_vs_queue_depth": curves,
         "vs": vs,
         "goals": goals,
+        "goals_issue16": goals16,
     })
     print(json.dumps(result, indent=2, ensure_ascii=False))
 
