@@ -10,6 +10,8 @@
 
 #include <cstring>
 
+#include "base/clock.h"
+
 namespace tern::virtio {
 
 namespace {
@@ -22,12 +24,6 @@ uint64_t read_eventfd(int fd) {
   uint64_t v = 0;
   if (retry_eintr([&] { return ::read(fd, &v, sizeof v); }) != sizeof v) return 0;
   return v;
-}
-
-uint64_t monotonic_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 // Arms (us > 0) or disarms (us == 0) a one-shot timerfd.
@@ -257,6 +253,8 @@ void QueueWorker::publish() {
   const bool hold = ctx_.tuning.coalesce_us > 0 && handler_->in_flight() > 0;
   if (*notify) {
     if (!hold) {
+      // A held notification goes out with this one: one interrupt for both.
+      if (irq_held_) QueueCounters::add(ctx_.counters->interrupts_coalesced);
       signal_used();
     } else {
       if (irq_held_) QueueCounters::add(ctx_.counters->interrupts_coalesced);
