@@ -18,10 +18,10 @@ namespace tern::virtio {
 /// - interrupts: calls to VirtioInterrupt::signal_used_queue (one per used-ring publish that the
 ///   driver asked to hear of, EVENT_IDX used_event / VIRTQ_AVAIL_F_NO_INTERRUPT);
 /// - interrupts_suppressed: used-ring publishes that added >= 1 entry but needed no notification;
-///   so interrupts + interrupts_suppressed = publishes that added entries (<= requests: a batch
-///   of completions is one publish);
-/// - interrupts_coalesced: notifications the driver asked for that coalescing (NotifyTuning
-///   coalesce_us) folded into one already held: interrupts saved;
+///   so interrupts + interrupts_suppressed + interrupts_coalesced = publishes that added entries
+///   (<= requests: a batch of completions is one publish);
+/// - interrupts_coalesced: publishes whose notification coalescing (NotifyTuning coalesce_us)
+///   folded into another one (held, or sent with it): interrupts saved;
 /// - poll_hits: times polling (NotifyTuning poll_us) found new entries before the time ran out
 ///   (each a notification the driver did not need to send); poll_ns: time spent polling;
 /// - bytes / errors: what the device's handler reported in QueueWorker::complete().
