@@ -20,6 +20,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from compare import binary_info, verdict  # noqa: E402
 from console_fields import fields, stats  # noqa: E402
+from kvm_trace import SVM_NAMES  # noqa: E402
 from results import add_common_args, number, stamp  # noqa: E402
 
 BUSYBOX_GUEST = {"memory_mib": 256, "vcpus": 1, "cmdline": "console=ttyS0 quiet tern.action=poweroff",
@@ -79,22 +80,6 @@ def parse_vmmstats(lines):
     if "exits_by_reason" in out:
         out["exits_total"] = sum(out["exits_by_reason"].values())
     return out or None
-
-
-# The kernel's SVM exit reason names (arch/x86/include/uapi/asm/svm.h SVM_EXIT_REASONS), as the
-# kvm_exit tracepoint and tern's kernel_exits print them; the test host is an AMD (SVM) CPU.
-SVM_NAMES = {**{i: f"read_cr{i}" for i in range(16)}, **{0x10 + i: f"write_cr{i}" for i in range(16)},
-             **{0x20 + i: f"read_dr{i}" for i in range(8)}, **{0x30 + i: f"write_dr{i}" for i in range(8)},
-             0x40: "DE excp", 0x41: "DB excp", 0x43: "BP excp", 0x46: "UD excp", 0x47: "NM excp",
-             0x4d: "GP excp", 0x4e: "PF excp", 0x52: "MC excp", 0x51: "AC excp",
-             0x60: "interrupt", 0x61: "nmi", 0x62: "smi", 0x63: "init", 0x64: "vintr", 0x65: "cr0_sel_write",
-             0x6e: "rdtsc", 0x6f: "rdpmc", 0x70: "pushf", 0x71: "popf", 0x72: "cpuid", 0x73: "rsm", 0x74: "iret",
-             0x75: "swint", 0x76: "invd", 0x77: "pause", 0x78: "hlt", 0x79: "invlpg", 0x7a: "invlpga", 0x7b: "io",
-             0x7c: "msr", 0x7d: "task_switch", 0x7e: "ferr_freeze", 0x7f: "shutdown", 0x80: "vmrun",
-             0x81: "hypercall", 0x82: "vmload", 0x83: "vmsave", 0x84: "stgi", 0x85: "clgi", 0x86: "skinit",
-             0x87: "rdtscp", 0x88: "icebp", 0x89: "wbinvd", 0x8a: "monitor", 0x8b: "mwait", 0x8d: "xsetbv",
-             0x8e: "rdpru", 0x8f: "efer_write_trap", 0x400: "npf", 0x401: "avic_incomplete_ipi",
-             0x402: "avic_unaccelerated_access", 0x403: "vmgexit"}
 
 
 def exits_by_reason(text, rows):
