@@ -1,6 +1,10 @@
 #include "vmm/host_check.h"
 
 #include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <fstream>
 #include <sstream>
@@ -31,6 +35,19 @@ std::string no_hw_virt_message() {
          "/dev/kvm, if any, cannot boot Linux guests at a useful speed. Run tern inside the nested "
          "test host instead: scripts/demo.sh does that for you (testhost/README.md for your own "
          "scenarios; README.md, \"No VMX/SVM here?\")";
+}
+
+std::string kvm_unusable_reason() {
+  if (::access("/dev/kvm", R_OK | W_OK) != 0) {
+    const int e = errno;
+    if (e == ENOENT)
+      return "/dev/kvm does not exist: load kvm-intel or kvm-amd (modprobe), or, in a VM, enable "
+             "nested virtualization";
+    return std::string("/dev/kvm: ") + std::strerror(e) +
+           ": tern needs read and write access to it (e.g. add the user to the kvm group)";
+  }
+  if (!host_has_hw_virt()) return no_hw_virt_message();
+  return "";
 }
 
 }  // namespace tern

@@ -14,7 +14,11 @@ namespace tern {
 /// Bytes of RAM plus swap the host has in total (sysinfo); the most guest RAM it could back.
 [[nodiscard]] uint64_t host_memory_limit();
 
-/// The message tern prints when Linux guests cannot run here (no /dev/kvm or no VMX/SVM).
+/// The message tern prints when Linux guests cannot run here (no VMX/SVM flag).
 [[nodiscard]] std::string no_hw_virt_message();
+
+/// Why this host cannot run a guest, or "" when it can: /dev/kvm missing or not readable and
+/// writable by this user (errno's reason and what to do), else no VMX/SVM (no_hw_virt_message()).
+[[nodiscard]] std::string kvm_unusable_reason();
 
 }  // namespace tern

@@ -1,7 +1,5 @@
 #include "vmm/vm_machine.h"
 
-#include <unistd.h>
-
 #include "base/log.h"
 #include "vmm/exit_status.h"
 #include "vmm/host_check.h"
@@ -44,8 +42,8 @@ tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine(
   spdlog::debug("restore: reading {}", spec.snapshot_path);
   auto inputs = prepare_restore(spec, resources.console);
   if (!inputs) return tl::unexpected(StartFailure{kExitError, inputs.error()});
-  if (::access("/dev/kvm", R_OK | W_OK) != 0 || !host_has_hw_virt())
-    return tl::unexpected(StartFailure{kExitNoHwVirt, Error{no_hw_virt_message(), "", 0}});
+  if (std::string why = kvm_unusable_reason(); !why.empty())
+    return tl::unexpected(StartFailure{kExitNoHwVirt, Error{std::move(why), "", 0}});
   auto vm = Vm::restore(*inputs);
   if (!vm) return tl::unexpected(StartFailure{kExitError, vm.error()});
   resources = VmResources::from_machine_state(inputs->machine, resources.console);
@@ -58,8 +56,8 @@ tl::expected<std::unique_ptr<Machine>, StartFailure> create_vm_machine(
   // User input first: a typo gets its own message whatever the host.
   auto inputs = prepare_boot(config);
   if (!inputs) return tl::unexpected(StartFailure{kExitError, inputs.error()});
-  if (::access("/dev/kvm", R_OK | W_OK) != 0 || !host_has_hw_virt())
-    return tl::unexpected(StartFailure{kExitNoHwVirt, Error{no_hw_virt_message(), "", 0}});
+  if (std::string why = kvm_unusable_reason(); !why.empty())
+    return tl::unexpected(StartFailure{kExitNoHwVirt, Error{std::move(why), "", 0}});
   auto vm = Vm::create(*inputs);
   if (!vm) return tl::unexpected(StartFailure{kExitError, vm.error()});
   return std::make_unique<VmMachine>(std::move(*vm));
