@@ -30,7 +30,7 @@ die() { printf 'demo: error: %s\n' "$*" >&2; exit 1; }
 
 mode=debian action=""
 case "${1:-}" in
--h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+-h | --help) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
 --initramfs)
     mode=initramfs action="${2:-poweroff}"
     [[ "$action" =~ ^(poweroff|reboot|shell)$ ]] || die "--initramfs: ACTION is poweroff, reboot or shell, not '$action'" ;;
