@@ -31,6 +31,11 @@ const std::map<std::string, Verb>& verbs() {
       {"stats", {"GET", "/tern/stats", "", "exit statistics (JSON)"}},
       {"metrics", {"GET", "/tern/metrics", "", "Prometheus metrics"}},
       {"events", {"GET", "/tern/events", "", "follow lifecycle events (JSON lines)"}},
+      {"kernel-exits-on",
+       {"PUT", "/tern/kernel-exits", R"({"enabled":true})",
+        "in-kernel exit accounting on (PUT /tern/kernel-exits; needs CAP_BPF + CAP_PERFMON)"}},
+      {"kernel-exits-off",
+       {"PUT", "/tern/kernel-exits", R"({"enabled":false})", "in-kernel exit accounting off"}},
   };
   return v;
 }

@@ -170,6 +170,10 @@ class StatKernelExits : public ::testing::Test {
   /// Starts `tern stat --api-sock SOCK args...`, stdout and stderr to out_path().
   pid_t spawn(std::vector<std::string> args, int stdout_fd = -1) {
     args.insert(args.begin(), {"stat", "--api-sock", sock_});
+    return spawn_tern(std::move(args), stdout_fd);
+  }
+  /// Starts `tern args...` (stdout as spawn()).
+  pid_t spawn_tern(std::vector<std::string> args, int stdout_fd = -1) {
     std::string bin = TERN_BINARY_PATH;
     std::vector<char*> argv{bin.data()};
     for (auto& a : args) argv.push_back(a.data());
@@ -209,6 +213,23 @@ class StatKernelExits : public ::testing::Test {
   std::unique_ptr<ApiServer> server_;
   std::thread control_;
 };
+
+// tern ctl's verbs for it: the same PUT /tern/kernel-exits an operator would send by hand.
+TEST_F(StatKernelExits, CtlVerbsTurnItOnAndOff) {
+  start();
+  EXPECT_EQ(wait(spawn_tern({"ctl", "--api-sock", sock_, "kernel-exits-on"})), 0) << output();
+  machine_->wait_calls(1);
+  EXPECT_EQ(wait(spawn_tern({"ctl", "--api-sock", sock_, "kernel-exits-off"})), 0) << output();
+  machine_->wait_calls(2);
+  EXPECT_EQ(calls(), (std::vector<bool>{true, false}));
+}
+
+// When it cannot start, tern ctl says why (the API's 400 fault_message) and fails.
+TEST_F(StatKernelExits, CtlVerbSaysWhyItCannotStart) {
+  start("needs CAP_BPF and CAP_PERFMON (or root)");
+  EXPECT_NE(wait(spawn_tern({"ctl", "--api-sock", sock_, "kernel-exits-on"})), 0);
+  EXPECT_NE(output().find("needs CAP_BPF and CAP_PERFMON"), std::string::npos) << output();
+}
 
 TEST_F(StatKernelExits, OnceTurnsItOnAndOffAndShowsTheSection) {
   start();
