@@ -92,7 +92,7 @@ while [[ $# -gt 0 ]]; do
         --out) out="$2"; shift 2 ;;
         --where) where="$2"; shift 2 ;;
         --data-dir) data_dir="$2"; shift 2 ;;
-        -h | --help) sed -n '2,71p' "$0"; exit 0 ;;
+        -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
         *) th_die "unknown argument $1; see --help" ;;
     esac
 done

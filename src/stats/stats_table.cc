@@ -53,11 +53,16 @@ const std::vector<std::string>& section_order() {
   return order;
 }
 
-// The per-queue fields (QueueCountersSnapshot), in column order, and their column titles.
-constexpr std::array<const char*, 6> kQueueFields{
-    "kicks", "requests", "interrupts", "interrupts_suppressed", "bytes", "errors"};
-constexpr std::array<const char*, 6> kQueueColumns{"kicks",      "requests", "interrupts",
-                                                   "suppressed", "bytes",    "errors"};
+// The per-queue fields (QueueCountersSnapshot), in column order, and their column titles. The
+// last kTuningFields (notification tuning: --disk coalesce_us= / poll_us=) are columns only when a
+// queue shown has a non-zero one, so the table of an untuned VM keeps its width.
+constexpr std::array<const char*, 9> kQueueFields{
+    "kicks",  "requests", "interrupts",           "interrupts_suppressed", "bytes",
+    "errors", "interrupts_coalesced", "poll_hits", "poll_ns"};
+constexpr std::array<const char*, 9> kQueueColumns{
+    "kicks",  "requests",  "interrupts", "suppressed", "bytes",
+    "errors", "coalesced", "poll_hits",  "poll_ns"};
+constexpr size_t kTuningFields = 3;
 
 // One queue of the "queues" section: rows "<queue> <field>" regrouped into columns.
 struct QueueRow {
@@ -116,9 +121,18 @@ std::vector<QueueRow> queue_rows(const Json& section) {
   return out;
 }
 
-std::string queue_header(const char* indent, const char* title, bool cpu = false) {
+// How many of kQueueFields the table shows: all when a queue has a non-zero tuning counter.
+size_t queue_columns(const std::vector<QueueRow>& queues) {
+  for (const QueueRow& q : queues)
+    for (size_t i = kQueueFields.size() - kTuningFields; i < kQueueFields.size(); ++i)
+      if (q.total[i] != 0) return kQueueFields.size();
+  return kQueueFields.size() - kTuningFields;
+}
+
+std::string queue_header(const char* indent, const char* title, size_t columns,
+                         bool cpu = false) {
   std::string out = fmt::format("{}{:<30}", indent, title);
-  for (const char* c : kQueueColumns) out += fmt::format(" {:>10}", c);
+  for (size_t i = 0; i < columns; ++i) out += fmt::format(" {:>10}", kQueueColumns[i]);
   if (cpu) out += fmt::format(" {:>10}", "cpu/req");
   return out + "\n";
 }
@@ -252,7 +266,8 @@ std::string render_rates_table(const Json& r, size_t max_rows) {
       std::vector<QueueRow> queues = queue_rows(*it);
       if (queues.empty()) continue;
       add_queue_cpu(queues, rates.value("cpu_ns", Json::object()));
-      out += "\n" + queue_header("", section_title(section), true);
+      const size_t columns = queue_columns(queues);
+      out += "\n" + queue_header("", section_title(section), columns, true);
       size_t shown = 0;
       for (const QueueRow& q : queues) {
         if (max_rows && shown++ == max_rows) {
@@ -261,7 +276,7 @@ std::string render_rates_table(const Json& r, size_t max_rows) {
         }
         std::string rate = fmt::format("  {:<28}", q.queue + " per s");
         std::string total = fmt::format("  {:<28}", q.queue + " total");
-        for (size_t i = 0; i < kQueueFields.size(); ++i) {
+        for (size_t i = 0; i < columns; ++i) {
           rate += fmt::format(" {:>10}", human(q.per_s[i]));
           total += fmt::format(" {:>10}", human(static_cast<double>(q.total[i])));
         }
@@ -326,10 +341,11 @@ std::string render_summary(const Json& stats) {
       for (const auto& [name, total] : c[section]) totals[name] = {{"total", total}};
       std::vector<QueueRow> queues = queue_rows(totals);
       if (queues.empty()) continue;
-      out += queue_header("  ", section_title(section));
+      const size_t columns = queue_columns(queues);
+      out += queue_header("  ", section_title(section), columns);
       for (const QueueRow& q : queues) {
         std::string line = fmt::format("    {:<28}", q.queue);
-        for (uint64_t t : q.total) line += fmt::format(" {:>10}", t);
+        for (size_t i = 0; i < columns; ++i) line += fmt::format(" {:>10}", q.total[i]);
         out += line + "\n";
       }
       continue;

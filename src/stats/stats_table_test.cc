@@ -96,6 +96,30 @@ TEST(StatsTable, QueueBlockHasRatesAndTotalsInColumns) {
   EXPECT_NE(t.find("virtio-blk0 reads"), std::string::npos) << t;
 }
 
+// Notification tuning's counters (coalesce_us=, poll_us=) get columns once a queue has one.
+TEST(StatsTable, TuningCountersAreColumnsOnlyWhenUsed) {
+  auto a = testing::stats_snapshot(1'000'000'000, 1);
+  auto b = testing::stats_snapshot(3'000'000'000, 3);
+  std::string untuned = render_rates_table(compute_rates(a, b), 10);
+  EXPECT_EQ(untuned.find("coalesced"), std::string::npos) << untuned;
+  for (auto* s : {&a, &b}) {
+    auto& q = (*s)["device_counters"][0]["queues"][0];
+    const uint64_t k = s == &a ? 1 : 3;
+    q["interrupts_coalesced"] = 3 * k;
+    q["poll_hits"] = 0;
+    q["poll_ns"] = 1000 * k;
+  }
+  std::string t = render_rates_table(compute_rates(a, b), 10);
+  EXPECT_NE(t.find("errors  coalesced  poll_hits    poll_ns    cpu/req\n"), std::string::npos) << t;
+  // coalesced 9 (3/s), poll_hits 0, poll_ns 3000 (1000 ns/s).
+  EXPECT_NE(t.find("          0          3          0       1000          -\n"), std::string::npos)
+      << t;
+  EXPECT_NE(t.find("          0          9          0       3000\n"), std::string::npos) << t;
+  std::string summary = render_summary(b);
+  EXPECT_NE(summary.find("     errors  coalesced  poll_hits    poll_ns\n"), std::string::npos)
+      << summary;
+}
+
 TEST(StatsTable, QueueCpuPerRequestComesFromTheQueueThread) {
   auto a = testing::stats_snapshot(1'000'000'000, 1);
   auto b = testing::stats_snapshot(3'000'000'000, 3);
