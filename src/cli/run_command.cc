@@ -117,8 +117,16 @@ Result<VmResources> run_resources(const RunOptions& o) {
   r.kernel_exits = o.kernel_exits;
   size_t virtio_disks = 0;
   size_t nvme_disks = 0;
-  for (const std::string& text : o.disks) {
-    ASSIGN_OR_RETURN(auto disk, parse_disk_option(text));
+  for (size_t n = 0; n < o.disks.size(); ++n) {
+    auto parsed = parse_disk_option(o.disks[n]);
+    if (!parsed) {
+      // With several disks, say which one ("--disk #2 poll_us=20000: ...").
+      Error e = parsed.error();
+      if (o.disks.size() > 1 && e.op.starts_with("--disk"))
+        e.op.insert(6, " #" + std::to_string(n + 1));
+      return tl::unexpected(std::move(e));
+    }
+    DiskConfig& disk = *parsed;
     size_t& index = disk.interface == DiskInterface::kNvme ? nvme_disks : virtio_disks;
     r.drives.push_back(drive_for_disk(disk, index++));
   }

@@ -174,6 +174,16 @@ TEST(RunCommand, NetErrorsNameTheField) {
             "--net mac: net1: 02:00:00:00:00:01 is already the MAC of interface \"net0\"");
 }
 
+// With several --disk options the error says which one; with one it needs not.
+TEST(RunCommand, DiskErrorsSayWhichDisk) {
+  auto o = parse({"--kernel", "k", "--disk", "path=a", "--disk", "path=b,poll_us=20000"});
+  EXPECT_EQ(run_resources(o).error().message(),
+            "--disk #2 poll_us=20000: must be a number of µs in 0..10000");
+  o = parse({"--kernel", "k", "--disk", "path=b,poll_us=20000"});
+  EXPECT_EQ(run_resources(o).error().message(),
+            "--disk poll_us=20000: must be a number of µs in 0..10000");
+}
+
 TEST(RunCommand, KernelExits) {
   auto off = run_resources(parse({"--kernel", "k"}));
   ASSERT_TRUE(off) << off.error().message();
