@@ -16,13 +16,14 @@
 
 #include "api/api_client.h"
 #include "vmm/control_loop.h"
+#include "vmm/testing/stub_machine.h"
 
 namespace tern {
 namespace {
 
 /// A Machine that only records what the control loop asks of it. SendCtrlAltDel behaves like a
 /// guest whose init reboots.
-class FakeMachine : public Machine {
+class FakeMachine : public testing::StubMachine {
  public:
   class NoStats : public StatsSource {
    public:
@@ -34,9 +35,6 @@ class FakeMachine : public Machine {
     std::atomic<bool> throw_in_metrics{false};  ///< A handler bug: GET /tern/metrics throws.
   };
   void start() override { started = true; }
-  StopEvent wait_stopped() override { return latch.wait(); }
-  void stop(StopEvent e) override { latch.post(std::move(e)); }
-  void finish() override {}
   void pause() override { ++pauses; }
   void resume() override { ++resumes; }
   bool send_ctrl_alt_del() override {
@@ -56,7 +54,6 @@ class FakeMachine : public Machine {
   std::string saved_paths;
   std::atomic<bool> started{false};
   std::atomic<int> pauses{0}, resumes{0};
-  StopLatch latch;
   NoStats stats_;
 };
 
@@ -211,9 +208,8 @@ TEST(ApiServer, SnapshotCreateNeedsPausedVmReportsProgressAndFailures) {
   ApiHarness h;
   const std::string body =
       R"({"snapshot_type": "Full", "snapshot_path": "/tmp/a.state", "mem_file_path": "/tmp/a.mem"})";
-  EXPECT_EQ(
-      fault_of(h.call("PUT", "/snapshot/create", body)),
-      R"(snapshot/create: the VM is Not started; only a paused VM can be saved)");
+  EXPECT_EQ(fault_of(h.call("PUT", "/snapshot/create", body)),
+            R"(snapshot/create: the VM is Not started; only a paused VM can be saved)");
   h.configure_and_start();
   EXPECT_EQ(h.call("PUT", "/snapshot/create", body).status, 400);  // running
   EXPECT_EQ(h.call("PATCH", "/vm", R"({"state": "Paused"})").status, 204);
@@ -319,22 +315,30 @@ TEST(ApiServer, DrivesBecomeDisksRootFirst) {
 // socket reaches the VM's configuration, GET /vm/config shows it without the back-end's fields.
 TEST(ApiServer, VhostUserDriveIsADisk) {
   ApiHarness h;
-  EXPECT_EQ(h.call("PUT", "/drives/scratch",
-                   R"({"drive_id": "scratch", "path_on_host": "/proc/self/exe", "is_root_device": false})")
-                .status,
-            204);
-  EXPECT_EQ(h.call("PUT", "/drives/rootfs",
-                   R"({"drive_id": "rootfs", "socket": "/tmp/vu.sock", "is_root_device": true, "queues": 2})")
-                .status,
-            204);
-  EXPECT_EQ(fault_of(h.call("PUT", "/drives/bad",
-                            R"({"drive_id": "bad", "socket": "/tmp/vu.sock", "is_root_device": false, "cache_type": "Unsafe"})")),
-            "cache_type: not with socket: a vhost-user drive's cache_type belongs to the back-end "
-            "(omit the field)");
+  EXPECT_EQ(
+      h.call(
+           "PUT", "/drives/scratch",
+           R"({"drive_id": "scratch", "path_on_host": "/proc/self/exe", "is_root_device": false})")
+          .status,
+      204);
+  EXPECT_EQ(
+      h.call(
+           "PUT", "/drives/rootfs",
+           R"({"drive_id": "rootfs", "socket": "/tmp/vu.sock", "is_root_device": true, "queues": 2})")
+          .status,
+      204);
+  EXPECT_EQ(
+      fault_of(h.call(
+          "PUT", "/drives/bad",
+          R"({"drive_id": "bad", "socket": "/tmp/vu.sock", "is_root_device": false, "cache_type": "Unsafe"})")),
+      "cache_type: not with socket: a vhost-user drive's cache_type belongs to the back-end "
+      "(omit the field)");
   auto cfg = nlohmann::json::parse(h.call("GET", "/vm/config").body);
   ASSERT_EQ(cfg["drives"].size(), 2u);
-  EXPECT_EQ(cfg["drives"][1], (nlohmann::json{{"drive_id", "rootfs"}, {"is_root_device", true},
-                                              {"socket", "/tmp/vu.sock"}, {"queues", 2}}));
+  EXPECT_EQ(cfg["drives"][1], (nlohmann::json{{"drive_id", "rootfs"},
+                                              {"is_root_device", true},
+                                              {"socket", "/tmp/vu.sock"},
+                                              {"queues", 2}}));
   ASSERT_EQ(h.call("PUT", "/boot-source",
                    R"({"kernel_image_path": "/proc/self/exe", "boot_args": "console=ttyS0"})")
                 .status,

@@ -13,26 +13,16 @@
 
 #include "api/api_parser.h"
 #include "cli/run_command.h"
+#include "vmm/testing/stub_machine.h"
 
 namespace tern {
 namespace {
 
-class FakeMachine : public Machine {
+class FakeMachine : public testing::StubMachine {
  public:
-  class NoStats : public StatsSource {
-   public:
-    nlohmann::json stats_json() const override { return nlohmann::json::object(); }
-    std::string metrics_text() const override { return ""; }
-  };
   explicit FakeMachine(std::atomic<int>* starts) : starts_(starts) {}
   void start() override { ++*starts_; }
-  StopEvent wait_stopped() override { return latch_.wait(); }
-  void stop(StopEvent e) override { latch_.post(std::move(e)); }
-  void finish() override {}
-  void pause() override {}
-  void resume() override {}
   bool send_ctrl_alt_del() override { return true; }
-  const StatsSource& stats() const override { return stats_; }
   Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec&, const SaveProgress&,
                                        const std::atomic<bool>&) override {
     return SnapshotReport{};
@@ -40,8 +30,6 @@ class FakeMachine : public Machine {
 
  private:
   std::atomic<int>* starts_;
-  StopLatch latch_;
-  NoStats stats_;
 };
 
 // The snapshot a fake restore "reads": 2 vCPUs, 256 MiB, one disk, the rng and an interface.
@@ -237,8 +225,9 @@ TEST(ControlLoopConfig, NetworkInterfacesAreKeyed) {
   ASSERT_EQ(h.call("PUT", "/boot-source", R"({"kernel_image_path": "/proc/self/exe"})").status,
             204);
   auto start = h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})");
-  EXPECT_EQ(fault_of(start), "InstanceStart: network-interfaces[0].queues: eth0: 2 queue pairs, "
-                             "more than the VM's 1 vCPU");
+  EXPECT_EQ(fault_of(start),
+            "InstanceStart: network-interfaces[0].queues: eth0: 2 queue pairs, "
+            "more than the VM's 1 vCPU");
   EXPECT_EQ(h.starts, 0);
   ASSERT_EQ(h.call("PATCH", "/machine-config", R"({"vcpu_count": 2})").status, 204);
   ASSERT_EQ(h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})").status, 204);
@@ -261,16 +250,20 @@ TEST(ControlLoopConfig, InterfacesSharingATapOrMacAreRefused) {
     return h.call("PUT", std::string("/network-interfaces/") + id, body).status;
   };
   ASSERT_EQ(put("a", R"({"iface_id": "a", "host_dev_name": "tap0",
-                         "guest_mac": "02:00:00:00:00:01"})"), 204);
+                         "guest_mac": "02:00:00:00:00:01"})"),
+            204);
   ASSERT_EQ(put("b", R"({"iface_id": "b", "host_dev_name": "tap0"})"), 204);
   auto start = h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})");
-  EXPECT_EQ(fault_of(start), "InstanceStart: network-interfaces[1].host_dev_name: b: tap "
-                             "\"tap0\" is already used by interface \"a\"");
+  EXPECT_EQ(fault_of(start),
+            "InstanceStart: network-interfaces[1].host_dev_name: b: tap "
+            "\"tap0\" is already used by interface \"a\"");
   ASSERT_EQ(put("b", R"({"iface_id": "b", "host_dev_name": "tap1",
-                         "guest_mac": "02:00:00:00:00:01"})"), 204);
+                         "guest_mac": "02:00:00:00:00:01"})"),
+            204);
   start = h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})");
-  EXPECT_EQ(fault_of(start), "InstanceStart: network-interfaces[1].guest_mac: b: "
-                             "02:00:00:00:00:01 is already the MAC of interface \"a\"");
+  EXPECT_EQ(fault_of(start),
+            "InstanceStart: network-interfaces[1].guest_mac: b: "
+            "02:00:00:00:00:01 is already the MAC of interface \"a\"");
   EXPECT_EQ(h.starts, 0);
   ASSERT_EQ(put("b", R"({"iface_id": "b", "host_dev_name": "tap1"})"), 204);
   EXPECT_EQ(h.call("PUT", "/actions", R"({"action_type": "InstanceStart"})").status, 204);
