@@ -8,12 +8,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include "api/api_client.h"
 #include "api/api_parser.h"
 #include "api/api_server.h"
 #include "vmm/control_loop.h"
+#include "vmm/testing/stub_machine.h"
 
 namespace tern {
 namespace {
@@ -21,7 +23,7 @@ namespace {
 using Json = nlohmann::json;
 
 /// A Machine whose in-kernel accounting is a flag, or fails with `fail_reason`.
-class KernelExitsMachine : public Machine {
+class KernelExitsMachine : public testing::StubMachine {
  public:
   class Stats : public StatsSource {
    public:
@@ -38,17 +40,6 @@ class KernelExitsMachine : public Machine {
    private:
     const KernelExitsMachine& m_;
   };
-  void start() override {}
-  StopEvent wait_stopped() override { return latch.wait(); }
-  void stop(StopEvent e) override { latch.post(std::move(e)); }
-  void finish() override {}
-  void pause() override {}
-  void resume() override {}
-  bool send_ctrl_alt_del() override { return false; }
-  Result<SnapshotReport> save_snapshot(const SnapshotCreateSpec&, const SaveProgress&,
-                                       const std::atomic<bool>&) override {
-    return fail("save", "not in this test");
-  }
   const StatsSource& stats() const override { return stats_; }
   Result<void> set_kernel_exits(bool enabled) override {
     ++calls;
@@ -65,13 +56,15 @@ class KernelExitsMachine : public Machine {
   std::atomic<int> calls{0};
   std::string fail_reason;
   std::string last_error;
-  StopLatch latch;
   Stats stats_{*this};
 };
 
 class Harness {
  public:
-  explicit Harness(std::string fail_reason = {}) : fail_reason_(std::move(fail_reason)) {
+  /// `before_run` acts on the loop before its control thread starts, as `tern run`/`restore` do.
+  explicit Harness(std::string fail_reason = {},
+                   const std::function<void(ControlLoop&)>& before_run = {})
+      : fail_reason_(std::move(fail_reason)) {
     sock = "/tmp/tern-kexits-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) +
            ".sock";
     auto loop = ControlLoop::create(
@@ -103,6 +96,7 @@ class Harness {
         events);
     EXPECT_TRUE(server) << server.error().message();
     server_ = std::move(*server);
+    if (before_run) before_run(*loop_);
     control_ = std::thread([this] { loop_->run(); });
   }
   ~Harness() {
@@ -234,6 +228,19 @@ TEST(KernelExitsRoute, BeforeSnapshotLoadItIsOnInTheRestoredVm) {
                           R"({"snapshot_path": "/proc/self/exe", "mem_backend":
                               {"backend_type": "File", "backend_path": "/proc/self/exe"}})");
   ASSERT_EQ(load.status, 204) << load.body << "\n" << load.content_type;
+  ASSERT_NE(h.machine, nullptr);
+  EXPECT_TRUE(h.machine->on);
+  EXPECT_EQ(h.get("/tern/stats")["kernel_exits"]["enabled"], true);
+  EXPECT_EQ(h.get("/vm/config")["kernel-exits"], Json({{"enabled", true}}));
+}
+
+// `tern restore --kernel-exits`: asked for before the restore, on in the restored VM before its
+// vCPUs first run (a snapshot does not carry the setting).
+TEST(KernelExitsRoute, RestoreWithKernelExitsHasItOn) {
+  Harness h({}, [](ControlLoop& l) {
+    l.request_kernel_exits();
+    ASSERT_TRUE(l.restore(SnapshotLoadSpec{"/proc/self/exe", "/proc/self/exe", false}, "stdio"));
+  });
   ASSERT_NE(h.machine, nullptr);
   EXPECT_TRUE(h.machine->on);
   EXPECT_EQ(h.get("/tern/stats")["kernel_exits"]["enabled"], true);

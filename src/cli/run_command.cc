@@ -94,7 +94,8 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
                 "Print exit, device, KVM and CPU statistics on stderr when the VM stops");
   run->add_flag("--kernel-exits", o.kernel_exits,
                 "Count every VM exit in the kernel by hardware reason (eBPF on KVM's tracepoints, "
-                "from before the first KVM_RUN; needs CAP_BPF and CAP_PERFMON or root): GET "
+                "from before the first KVM_RUN; needs CAP_BPF and CAP_PERFMON or root, tracefs, "
+                "kernel BTF): GET "
                 "/tern/stats \"kernel_exits\", tern stat --kernel-exits, --stats-on-exit. "
                 "When it cannot start, one warning says why and the VM runs without it");
   return run;

@@ -13,10 +13,10 @@
 #include "api/api_client.h"
 #include "api/api_request.h"
 #include "base/size.h"
+#include "cli/vmm_runner.h"
 #include "stats/stats_table.h"
 #include "vmm/control_loop.h"
 #include "vmm/exit_status.h"
-#include "cli/vmm_runner.h"
 
 namespace tern {
 
@@ -82,6 +82,11 @@ CLI::App* add_restore_command(CLI::App& app, RestoreOptions& o) {
       ->capture_default_str();
   c->add_flag("--stats-on-exit", o.stats_on_exit,
               "Print exit, device, KVM and CPU statistics on stderr when the VM stops");
+  c->add_flag("--kernel-exits", o.kernel_exits,
+              "Count every VM exit in the kernel by hardware reason from before the restored "
+              "vCPUs first run, as tern run --kernel-exits (not saved in snapshots; needs "
+              "CAP_BPF and CAP_PERFMON or root, tracefs, kernel BTF). When it cannot start, one "
+              "warning says why and the VM runs without it");
   c->add_option("--memory-backend", o.memory_backend,
                 "What backs the restored RAM: anon (the memory file mapped copy-on-write), memfd "
                 "or hugetlbfs (the file read into shared RAM). Default: memfd with a vhost-user "
@@ -211,6 +216,7 @@ int run_restore(const RestoreOptions& o) {
     spec.memory_backend = *b;
   }
   ControlLoop* l = loop->get();
+  if (o.kernel_exits) l->request_kernel_exits();
   int status = run_vmm(**loop, events, o.api_sock, false,
                        [l, &spec, &o] { return l->restore(spec, o.console); });
   if (o.stats_on_exit) {

@@ -2,19 +2,18 @@
 // `tern restore` (rebuild a VM from a snapshot in this process and run it, like `tern run`).
 #pragma once
 
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace tern {
 
 /// Raw `tern snapshot` options.
 struct SnapshotOptions {
-  std::string api_sock;    ///< The running tern's API socket.
-  std::string state;       ///< --state FILE (Firecracker's snapshot_path).
-  std::string mem;         ///< --mem FILE (Firecracker's mem_file_path).
-  std::string rate_limit;  ///< --rate-limit SIZE per second ("" or "0": none).
-  bool direct = false;     ///< --direct: O_DIRECT memory file writes.
+  std::string api_sock;      ///< The running tern's API socket.
+  std::string state;         ///< --state FILE (Firecracker's snapshot_path).
+  std::string mem;           ///< --mem FILE (Firecracker's mem_file_path).
+  std::string rate_limit;    ///< --rate-limit SIZE per second ("" or "0": none).
+  bool direct = false;       ///< --direct: O_DIRECT memory file writes.
   bool exit_after = false;   ///< --exit: power the VM off (tern exits 0) once saved.
   bool keep_paused = false;  ///< --keep-paused: leave the VM paused once saved.
 };
@@ -27,6 +26,7 @@ struct RestoreOptions {
   bool resume = false;
   std::string console = "stdio";
   bool stats_on_exit = false;
+  bool kernel_exits = false;   ///< --kernel-exits: in-kernel exit accounting from the first resume.
   std::string memory_backend;  ///< --memory-backend; empty: automatic from the restored devices.
 };
 

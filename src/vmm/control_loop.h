@@ -7,13 +7,12 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <tl/expected.hpp>
 #include <vector>
 
-#include <tl/expected.hpp>
-
 #include "api/api_request.h"
-#include "vmm/command_queue.h"
 #include "api/event_log.h"
+#include "vmm/command_queue.h"
 #include "vmm/machine.h"
 #include "vmm/snapshot_progress.h"
 #include "vmm/vm_config.h"
@@ -52,11 +51,16 @@ class ControlLoop {
 
   /// Pre-start configuration from the command line or a config file (before run()).
   void configure(VmResources resources);
+  /// Before run(): the VM that start() or restore() builds gets in-kernel exit accounting, as
+  /// after a PUT /tern/kernel-exits {"enabled": true} before boot or load (`tern restore
+  /// --kernel-exits`; a snapshot does not carry the setting).
+  void request_kernel_exits() { resources_.kernel_exits = true; }
   /// Builds and starts the VM now (before run()); errors keep their `tern run` exit status.
   tl::expected<void, StartFailure> start();
   /// Builds the VM from a snapshot now (before run(); `tern restore`): the VM is left Paused, or
   /// Running when spec.resume_vm. The guest console goes to `console` (stdio or file:PATH).
-  tl::expected<void, StartFailure> restore(const SnapshotLoadSpec& spec, const std::string& console);
+  tl::expected<void, StartFailure> restore(const SnapshotLoadSpec& spec,
+                                           const std::string& console);
 
   /// Executes commands until the VM has stopped, or until a stop signal arrives while no VM runs.
   /// Returns tern's exit status (README: 0 power-off, 3 reboot, ..., 128+N signal N) and prints
