@@ -1,10 +1,9 @@
 #include "cli/ctl_command.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "api/api_client.h"
 
@@ -26,14 +25,16 @@ const std::map<std::string, Verb>& verbs() {
       {"pause", {"PATCH", "/vm", R"({"state":"Paused"})", "pause the vCPUs"}},
       {"resume", {"PATCH", "/vm", R"({"state":"Resumed"})", "resume the vCPUs"}},
       {"ctrl-alt-del",
-       {"PUT", "/actions", R"({"action_type":"SendCtrlAltDel"})", "type Ctrl+Alt+Del in the guest"}},
+       {"PUT", "/actions", R"({"action_type":"SendCtrlAltDel"})",
+        "type Ctrl+Alt+Del in the guest"}},
       {"power-off", {"PUT", "/tern/power-off", "", "hard stop: tern exits"}},
       {"stats", {"GET", "/tern/stats", "", "exit statistics (JSON)"}},
       {"metrics", {"GET", "/tern/metrics", "", "Prometheus metrics"}},
       {"events", {"GET", "/tern/events", "", "follow lifecycle events (JSON lines)"}},
       {"kernel-exits-on",
        {"PUT", "/tern/kernel-exits", R"({"enabled":true})",
-        "in-kernel exit accounting on (PUT /tern/kernel-exits; needs CAP_BPF + CAP_PERFMON)"}},
+        "in-kernel exit accounting on (PUT /tern/kernel-exits; needs CAP_BPF + CAP_PERFMON, "
+        "tracefs, kernel BTF)"}},
       {"kernel-exits-off",
        {"PUT", "/tern/kernel-exits", R"({"enabled":false})", "in-kernel exit accounting off"}},
   };
@@ -76,6 +77,10 @@ int run_ctl(const CtlOptions& o) {
     auto j = nlohmann::json::parse(r->body, nullptr, false);
     if (j.is_object() && j.contains("fault_message") && j["fault_message"].is_string())
       msg = j["fault_message"].get<std::string>();
+    // A fault message that names the request already ("PUT /tern/kernel-exits: ...") is not
+    // prefixed with it a second time.
+    const std::string request = std::string(v.method) + " " + v.target + ": ";
+    if (msg.starts_with(request)) msg.erase(0, request.size());
     std::fprintf(stderr, "tern ctl: %s %s: %d: %s\n", v.method, v.target, r->status, msg.c_str());
     return 1;
   }
