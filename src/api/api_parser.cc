@@ -175,10 +175,22 @@ Result<void> parse_drive_interface(JsonReader& r, DiskConfig& disk) {
   return {};
 }
 
+// A drive switch of tern's that the --disk key spells on|off: true or "on", false or "off"
+// (unset: nullopt). Anything else is refused naming the field.
+Result<std::optional<bool>> optional_on_off(JsonReader& r, const char* name) {
+  const nlohmann::json* v = r.raw(name);
+  if (v == nullptr) return std::optional<bool>{};
+  if (v->is_boolean()) return std::optional<bool>{v->get<bool>()};
+  if (v->is_string() && (*v == "on" || *v == "off")) return std::optional<bool>{*v == "on"};
+  return fail(r.field(name),
+              "expected true, false, \"on\" or \"off\", got " +
+                  (v->is_string() ? "\"" + v->get<std::string>() + "\"" : json_type_name(*v)));
+}
+
 // tern's extensions for a drive tern serves (--disk kick_suppress=, coalesce_us=, poll_us=;
-// virtio/notify_tuning.h): "kick_suppress" a boolean, "coalesce_us" and "poll_us" 0..10000.
+// virtio/notify_tuning.h): "kick_suppress" on/off, "coalesce_us" and "poll_us" 0..10000.
 Result<void> parse_drive_tuning(JsonReader& r, DiskConfig& disk) {
-  ASSIGN_OR_RETURN(auto suppress, r.optional_bool("kick_suppress"));
+  ASSIGN_OR_RETURN(auto suppress, optional_on_off(r, "kick_suppress"));
   if (suppress) disk.kick_suppress = *suppress;
   ASSIGN_OR_RETURN(auto coalesce, r.optional_uint("coalesce_us", 0, kMaxNotifyTuningUs));
   if (coalesce) disk.coalesce_us = static_cast<uint32_t>(*coalesce);
@@ -190,17 +202,8 @@ Result<void> parse_drive_tuning(JsonReader& r, DiskConfig& disk) {
 // tern's extension "locking" (QEMU's locking=): true or "on" (default: the image is locked while
 // open, block/image_lock.h), false or "off" (no lock: the image may be shared on purpose).
 Result<void> parse_drive_locking(JsonReader& r, DiskConfig& disk) {
-  const nlohmann::json* v = r.raw("locking");
-  if (v == nullptr) return {};
-  if (v->is_boolean()) {
-    disk.locking = v->get<bool>();
-  } else if (v->is_string() && (*v == "on" || *v == "off")) {
-    disk.locking = *v == "on";
-  } else {
-    return fail(r.field("locking"),
-                "expected true, false, \"on\" or \"off\", got " +
-                    (v->is_string() ? "\"" + v->get<std::string>() + "\"" : json_type_name(*v)));
-  }
+  ASSIGN_OR_RETURN(auto locking, optional_on_off(r, "locking"));
+  if (locking) disk.locking = *locking;
   return {};
 }
 

@@ -25,7 +25,8 @@ std::string fault(const tl::expected<ApiRequest, ApiResponse>& r) {
 // tern extension "boot_protocol" in PUT /boot-source: the three values, rendered back by to_json
 // only when not "auto"; anything else is a 400 naming the field.
 TEST(ApiParser, BootSourceBootProtocol) {
-  for (auto [text, want] : {std::pair{"auto", BootProtocol::kAuto}, {"pvh", BootProtocol::kPvh},
+  for (auto [text, want] : {std::pair{"auto", BootProtocol::kAuto},
+                            {"pvh", BootProtocol::kPvh},
                             {"bzimage", BootProtocol::kBzImage}}) {
     auto r = parse_api_request("PUT", "/boot-source",
                                std::string(R"({"kernel_image_path": "/proc/self/exe", )") +
@@ -77,8 +78,8 @@ TEST(ApiParser, FirecrackerDocumentationBodies) {
         })");
   ASSERT_TRUE(drive) << drive.error().body;
   const auto& d = std::get<api::PutDrive>(*drive).value;
-  EXPECT_EQ(d.disk.cache, CacheMode::kUnsafe);        // Firecracker's default cache_type
-  EXPECT_EQ(d.disk.engine, IoEngineKind::kThreads);   // Firecracker's default io_engine: Sync
+  EXPECT_EQ(d.disk.cache, CacheMode::kUnsafe);       // Firecracker's default cache_type
+  EXPECT_EQ(d.disk.engine, IoEngineKind::kThreads);  // Firecracker's default io_engine: Sync
   EXPECT_TRUE(d.is_root_device);
 
   EXPECT_TRUE(std::holds_alternative<api::InstanceStart>(
@@ -92,14 +93,16 @@ TEST(ApiParser, FirecrackerDocumentationBodies) {
   EXPECT_TRUE(std::holds_alternative<api::ResumeVm>(
       *parse_api_request("PATCH", "/vm", R"({"state": "Resumed"})")));
   EXPECT_TRUE(std::holds_alternative<api::GetInstanceInfo>(*parse_api_request("GET", "/", "")));
-  EXPECT_TRUE(std::holds_alternative<api::GetVmConfig>(*parse_api_request("GET", "/vm/config", "")));
+  EXPECT_TRUE(
+      std::holds_alternative<api::GetVmConfig>(*parse_api_request("GET", "/vm/config", "")));
 }
 
 TEST(ApiParser, DriveCacheAndEngineMapping) {
   auto parse = [](const std::string& extra) {
     return parse_api_request(
         "PUT", "/drives/d1",
-        R"({"drive_id": "d1", "path_on_host": "/proc/self/exe", "is_root_device": false)" + extra + "}");
+        R"({"drive_id": "d1", "path_on_host": "/proc/self/exe", "is_root_device": false)" + extra +
+            "}");
   };
   auto wb = parse(R"(, "cache_type": "Writeback", "io_engine": "Async")");
   ASSERT_TRUE(wb) << wb.error().body;
@@ -113,22 +116,25 @@ TEST(ApiParser, DriveCacheAndEngineMapping) {
   EXPECT_NE(fault(parse(R"(, "rate_limiter": {"bandwidth": {"size": 1, "refill_time": 1}})"))
                 .find("rate_limiter"),
             std::string::npos);
-  EXPECT_NE(fault(parse_api_request(
-                      "PUT", "/drives/other",
-                      R"({"drive_id": "d1", "path_on_host": "/proc/self/exe", "is_root_device": false})"))
-                .find("does not match"),
-            std::string::npos);
+  EXPECT_NE(
+      fault(parse_api_request(
+                "PUT", "/drives/other",
+                R"({"drive_id": "d1", "path_on_host": "/proc/self/exe", "is_root_device": false})"))
+          .find("does not match"),
+      std::string::npos);
 }
 
 // tern extension "memory_backend" in PUT/PATCH /machine-config and PUT /snapshot/load.
 TEST(ApiParser, MemoryBackendExtension) {
-  auto put = parse_api_request("PUT", "/machine-config",
-                               R"({"vcpu_count": 1, "mem_size_mib": 128, "memory_backend": "memfd"})");
+  auto put =
+      parse_api_request("PUT", "/machine-config",
+                        R"({"vcpu_count": 1, "mem_size_mib": 128, "memory_backend": "memfd"})");
   ASSERT_TRUE(put) << put.error().body;
   const MachineConfig& m = std::get<api::PutMachineConfig>(*put).value;
   EXPECT_EQ(m.memory_backend, MemoryBackend::kMemfd);
   EXPECT_EQ(to_json(m)["memory_backend"], "memfd");
-  auto plain = parse_api_request("PUT", "/machine-config", R"({"vcpu_count": 1, "mem_size_mib": 128})");
+  auto plain =
+      parse_api_request("PUT", "/machine-config", R"({"vcpu_count": 1, "mem_size_mib": 128})");
   ASSERT_TRUE(plain);
   EXPECT_FALSE(std::get<api::PutMachineConfig>(*plain).value.memory_backend);
   EXPECT_FALSE(to_json(std::get<api::PutMachineConfig>(*plain).value).contains("memory_backend"));
@@ -136,8 +142,9 @@ TEST(ApiParser, MemoryBackendExtension) {
   ASSERT_TRUE(patch) << patch.error().body;
   EXPECT_EQ(std::get<api::PatchMachineConfig>(*patch).value.memory_backend,
             MemoryBackend::kHugetlbfs);
-  EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config",
-                                    R"({"vcpu_count": 1, "mem_size_mib": 128, "memory_backend": "shm"})")),
+  EXPECT_EQ(fault(parse_api_request(
+                "PUT", "/machine-config",
+                R"({"vcpu_count": 1, "mem_size_mib": 128, "memory_backend": "shm"})")),
             "memory_backend: \"shm\": unknown backend (anon, memfd, hugetlbfs)");
   EXPECT_EQ(fault(parse_api_request("PATCH", "/machine-config", R"({"memory_backend": 1})")),
             "memory_backend: expected a string, got integer");
@@ -167,7 +174,8 @@ TEST(ApiParser, VhostUserDrive) {
   EXPECT_EQ(d.disk.queues, 1);
   EXPECT_TRUE(validate_disk_config(d.disk));  // the back-end's fields at their defaults
 
-  auto mq = parse(R"("socket": "/tmp/vu.sock", "queues": 2, "queue_size": 512, "is_read_only": false, "partuuid": "abc")");
+  auto mq = parse(
+      R"("socket": "/tmp/vu.sock", "queues": 2, "queue_size": 512, "is_read_only": false, "partuuid": "abc")");
   ASSERT_TRUE(mq) << mq.error().body;
   EXPECT_EQ(std::get<api::PutDrive>(*mq).value.disk.queues, 2);
   EXPECT_EQ(std::get<api::PutDrive>(*mq).value.disk.queue_size, 512);
@@ -203,9 +211,10 @@ TEST(ApiParser, VhostUserDrive) {
 // GET /vm/config renders a drive as parse_drive reads it: a vhost-user drive without the
 // back-end's fields, tern's queue extensions only when not at their defaults.
 TEST(ApiParser, DriveJsonRoundTrip) {
-  auto vu = parse_drive(nlohmann::json::parse(
-                            R"({"drive_id": "vu", "is_root_device": false, "socket": "/s", "queues": 2})"),
-                        "");
+  auto vu = parse_drive(
+      nlohmann::json::parse(
+          R"({"drive_id": "vu", "is_root_device": false, "socket": "/s", "queues": 2})"),
+      "");
   ASSERT_TRUE(vu) << vu.error().message();
   nlohmann::json j = to_json(*vu);
   EXPECT_EQ(j, nlohmann::json::parse(
@@ -235,11 +244,13 @@ TEST(ApiParser, DriveJsonRoundTrip) {
 // ones are refused by name; GET /vm/config renders "interface" only for an NVMe drive.
 TEST(ApiParser, NvmeDrive) {
   auto parse = [](const std::string& fields) {
-    return parse_api_request("PUT", "/drives/n0",
-                             R"({"drive_id": "n0", "is_root_device": false, "path_on_host": "/proc/self/exe", )" +
-                                 fields + "}");
+    return parse_api_request(
+        "PUT", "/drives/n0",
+        R"({"drive_id": "n0", "is_root_device": false, "path_on_host": "/proc/self/exe", )" +
+            fields + "}");
   };
-  auto ok = parse(R"("interface": "nvme", "is_read_only": true, "cache_type": "none", "io_engine": "Async")");
+  auto ok = parse(
+      R"("interface": "nvme", "is_read_only": true, "cache_type": "none", "io_engine": "Async")");
   ASSERT_TRUE(ok) << ok.error().body;
   const DriveSpec& d = std::get<api::PutDrive>(*ok).value;
   EXPECT_EQ(d.disk.interface, DiskInterface::kNvme);
@@ -267,18 +278,22 @@ TEST(ApiParser, NvmeDrive) {
                   .starts_with("queues: not with interface \"nvme\""));
   EXPECT_TRUE(fault(parse(R"("interface": "nvme", "queue_size": 64)"))
                   .starts_with("queue_size: not with interface \"nvme\""));
-  EXPECT_TRUE(fault(parse_api_request("PUT", "/drives/n0",
-                                      R"({"drive_id": "n0", "is_root_device": false, "interface": "nvme", "socket": "/s"})"))
-                  .starts_with("socket: not with interface \"nvme\""));
+  EXPECT_TRUE(
+      fault(
+          parse_api_request(
+              "PUT", "/drives/n0",
+              R"({"drive_id": "n0", "is_root_device": false, "interface": "nvme", "socket": "/s"})"))
+          .starts_with("socket: not with interface \"nvme\""));
 }
 
 // tern's notification tuning extensions ("kick_suppress", "coalesce_us", "poll_us": --disk's
 // keys); rendered by GET /vm/config only when not the default; refused for NVMe by name.
 TEST(ApiParser, DriveNotifyTuning) {
   auto parse = [](const std::string& fields) {
-    return parse_api_request("PUT", "/drives/d0",
-                             R"({"drive_id": "d0", "is_root_device": true, "path_on_host": "/proc/self/exe")" +
-                                 fields + "}");
+    return parse_api_request(
+        "PUT", "/drives/d0",
+        R"({"drive_id": "d0", "is_root_device": true, "path_on_host": "/proc/self/exe")" + fields +
+            "}");
   };
   auto r = parse(R"(, "kick_suppress": true, "coalesce_us": 40, "poll_us": 0)");
   ASSERT_TRUE(r) << r.error().body;
@@ -298,17 +313,28 @@ TEST(ApiParser, DriveNotifyTuning) {
   };
   EXPECT_NE(refusal(R"(, "coalesce_us": 10001)").find("coalesce_us"), std::string::npos);
   EXPECT_NE(refusal(R"(, "poll_us": -1)").find("poll_us"), std::string::npos);
-  EXPECT_NE(refusal(R"(, "kick_suppress": "on")").find("kick_suppress"), std::string::npos);
+  EXPECT_NE(refusal(R"(, "kick_suppress": "yes")")
+                .find("kick_suppress: expected true, false, "
+                      "\"on\" or \"off\", got \"yes\""),
+            std::string::npos);
+  EXPECT_NE(refusal(R"(, "kick_suppress": 1)").find("kick_suppress"), std::string::npos);
   EXPECT_NE(refusal(R"(, "interface": "nvme", "poll_us": 1)").find("poll_us"), std::string::npos);
+  // As --disk spells it, and as "locking" takes it: "on" / "off" too.
+  for (auto [text, want] : {std::pair{R"("off")", false}, std::pair{R"("on")", true}}) {
+    auto s = parse(std::string(R"(, "kick_suppress": )") + text);
+    ASSERT_TRUE(s) << s.error().body;
+    EXPECT_EQ(std::get<api::PutDrive>(*s).value.disk.kick_suppress, want) << text;
+  }
 }
 
 // tern's "locking" extension (QEMU's locking=): true/"on" (default) or false/"off"; GET
 // /vm/config renders it only when off (a default drive stays Firecracker's Drive).
 TEST(ApiParser, DriveLocking) {
   auto parse = [](const std::string& fields) {
-    return parse_api_request("PUT", "/drives/d0",
-                             R"({"drive_id": "d0", "is_root_device": true, "path_on_host": "/proc/self/exe")" +
-                                 fields + "}");
+    return parse_api_request(
+        "PUT", "/drives/d0",
+        R"({"drive_id": "d0", "is_root_device": true, "path_on_host": "/proc/self/exe")" + fields +
+            "}");
   };
   auto locking = [&](const std::string& fields) {
     auto r = parse(fields);
@@ -339,30 +365,36 @@ TEST(ApiParser, DriveLocking) {
 }
 
 TEST(ApiParser, ErrorsNameTheField) {
-  EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config", R"({"vcpu_count": "2", "mem_size_mib": 1})")),
+  EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config",
+                                    R"({"vcpu_count": "2", "mem_size_mib": 1})")),
             "vcpu_count: expected an integer, got string");
   EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config", R"({"vcpu_count": 2})")),
             "mem_size_mib: missing required field");
   EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config",
                                     R"({"vcpu_count": 2, "mem_size_mib": 128, "vcpus": 3})")),
             "vcpus: unknown field");
-  EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config", R"({"vcpu_count": 0, "mem_size_mib": 1})")),
-            "vcpu_count: 0 is out of range (1..254)");
-  EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config", R"({"vcpu_count": -1, "mem_size_mib": 1})")),
+  EXPECT_EQ(
+      fault(parse_api_request("PUT", "/machine-config", R"({"vcpu_count": 0, "mem_size_mib": 1})")),
+      "vcpu_count: 0 is out of range (1..254)");
+  EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config",
+                                    R"({"vcpu_count": -1, "mem_size_mib": 1})")),
             "vcpu_count: -1 is out of range (1..254)");
   EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config",
                                     R"({"vcpu_count": 1, "mem_size_mib": 128, "smt": true})")),
             "smt: true: SMT is not supported by tern");
-  EXPECT_NE(fault(parse_api_request("PUT", "/boot-source", R"({"kernel_image_path": "/nonexistent/k"})"))
-                .find("kernel_image_path: /nonexistent/k: No such file"),
-            std::string::npos);
-  EXPECT_EQ(fault(parse_api_request("PUT", "/actions", R"({"action_type": "Reboot"})")),
-            "action_type: \"Reboot\": unknown action (InstanceStart, SendCtrlAltDel, FlushMetrics)");
+  EXPECT_NE(
+      fault(parse_api_request("PUT", "/boot-source", R"({"kernel_image_path": "/nonexistent/k"})"))
+          .find("kernel_image_path: /nonexistent/k: No such file"),
+      std::string::npos);
+  EXPECT_EQ(
+      fault(parse_api_request("PUT", "/actions", R"({"action_type": "Reboot"})")),
+      "action_type: \"Reboot\": unknown action (InstanceStart, SendCtrlAltDel, FlushMetrics)");
   EXPECT_EQ(fault(parse_api_request("PATCH", "/vm", R"({"state": "Running"})")),
             "state: \"Running\": unknown state (Paused, Resumed)");
   EXPECT_EQ(fault(parse_api_request("PUT", "/actions", "")),
             "body: missing: this request needs a JSON body");
-  EXPECT_EQ(fault(parse_api_request("PUT", "/actions", "[1]")), "body: expected a JSON object, got array");
+  EXPECT_EQ(fault(parse_api_request("PUT", "/actions", "[1]")),
+            "body: expected a JSON object, got array");
 }
 
 TEST(ApiParser, SnapshotBodiesInFirecrackersShape) {
@@ -386,30 +418,38 @@ TEST(ApiParser, SnapshotBodiesInFirecrackersShape) {
   EXPECT_TRUE(std::get<api::LoadSnapshot>(*load).value.resume_vm);
   EXPECT_EQ(std::get<api::LoadSnapshot>(*load).value.mem_file_path, "/proc/self/exe");
 
-  EXPECT_EQ(fault(parse_api_request("PUT", "/snapshot/create",
-                                    R"({"snapshot_type": "Diff", "snapshot_path": "/tmp/s", "mem_file_path": "/tmp/m"})")),
-            "snapshot_type: \"Diff\": diff snapshots are not supported by tern");
+  EXPECT_EQ(
+      fault(parse_api_request(
+          "PUT", "/snapshot/create",
+          R"({"snapshot_type": "Diff", "snapshot_path": "/tmp/s", "mem_file_path": "/tmp/m"})")),
+      "snapshot_type: \"Diff\": diff snapshots are not supported by tern");
   EXPECT_EQ(fault(parse_api_request("PUT", "/snapshot/create", R"({"snapshot_path": "/tmp/s"})")),
             "mem_file_path: missing required field");
-  EXPECT_NE(fault(parse_api_request("PUT", "/snapshot/create",
-                                    R"({"snapshot_path": "/nonexistent/s", "mem_file_path": "/tmp/m"})"))
-                .find("snapshot_path: /nonexistent: No such file"),
-            std::string::npos);
-  EXPECT_EQ(fault(parse_api_request("PUT", "/snapshot/load",
-                                    R"({"snapshot_path": "/proc/self/exe", "mem_backend": {"backend_type": "Uffd", "backend_path": "/x"}})")),
-            "mem_backend.backend_type: \"Uffd\": userfaultfd backends are not supported by tern (tern "
-            "maps the file copy-on-write)");
-  EXPECT_NE(fault(parse_api_request("PUT", "/snapshot/load",
-                                    R"({"snapshot_path": "/nonexistent/s", "mem_file_path": "/proc/self/exe"})"))
+  EXPECT_NE(
+      fault(parse_api_request("PUT", "/snapshot/create",
+                              R"({"snapshot_path": "/nonexistent/s", "mem_file_path": "/tmp/m"})"))
+          .find("snapshot_path: /nonexistent: No such file"),
+      std::string::npos);
+  EXPECT_EQ(
+      fault(parse_api_request(
+          "PUT", "/snapshot/load",
+          R"({"snapshot_path": "/proc/self/exe", "mem_backend": {"backend_type": "Uffd", "backend_path": "/x"}})")),
+      "mem_backend.backend_type: \"Uffd\": userfaultfd backends are not supported by tern (tern "
+      "maps the file copy-on-write)");
+  EXPECT_NE(fault(parse_api_request(
+                      "PUT", "/snapshot/load",
+                      R"({"snapshot_path": "/nonexistent/s", "mem_file_path": "/proc/self/exe"})"))
                 .find("snapshot_path: /nonexistent/s: No such file"),
             std::string::npos);
-  EXPECT_EQ(fault(parse_api_request("PUT", "/snapshot/load", R"({"snapshot_path": "/proc/self/exe"})")),
-            "mem_backend: missing: give mem_backend {backend_type: File, backend_path}");
+  EXPECT_EQ(
+      fault(parse_api_request("PUT", "/snapshot/load", R"({"snapshot_path": "/proc/self/exe"})")),
+      "mem_backend: missing: give mem_backend {backend_type: File, backend_path}");
 }
 
 TEST(ApiParser, MalformedJson) {
-  EXPECT_NE(fault(parse_api_request("PUT", "/actions", R"({"action_type": "Inst)")).find("JSON body"),
-            std::string::npos);
+  EXPECT_NE(
+      fault(parse_api_request("PUT", "/actions", R"({"action_type": "Inst)")).find("JSON body"),
+      std::string::npos);
   std::string deep(10000, '[');
   EXPECT_NE(fault(parse_api_request("PUT", "/actions", deep)).find("nested deeper than 32"),
             std::string::npos);
@@ -482,8 +522,9 @@ TEST(ApiParser, NetworkInterfaceBadFields) {
             "host_dev_name: must not contain '/'");
   EXPECT_EQ(put(R"({"iface_id": "eth0", "host_dev_name": "tap0", "guest_mac": "02:00:00:00:00"})"),
             "guest_mac: \"02:00:00:00:00\" is not a MAC address (aa:bb:cc:dd:ee:ff)");
-  EXPECT_EQ(put(R"({"iface_id": "eth0", "host_dev_name": "tap0", "guest_mac": "ff:ff:ff:ff:ff:ff"})"),
-            "guest_mac: ff:ff:ff:ff:ff:ff: a multicast address (the first byte is odd)");
+  EXPECT_EQ(
+      put(R"({"iface_id": "eth0", "host_dev_name": "tap0", "guest_mac": "ff:ff:ff:ff:ff:ff"})"),
+      "guest_mac: ff:ff:ff:ff:ff:ff: a multicast address (the first byte is odd)");
   EXPECT_EQ(put(R"({"iface_id": "eth0", "host_dev_name": "tap0", "queues": 0})"),
             "queues: 0 is out of range (1..254)");
   EXPECT_EQ(put(R"({"iface_id": "eth0", "host_dev_name": "tap0", "mtu": 67})"),
@@ -535,10 +576,13 @@ TEST(ApiParser, PathsAndMethods) {
             "Invalid request method and/or path: GET /network-interfaces/eth0");
   EXPECT_EQ(fault(parse_api_request("PUT", "/network-interfaces", "{}")),
             "Invalid request method and/or path: PUT /network-interfaces");
-  EXPECT_EQ(fault(parse_api_request("GET", "foo", "")), "request target \"foo\" must start with '/'");
+  EXPECT_EQ(fault(parse_api_request("GET", "foo", "")),
+            "request target \"foo\" must start with '/'");
   EXPECT_TRUE(parse_api_request("GET", "/machine-config?x=1", ""));
-  EXPECT_TRUE(std::holds_alternative<api::PowerOff>(*parse_api_request("PUT", "/tern/power-off", "")));
-  EXPECT_TRUE(std::holds_alternative<api::GetEvents>(*parse_api_request("GET", "/tern/events", "")));
+  EXPECT_TRUE(
+      std::holds_alternative<api::PowerOff>(*parse_api_request("PUT", "/tern/power-off", "")));
+  EXPECT_TRUE(
+      std::holds_alternative<api::GetEvents>(*parse_api_request("GET", "/tern/events", "")));
 }
 
 }  // namespace
