@@ -2,9 +2,12 @@
 # Boots the nested test host (L1: QEMU TCG, AMD CPU with SVM + NPT, one vCPU) with a scenario script,
 # streams its console to stdout and to a log file, and exits with the scenario's exit code.
 #
-# Usage: run.sh --scenario FILE [--with-qemu] [--with-qsd] [--memory MB] [--timeout SEC] [--log FILE]
-#               [--interactive] [--disk FILE] [--disk-snapshot] [--stall SEC]
-#               [build-l1.sh options: --tern PATH, --no-tern, --env NAME=VALUE, ...]
+# Usage: run.sh --scenario FILE [--memory MB] [--timeout SEC] [--log FILE] [--interactive]
+#               [--disk FILE] [--disk-snapshot] [--stall SEC] [--pidfile FILE]
+#               [--with-qemu] [--with-qsd] [--with-debian-initrd] [--tern PATH | --no-tern]
+#               [--guest-initramfs FILE] [--guest-modules LIST] [--modules LIST] [--extra DIR]
+#               [--env NAME=VALUE]... [--bin PATH]...
+#   --scenario FILE shell script L1 runs once /dev/kvm is up (its exit code is run.sh's)
 #   --memory MB     L1 RAM (default 6144: room for a 3328 MiB nested guest plus the initramfs)
 #   --timeout SEC   kill L1 after SEC seconds of host time (default 900)
 #   --log FILE      console log (default build/testhost/logs/<scenario>-<time>.log)
@@ -17,6 +20,10 @@
 #   --stall SEC     kill L1 when its QEMU used no CPU for SEC seconds (a wedged nested guest); exit 125
 #   --with-debian-initrd  Debian's initrd of the guest kernel in L1 as $TH_DEBIAN_INITRD (build-l1.sh)
 #   --pidfile FILE  write L1's QEMU pid there (e.g. to read its host CPU time while it runs)
+#   --with-qemu, --with-qsd, --tern PATH, --no-tern, --guest-initramfs FILE, --guest-modules LIST
+#   (modules the default busybox guest loads, e.g. "virtio_ring virtio ... virtio_blk" for a
+#   --disk in tern), --modules LIST (modules L1 loads), --extra DIR, --env NAME=VALUE, --bin PATH:
+#                   passed to build-l1.sh, whose header says what each does
 # Exit: the scenario's rc from "TESTHOST-DONE rc=N"; 124 on timeout; 1 if L1 failed before that.
 # Environment: TESTHOST_CPU overrides the L1 CPU model (default EPYC,+svm,+npt).
 set -euo pipefail
@@ -36,7 +43,7 @@ while [[ $# -gt 0 ]]; do
         --pidfile) pidfile="$2"; shift 2 ;;
         --with-qemu | --with-qsd | --with-debian-initrd | --no-tern) build_args+=("$1"); shift ;;
         --tern | --guest-initramfs | --guest-modules | --modules | --extra | --env | --bin) build_args+=("$1" "$2"); shift 2 ;;
-        -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
         *) th_die "unknown argument $1; see --help" ;;
     esac
 done
