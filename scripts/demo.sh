@@ -21,7 +21,9 @@
 #            poweroff (default), reboot (tern exits 3), or shell (interactive)
 # Environment: TERN_BIN (default build/tern); TERN_DEMO_IMAGE (default build/images/debian-12.img);
 #   TERN_DEMO_TAP (host with VMX/SVM only: a tap for the guest, e.g. tap0; default no network);
-#   TERN_DEMO_CPUS (default 2), TERN_DEMO_MEMORY (default 1G).
+#   TERN_DEMO_CPUS (default 2), TERN_DEMO_MEMORY (default 1G); TERN_DEMO_ARGS: more words for
+#   `tern run` (the Debian system), e.g. "--kernel-exits --stats-on-exit": the accounting from the
+#   first exit, and tern's totals printed when it exits.
 # Exits with tern's exit status: 0 when the guest powered off.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,7 +32,7 @@ die() { printf 'demo: error: %s\n' "$*" >&2; exit 1; }
 
 mode=debian action=""
 case "${1:-}" in
--h | --help) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
 --initramfs)
     mode=initramfs action="${2:-poweroff}"
     [[ "$action" =~ ^(poweroff|reboot|shell)$ ]] || die "--initramfs: ACTION is poweroff, reboot or shell, not '$action'" ;;
@@ -78,7 +80,8 @@ debian_demo() {
     local image="${TERN_DEMO_IMAGE:-$repo/build/images/debian-12.img}" cpus="${TERN_DEMO_CPUS:-2}"
     local memory="${TERN_DEMO_MEMORY:-1G}" scenario="$repo/scripts/demo_debian_scenario.sh" initrd rc=0 envs
     [[ -f "$image" ]] || die "no Debian image at $image: build it with images/debian/build.sh (scripts/setup.sh runs it: ~1–2 min the first time with its tree on a tmpfs, when >= 8 GiB of RAM are free, more on disk; it needs root and the Debian mirror), or set TERN_DEMO_IMAGE; 'scripts/demo.sh --initramfs' needs no image"
-    envs=(DEMO_INTERACTIVE="$([[ -t 0 ]] && echo 1 || echo 0)" DEMO_CPUS="$cpus" DEMO_MEMORY="$memory")
+    envs=(DEMO_INTERACTIVE="$([[ -t 0 ]] && echo 1 || echo 0)" DEMO_CPUS="$cpus" DEMO_MEMORY="$memory"
+        DEB_TERN_ARGS="${TERN_DEMO_ARGS:-}")
     th_log "Debian guest: image $image ($(du -h "$image" | cut -f1) used of $(du -h --apparent-size "$image" | cut -f1)), kernel $ver, $cpus vCPUs, $memory"
     if ((direct)); then
         initrd="/boot/initrd.img-$ver"
