@@ -116,6 +116,23 @@ TEST(DiskKind, DecodesVersion2Specs) {
   EXPECT_FALSE(DiskKind::decode(r3, 3));
 }
 
+// A vhost-user disk saved before notification tuning (machine section versions 3 and 4) still
+// restores: it keeps the default tuning (refused otherwise: the back-end's), not "all off".
+TEST(DiskKind, DecodesPreVersion5VhostUserSpecs) {
+  for (uint32_t version : {3u, 4u}) {
+    snap::ByteWriter w;
+    w.bytes(version2_spec(vhost_user_disk()));
+    w.string(vhost_user_disk().vhost_user_socket);
+    if (version >= 4) w.boolean(true);  // locking
+    auto bytes = w.take();
+    snap::ByteReader r(bytes, "disk");
+    auto d = DiskKind::decode(r, version);
+    ASSERT_TRUE(d) << "version " << version << ": " << d.error().message();
+    EXPECT_TRUE(r.expect_end());
+    expect_same(*d, vhost_user_disk());
+  }
+}
+
 // A whole machine section of version 2 (a disk, an rng) as the tern before vhost-user wrote it.
 TEST(DiskKind, Version2MachineSectionDecodes) {
   snap::ByteWriter w;
