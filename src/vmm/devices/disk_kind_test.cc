@@ -211,6 +211,28 @@ TEST(DiskKind, DecodeRefusesAVhostUserSpecWithBackendFields) {
   EXPECT_FALSE(round_trip(d));
 }
 
+// A tampered snapshot: tuning out of range (QueueWorker::start would abort on it) or on a
+// vhost-user disk is refused at decode, naming the --disk key.
+TEST(DiskKind, DecodeRefusesTamperedTuning) {
+  auto refused = [](DiskSpec d, const std::string& what) {
+    auto back = round_trip(d);
+    ASSERT_FALSE(back) << what;
+    EXPECT_NE(back.error().message().find(what), std::string::npos) << back.error().message();
+  };
+  DiskSpec d = image_disk();
+  d.coalesce_us = 10'001;
+  refused(d, "--disk coalesce_us=10001: must be 0..10000");
+  d = image_disk();
+  d.poll_us = UINT32_MAX;
+  refused(d, "--disk poll_us=4294967295: must be 0..10000");
+  d = vhost_user_disk();
+  d.kick_suppress = false;
+  refused(d, "--disk kick_suppress");
+  d = vhost_user_disk();
+  d.poll_us = 5;
+  refused(d, "--disk poll_us");
+}
+
 TEST(DiskKind, VhostUserDiskHasNoFactsFilesOrFlush) {
   testing::FakeVirtioDevice dev;  // not a VirtioBlock: never taken for one
   const DiskSpec s = vhost_user_disk();
