@@ -90,12 +90,25 @@ class GuestMemory {
   /// Copies `in` into guest memory at `gpa`.
   [[nodiscard]] Result<void> write(uint64_t gpa, std::span<const uint8_t> in) const;
 
-  /// Reads a trivially copyable T stored at `gpa` (any alignment).
+  /// Reads a trivially copyable T stored at `gpa` (any alignment). A 2-, 4- or 8-byte T at a
+  /// naturally aligned address is read with one load, so a field the guest writes meanwhile
+  /// (avail->idx, used_event) is the old or the new value, never half of each (glibc's memcpy of
+  /// 2 bytes loads the second byte again: avail->idx 0x28ff -> 0x2900 could read as 0x29ff).
   template <class T>
   [[nodiscard]] Result<T> read_obj(uint64_t gpa) const {
     static_assert(std::is_trivially_copyable_v<T>);
     T v;
-    TRY(read(gpa, std::span<uint8_t>(reinterpret_cast<uint8_t*>(&v), sizeof(T))));
+    ASSIGN_OR_RETURN(std::span<uint8_t> s, slice(gpa, sizeof(T)));
+    if constexpr (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8) {
+      using U = std::conditional_t<sizeof(T) == 2, uint16_t,
+                                   std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
+      if (reinterpret_cast<uintptr_t>(s.data()) % sizeof(T) == 0) {
+        U u = __atomic_load_n(reinterpret_cast<const U*>(s.data()), __ATOMIC_RELAXED);
+        std::memcpy(&v, &u, sizeof(T));
+        return v;
+      }
+    }
+    std::memcpy(&v, s.data(), sizeof(T));
     return v;
   }
   /// Writes a trivially copyable T at `gpa` (any alignment).

@@ -88,6 +88,7 @@ QueueWorker::~QueueWorker() {
     {
       std::lock_guard lock(park_mu_);
       stopping_ = true;
+      yield_.store(true, std::memory_order_relaxed);
     }
     park_cv_.notify_all();
     uint64_t one = 1;
@@ -155,7 +156,7 @@ void QueueWorker::drain() {
 
 void QueueWorker::process_queue() {
   while (!broken_) {
-    while (!broken_ && handler_->ready(*this)) {
+    while (!broken_ && !yield_requested() && handler_->ready(*this)) {
       bool resubmitted = next_resubmit_ < ctx_.resubmit.size();
       PopResult p = resubmitted ? vq_.walk(ctx_.resubmit[next_resubmit_++]) : vq_.pop();
       if (p.kind == PopResult::Kind::kEmpty) break;
@@ -180,6 +181,8 @@ void QueueWorker::process_queue() {
     if (!broken_) handler_->flush(*this);
     publish();
     if (broken_ || !handler_->ready(*this)) return;  // the handler's fd will call us again
+    // A pause or stop waits in epoll: run() handles it (after a resume it calls us again).
+    if (yield_requested()) return;
     if (handler_->in_flight() > 0 && ctx_.tuning.kick_suppress) {
       // A completion will wake us and run this loop again: the driver need not notify until
       // nothing is in flight (then the branch below re-enables and re-checks).
@@ -295,9 +298,9 @@ bool QueueWorker::poll_available() {
   const uint64_t limit = uint64_t{ctx_.tuning.poll_us} * 1000;
   uint64_t now = start;
   bool hit = false;
-  // Bounded by poll_us: a pause or stop request waits at most that long (nothing is in flight,
-  // so no completion waits).
-  while (now - start < limit) {
+  // Bounded by poll_us, and cut short by a pause or stop request (nothing is in flight, so no
+  // completion waits).
+  while (now - start < limit && !yield_requested()) {
     auto more = vq_.has_available();
     if (!more) {
       mark_broken(more.error().message());
@@ -329,6 +332,7 @@ QueuePosition QueueWorker::pause() {
     std::lock_guard lock(park_mu_);
     if (exited_) return parked_at_;
     pause_requested_ = true;
+    yield_.store(true, std::memory_order_relaxed);
   }
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(pause_.get(), &one, sizeof one);
@@ -355,6 +359,7 @@ bool QueueWorker::park() {
   parked_ = true;
   park_cv_.notify_all();
   park_cv_.wait(lock, [&] { return !pause_requested_ || stopping_; });
+  if (!stopping_) yield_.store(false, std::memory_order_relaxed);
   parked_ = false;
   park_cv_.notify_all();
   return !stopping_;

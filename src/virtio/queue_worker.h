@@ -10,6 +10,7 @@
 // are called by the device (one caller at a time).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -154,6 +155,8 @@ class QueueWorker {
   void drain();
   /// Parks until resume() or the destructor. Returns false if the worker must stop.
   bool park();
+  /// A pause or stop waits: the ring loop returns to run(), which handles it.
+  [[nodiscard]] bool yield_requested() const { return yield_.load(std::memory_order_relaxed); }
 
   QueueWorkerContext ctx_;
   Virtqueue vq_;
@@ -179,6 +182,10 @@ class QueueWorker {
   bool stopping_ = false;         // park_mu_: the destructor wants the thread to end
   bool exited_ = false;           // park_mu_: run() returned
   QueuePosition parked_at_;       // park_mu_
+  // Set by pause() and the destructor before they signal their eventfd, cleared on resume: a
+  // guest that keeps the ring busy (chains completed at once, each within poll_us of the last)
+  // would otherwise keep process_queue() from ever returning to epoll_wait.
+  std::atomic<bool> yield_{false};
 
   std::thread thread_;  // last: joined before the members above go away
 };

@@ -10,7 +10,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <mutex>
+#include <thread>
 
 #include "base/testing/eventually.h"
 #include "virtio/queue_worker.h"
@@ -66,9 +68,16 @@ class StepHandler final : public QueueHandler {
   unsigned served_ = 0;
 };
 
+// Completes every chain as it is served (a GET_ID, a refused request): nothing stays in flight.
+class AtOnceHandler final : public QueueHandler {
+ public:
+  void serve(QueueWorker& w, DescriptorChain chain) override { w.complete(chain.head, 0); }
+};
+
 class QueueWorkerTuningTest : public ::testing::Test {
  protected:
-  void start(NotifyTuning tuning, bool event_idx) {
+  /// Starts the worker with a StepHandler (handler_), or with `other` when given.
+  void start(NotifyTuning tuning, bool event_idx, std::unique_ptr<QueueHandler> other = nullptr) {
     auto k = make_eventfd(0, 0);
     auto r = make_eventfd(0, EFD_NONBLOCK);
     ASSERT_TRUE(k && r);
@@ -83,8 +92,12 @@ class QueueWorkerTuningTest : public ::testing::Test {
     ctx.log_limit = &limit_;
     ctx.counters = &counters_;
     ctx.tuning = tuning;
-    auto h = std::make_unique<StepHandler>(release_.get());
-    handler_ = h.get();
+    std::unique_ptr<QueueHandler> h = std::move(other);
+    if (!h) {
+      auto step = std::make_unique<StepHandler>(release_.get());
+      handler_ = step.get();
+      h = std::move(step);
+    }
     auto w = QueueWorker::start(std::move(ctx), std::move(*k), std::move(h));
     ASSERT_TRUE(w) << w.error().message();
     worker_ = std::move(*w);
@@ -221,6 +234,46 @@ TEST_F(QueueWorkerTuningTest, PollingTakesAChainWithoutAKickOrFallsBackToTheKick
   EXPECT_EQ(counters_.snapshot(0).requests, 2u);
   // The worker, idle again, polls the full poll_us (a hit at once may take no measurable time).
   EXPECT_TRUE(eventually([&] { return counters_.snapshot(0).poll_ns > 0; }));
+}
+
+// A guest that adds a chain the device completes at once, each within poll_us of the last, keeps
+// the ring busy without a kick: every poll hits. pause() and the destructor still get through (the
+// ring loop used to go on polling and serving and never saw them: a snapshot, a device reset or
+// shutdown waited as long as the guest liked).
+TEST_F(QueueWorkerTuningTest, PauseAndStopGetThroughAGuestThatKeepsTheRingBusy) {
+  start(NotifyTuning{.poll_us = 10'000}, /*event_idx=*/true, std::make_unique<AtOnceHandler>());
+  std::atomic<bool> feeding{true};
+  std::thread guest([&] {
+    while (feeding.load()) {
+      if (static_cast<uint16_t>(drv_.avail_idx() - drv_.used_idx()) < 8)
+        add();
+      else
+        std::this_thread::yield();
+    }
+  });
+  signal(kick_.get());
+  if (!eventually([&] { return counters_.snapshot(0).poll_hits >= 100; })) {
+    feeding = false;
+    guest.join();
+    FAIL() << "the worker never polled the busy ring";
+  }
+  // Each runs on its own thread: against a worker that never yields it would block (then the
+  // feeding stops after the failure timeout, which unblocks it).
+  auto paused = std::async(std::launch::async, [&] { return worker_->pause(); });
+  bool pause_returned = paused.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  if (!pause_returned) feeding = false;
+  QueuePosition p = paused.get();
+  worker_->resume();
+  auto stopped = std::async(std::launch::async, [&] { worker_.reset(); });
+  bool stop_returned = stopped.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  feeding = false;
+  guest.join();
+  stopped.wait();
+  EXPECT_TRUE(pause_returned);
+  EXPECT_TRUE(stop_returned);
+  EXPECT_EQ(p.next_avail, p.next_used);  // every chain taken was completed before it parked
+  auto s = counters_.snapshot(0);
+  EXPECT_EQ(static_cast<uint16_t>(s.requests), drv_.used_idx());
 }
 
 }  // namespace

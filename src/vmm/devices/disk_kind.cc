@@ -102,9 +102,10 @@ Result<DiskKind::Spec> DiskKind::decode(snap::ByteReader& r, uint32_t version) {
     ASSIGN_OR_RETURN(c.kick_suppress, r.boolean());
     ASSIGN_OR_RETURN(c.coalesce_us, r.u32());
     ASSIGN_OR_RETURN(c.poll_us, r.u32());
-  } else {
+  } else if (c.vhost_user_socket.empty()) {
     // Before version 5 there were no knobs: the queues ran with kicks on, no coalescing, no
-    // polling (not today's defaults, which may differ).
+    // polling (not today's defaults, which may differ). A vhost-user disk keeps the defaults:
+    // its notifications are the back-end's, and validate_disk_config() refuses anything else.
     c.kick_suppress = false;
     c.coalesce_us = 0;
     c.poll_us = 0;

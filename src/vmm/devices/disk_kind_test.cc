@@ -116,6 +116,23 @@ TEST(DiskKind, DecodesVersion2Specs) {
   EXPECT_FALSE(DiskKind::decode(r3, 3));
 }
 
+// A vhost-user disk saved before notification tuning (machine section versions 3 and 4) still
+// restores: it keeps the default tuning (refused otherwise: the back-end's), not "all off".
+TEST(DiskKind, DecodesPreVersion5VhostUserSpecs) {
+  for (uint32_t version : {3u, 4u}) {
+    snap::ByteWriter w;
+    w.bytes(version2_spec(vhost_user_disk()));
+    w.string(vhost_user_disk().vhost_user_socket);
+    if (version >= 4) w.boolean(true);  // locking
+    auto bytes = w.take();
+    snap::ByteReader r(bytes, "disk");
+    auto d = DiskKind::decode(r, version);
+    ASSERT_TRUE(d) << "version " << version << ": " << d.error().message();
+    EXPECT_TRUE(r.expect_end());
+    expect_same(*d, vhost_user_disk());
+  }
+}
+
 // A whole machine section of version 2 (a disk, an rng) as the tern before vhost-user wrote it.
 TEST(DiskKind, Version2MachineSectionDecodes) {
   snap::ByteWriter w;
@@ -192,6 +209,28 @@ TEST(DiskKind, DecodeRefusesAVhostUserSpecWithBackendFields) {
   d = vhost_user_disk();
   d.vhost_user_socket = std::string(200, 's');
   EXPECT_FALSE(round_trip(d));
+}
+
+// A tampered snapshot: tuning out of range (QueueWorker::start would abort on it) or on a
+// vhost-user disk is refused at decode, naming the --disk key.
+TEST(DiskKind, DecodeRefusesTamperedTuning) {
+  auto refused = [](DiskSpec d, const std::string& what) {
+    auto back = round_trip(d);
+    ASSERT_FALSE(back) << what;
+    EXPECT_NE(back.error().message().find(what), std::string::npos) << back.error().message();
+  };
+  DiskSpec d = image_disk();
+  d.coalesce_us = 10'001;
+  refused(d, "--disk coalesce_us=10001: must be 0..10000");
+  d = image_disk();
+  d.poll_us = UINT32_MAX;
+  refused(d, "--disk poll_us=4294967295: must be 0..10000");
+  d = vhost_user_disk();
+  d.kick_suppress = false;
+  refused(d, "--disk kick_suppress");
+  d = vhost_user_disk();
+  d.poll_us = 5;
+  refused(d, "--disk poll_us");
 }
 
 TEST(DiskKind, VhostUserDiskHasNoFactsFilesOrFlush) {
