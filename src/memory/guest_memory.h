@@ -1,10 +1,12 @@
 // GuestMemory: the guest's RAM and the only way tern touches it.
 //
 // Guest RAM is a list of regions, each a range of guest-physical addresses (GPA) backed by one
-// host-virtual mapping. Every access is bounds- and overflow-checked and must fall inside ONE region
-// (regions are not contiguous across the 32-bit PCI hole). Data moves with memcpy, so unaligned
-// guest addresses are fine. Accesses from several threads are allowed: the region list never
-// changes after creation; racing guest writes are the guest's business.
+// host-virtual mapping. Every access is bounds- and overflow-checked and must fall inside ONE
+// region (regions are not contiguous across the 32-bit PCI hole). Data moves with memcpy, so
+// unaligned guest addresses are fine; read_obj/write_obj move an aligned 2-, 4- or 8-byte field
+// with one load or store (never torn against the guest's concurrent access). Accesses from several
+// threads are allowed: the region list never changes after creation; racing guest writes are the
+// guest's business.
 #pragma once
 
 #include <cstdint>
@@ -72,9 +74,9 @@ class GuestMemory {
   /// created as create(specs, backend), then the memory file's contents read into it (holes
   /// skipped with SEEK_DATA), so a vhost-user back-end sees the restored RAM. Costs a read of
   /// the non-zero RAM; `progress(done, total)` (bytes) is called at most every 50 ms.
-  static Result<GuestMemory> create_from_file(std::span<const RegionSpec> specs, BorrowedFd fd,
-                                              MemoryBackend backend,
-                                              const std::function<void(uint64_t, uint64_t)>& progress);
+  static Result<GuestMemory> create_from_file(
+      std::span<const RegionSpec> specs, BorrowedFd fd, MemoryBackend backend,
+      const std::function<void(uint64_t, uint64_t)>& progress);
 
   /// Wraps caller-owned buffers (for tests and fuzzers): nothing is mapped or freed.
   static GuestMemory wrap(std::vector<MemoryRegion> regions);
@@ -111,11 +113,25 @@ class GuestMemory {
     std::memcpy(&v, s.data(), sizeof(T));
     return v;
   }
-  /// Writes a trivially copyable T at `gpa` (any alignment).
+  /// Writes a trivially copyable T at `gpa` (any alignment). As read_obj: a 2-, 4- or 8-byte T
+  /// at a naturally aligned address is one store, so the guest reading it meanwhile (used->idx,
+  /// avail_event) sees the old or the new value, never half of each.
   template <class T>
   [[nodiscard]] Result<void> write_obj(uint64_t gpa, const T& v) const {
     static_assert(std::is_trivially_copyable_v<T>);
-    return write(gpa, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&v), sizeof(T)));
+    ASSIGN_OR_RETURN(std::span<uint8_t> s, slice(gpa, sizeof(T)));
+    if constexpr (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8) {
+      using U = std::conditional_t<sizeof(T) == 2, uint16_t,
+                                   std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
+      if (reinterpret_cast<uintptr_t>(s.data()) % sizeof(T) == 0) {
+        U u;
+        std::memcpy(&u, &v, sizeof(T));
+        __atomic_store_n(reinterpret_cast<U*>(s.data()), u, __ATOMIC_RELAXED);
+        return {};
+      }
+    }
+    std::memcpy(s.data(), &v, sizeof(T));
+    return {};
   }
 
   [[nodiscard]] const std::vector<MemoryRegion>& regions() const { return regions_; }
