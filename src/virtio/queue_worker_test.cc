@@ -3,20 +3,15 @@
 // QueueCountersSnapshot definitions.
 #include "virtio/queue_worker.h"
 
+#include <gtest/gtest.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
-#include "virtio/testing/fake_virtqueue_driver.h"
+#include "virtio/testing/queue_worker_rig.h"
 #include "virtio/virtio_spec.h"
 
 namespace tern::virtio {
 namespace {
-
-using tern::testing::FakeGuestRam;
-using tern::testing::FakeVirtioInterrupt;
-using tern::testing::FakeVirtqueueDriver;
 
 // Holds every chain; completes them (used len = writable bytes) on drain() and, once `release`
 // was signalled, at once.
@@ -49,37 +44,12 @@ class HoldingHandler final : public QueueHandler {
   std::vector<DescriptorChain> held_;
 };
 
-class QueueWorkerTest : public ::testing::Test {
+class QueueWorkerTest : public ::testing::Test, protected tern::testing::QueueWorkerRig {
  protected:
   void SetUp() override {
-    auto k = make_eventfd(0, 0);
-    auto r = make_eventfd(0, EFD_NONBLOCK);
-    ASSERT_TRUE(k && r);
-    kick_.reset(::dup(k->get()));
-    release_ = std::move(*r);
-    QueueWorkerContext ctx;
-    ctx.mem = &ram_.mem();
-    ctx.interrupt = irq_;
-    ctx.queue = drv_.config();
-    ctx.index = 3;
-    ctx.features = feature(VIRTIO_F_VERSION_1) | feature(VIRTIO_F_EVENT_IDX);
-    ctx.name = "test";
-    ctx.log_limit = &limit_;
-    ctx.counters = &counters_;
-    auto w = QueueWorker::start(std::move(ctx), std::move(*k),
-                                std::make_unique<HoldingHandler>(release_.get()));
-    ASSERT_TRUE(w) << w.error().message();
-    worker_ = std::move(*w);
+    start_worker(context(feature(VIRTIO_F_EVENT_IDX), /*index=*/3),
+                 std::make_unique<HoldingHandler>(release_.get()));
   }
-  void signal(int fd, uint64_t v = 1) { ASSERT_EQ(::write(fd, &v, sizeof v), 8); }
-
-  FakeGuestRam ram_;
-  FakeVirtqueueDriver drv_{ram_.mem(), 0x1000, 8};
-  std::shared_ptr<FakeVirtioInterrupt> irq_ = std::make_shared<FakeVirtioInterrupt>();
-  RateLimit limit_;
-  QueueCounters counters_;
-  UniqueFd kick_, release_;
-  std::unique_ptr<QueueWorker> worker_;
 };
 
 TEST_F(QueueWorkerTest, HandlerFdCompletesAndCountersFollow) {

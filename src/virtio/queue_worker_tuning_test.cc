@@ -16,16 +16,13 @@
 
 #include "base/testing/eventually.h"
 #include "virtio/queue_worker.h"
-#include "virtio/testing/fake_virtqueue_driver.h"
+#include "virtio/testing/queue_worker_rig.h"
 #include "virtio/virtio_spec.h"
 
 namespace tern::virtio {
 namespace {
 
 using tern::testing::eventually;
-using tern::testing::FakeGuestRam;
-using tern::testing::FakeVirtioInterrupt;
-using tern::testing::FakeVirtqueueDriver;
 
 // Holds every chain it is given; a write of N to `release` completes the oldest N (one used-ring
 // publish for them). in_flight() = chains held.
@@ -74,23 +71,11 @@ class AtOnceHandler final : public QueueHandler {
   void serve(QueueWorker& w, DescriptorChain chain) override { w.complete(chain.head, 0); }
 };
 
-class QueueWorkerTuningTest : public ::testing::Test {
+class QueueWorkerTuningTest : public ::testing::Test, protected tern::testing::QueueWorkerRig {
  protected:
   /// Starts the worker with a StepHandler (handler_), or with `other` when given.
   void start(NotifyTuning tuning, bool event_idx, std::unique_ptr<QueueHandler> other = nullptr) {
-    auto k = make_eventfd(0, 0);
-    auto r = make_eventfd(0, EFD_NONBLOCK);
-    ASSERT_TRUE(k && r);
-    kick_.reset(::dup(k->get()));
-    release_ = std::move(*r);
-    QueueWorkerContext ctx;
-    ctx.mem = &ram_.mem();
-    ctx.interrupt = irq_;
-    ctx.queue = drv_.config();
-    ctx.features = feature(VIRTIO_F_VERSION_1) | (event_idx ? feature(VIRTIO_F_EVENT_IDX) : 0);
-    ctx.name = "test";
-    ctx.log_limit = &limit_;
-    ctx.counters = &counters_;
+    QueueWorkerContext ctx = context(event_idx ? feature(VIRTIO_F_EVENT_IDX) : 0);
     ctx.tuning = tuning;
     std::unique_ptr<QueueHandler> h = std::move(other);
     if (!h) {
@@ -98,24 +83,14 @@ class QueueWorkerTuningTest : public ::testing::Test {
       handler_ = step.get();
       h = std::move(step);
     }
-    auto w = QueueWorker::start(std::move(ctx), std::move(*k), std::move(h));
-    ASSERT_TRUE(w) << w.error().message();
-    worker_ = std::move(*w);
+    start_worker(std::move(ctx), std::move(h));
   }
-  void signal(int fd, uint64_t v = 1) { ASSERT_EQ(::write(fd, &v, sizeof v), 8); }
   uint16_t used_flags() const {
     return ram_.mem().read_obj<uint16_t>(drv_.config().used_gpa).value();
   }
   uint16_t add() { return drv_.add_chain({{0x40000, 16, true}}); }
 
-  FakeGuestRam ram_;
-  FakeVirtqueueDriver drv_{ram_.mem(), 0x1000, 8};
-  std::shared_ptr<FakeVirtioInterrupt> irq_ = std::make_shared<FakeVirtioInterrupt>();
-  RateLimit limit_;
-  QueueCounters counters_;
-  UniqueFd kick_, release_;
   StepHandler* handler_ = nullptr;
-  std::unique_ptr<QueueWorker> worker_;
 };
 
 TEST_F(QueueWorkerTuningTest, KickSuppressTakesNewChainsOnCompletionWithoutAKick) {
