@@ -313,9 +313,9 @@ TEST(ApiParser, DriveNotifyTuning) {
   };
   EXPECT_NE(refusal(R"(, "coalesce_us": 10001)").find("coalesce_us"), std::string::npos);
   EXPECT_NE(refusal(R"(, "poll_us": -1)").find("poll_us"), std::string::npos);
+  // (The fault message is a JSON string: its quotes are escaped.)
   EXPECT_NE(refusal(R"(, "kick_suppress": "yes")")
-                .find("kick_suppress: expected true, false, "
-                      "\"on\" or \"off\", got \"yes\""),
+                .find(R"(kick_suppress: expected true, false, \"on\" or \"off\", got \"yes\")"),
             std::string::npos);
   EXPECT_NE(refusal(R"(, "kick_suppress": 1)").find("kick_suppress"), std::string::npos);
   EXPECT_NE(refusal(R"(, "interface": "nvme", "poll_us": 1)").find("poll_us"), std::string::npos);

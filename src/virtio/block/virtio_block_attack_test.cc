@@ -12,6 +12,7 @@
 #include <fstream>
 #include <random>
 
+#include "base/testing/eventually.h"
 #include "block/bounce_pool.h"
 #include "block/io_uring_engine.h"
 #include "virtio/block/virtio_blk_spec.h"
@@ -315,7 +316,9 @@ TEST_P(BlockAttackTest, QuiesceWhileRequestsWaitCompletesThemAll) {
          std::vector<Buf>(2, Buf{kDataGpa + 1, 1 << 20, false}));
   dev_->unquiesce();
   kick();
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  // The worker takes all 16 in one pass of the ring (no completion runs meanwhile): 4 get bounce
+  // buffers, 12 wait for them. Quiesce only then (a quiesce cuts the pass short).
+  ASSERT_TRUE(tern::testing::eventually([&] { return dev_->stats().bounce_waits == 12u; }));
   dev_->quiesce();  // every request taken completes before this returns
   auto pos = dev_->queue_positions();
   ASSERT_EQ(pos.size(), 1u);
