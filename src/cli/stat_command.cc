@@ -189,19 +189,28 @@ int run_stat(const StatOptions& o) {
       return o.once ? kExitError : 0;
     }
     if (o.kernel_exits) hold.keep(*cur);
-    nlohmann::json rates = compute_rates(*prev, *cur, o.kernel_exits);
-    if (o.kernel_exits && !hold.reason().empty()) {
-      nlohmann::json& k = rates["kernel_exits"];
-      if (!k.value("enabled", false) && !k.contains("error")) k["error"] = hold.reason();
+    // A reply whose sections have other types than tern writes (not a tern on that socket, a
+    // broken proxy) is named, not an internal error; the hold turns the accounting off.
+    std::string screen;
+    try {
+      nlohmann::json rates = compute_rates(*prev, *cur, o.kernel_exits);
+      if (o.kernel_exits && !hold.reason().empty()) {
+        nlohmann::json& k = rates["kernel_exits"];
+        if (!k.value("enabled", false) && !k.contains("error")) k["error"] = hold.reason();
+      }
+      if (o.json) {
+        rates["stats"] = *cur;
+        screen = rates.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+      } else {
+        if (tty && !o.once) screen = "\033[H\033[2J";  // clear and home: a live screen
+        screen += render_rates_table(rates, o.rows);
+      }
+    } catch (const nlohmann::json::exception& e) {
+      std::fprintf(stderr, "tern stat: GET /tern/stats: a reply tern stat cannot read (%s)\n",
+                   e.what());
+      return kExitError;
     }
-    if (o.json) {
-      rates["stats"] = *cur;
-      std::printf("%s\n",
-                  rates.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-    } else {
-      if (tty && !o.once) std::fputs("\033[H\033[2J", stdout);  // clear and home: a live screen
-      std::fputs(render_rates_table(rates, o.rows).c_str(), stdout);
-    }
+    std::fputs(screen.c_str(), stdout);
     std::fflush(stdout);
     if (o.once) return 0;
     prev = std::move(cur);

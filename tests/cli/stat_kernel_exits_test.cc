@@ -42,6 +42,7 @@ class KernelExitsMachine : public testing::StubMachine {
       const uint64_t k = ++m_.reads;
       m_.changed.notify_all();
       Json j = testing::stats_snapshot(monotonic_ns(), k);
+      for (const auto& [key, value] : m_.broken.items()) j[key] = value;  // another server's
       if (!m_.hostile.is_discarded() && !m_.on) {
         j["kernel_exits"] = m_.hostile;  // a reply of another (or broken) server
       } else if (m_.on) {
@@ -109,6 +110,7 @@ class KernelExitsMachine : public testing::StubMachine {
   mutable uint64_t reads = 0;
   std::string fail_reason, error;
   Json hostile = Json(Json::value_t::discarded);  // while off: "kernel_exits" is this instead
+  Json broken = Json::object();                   // these top-level fields replace tern's
   Stats stats_{*this};
 };
 
@@ -392,6 +394,21 @@ TEST_P(StatKernelExitsHostile, IsTreatedAsOff) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Replies, StatKernelExitsHostile, ::testing::Range(0, 5));
+
+// A GET /tern/stats reply whose other sections have the wrong types (not a tern on that socket):
+// one line naming the request and what was wrong, status 1, and the accounting it turned on is
+// off again; no "internal error".
+TEST_F(StatKernelExits, AReplyOfTheWrongShapeIsNamedNotAnInternalError) {
+  start();
+  machine_->broken = Json{{"kvm", 5}, {"exits", "many"}};
+  pid_t pid = spawn({"--kernel-exits", "--once", "--interval", "0.05"});
+  EXPECT_EQ(wait(pid), 1) << output();
+  EXPECT_EQ(output().find("internal error"), std::string::npos) << output();
+  EXPECT_NE(output().find("tern stat: GET /tern/stats: a reply tern stat cannot read"),
+            std::string::npos)
+      << output();
+  EXPECT_EQ(calls(), (std::vector<bool>{true, false}));
+}
 
 // Two tern stat --kernel-exits on one VM: the first turned it on; when it ends it turns it off.
 // The second, which found it on, takes over (turns it on again and off when it ends) instead of
