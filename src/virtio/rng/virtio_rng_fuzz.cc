@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static std::vector<uint8_t> low(kLow), high(4096);
   std::memset(low.data(), 0, kLow);
   auto rest = in.rest();
-  std::memcpy(low.data(), rest.data(), rest.size() < kLow ? rest.size() : kLow);
+  if (!rest.empty()) std::memcpy(low.data(), rest.data(), rest.size() < kLow ? rest.size() : kLow);
   std::memset(high.data(), 0, high.size());
   auto mem = GuestMemory::wrap(
       {MemoryRegion{0, kLow, low.data(), 0}, MemoryRegion{1 << 20, high.size(), high.data(), 0}});
@@ -59,8 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto kick_dup = make_eventfd(0, 0);  // kept for the re-activation below
   FUZZ_CHECK(kick_dup.has_value());
   if (!(*dev)->activate(mem, features, {q}, std::move(kicks), irq)) return 0;
-  // The worker serves what is available before it looks at its epoll, so the quiesce below
-  // parks it after that pass.
+  // The worker starts serving what is available at once; the quiesce below parks it after it
+  // took all of it or, when the pause request came first, part of it (a pause cuts the worker's
+  // pass short): either way every chain it took has come back.
   (*dev)->quiesce();
   QueuePosition pos = (*dev)->queue_positions()[0];
   DeviceCounters c = (*dev)->counters();
@@ -75,11 +76,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (n == "throttled") FUZZ_CHECK(v == 0);
   }
   if (flags & 32) {
-    // Resume, park again: nothing new on the ring, so the same position; then reset and
-    // re-activate at that position (a restore) and park once more.
+    // Resume, park again: the worker takes what the first park left on the ring (nothing, or the
+    // rest of a pass the pause cut short), and again every chain taken has come back, the
+    // position never behind the first; then reset and re-activate at that position (a restore)
+    // and park once more.
     (*dev)->unquiesce();
     (*dev)->quiesce();
-    FUZZ_CHECK(irq->needs_reset() || (*dev)->queue_positions()[0] == pos);
+    const QueuePosition again_pos = (*dev)->queue_positions()[0];
+    if (!irq->needs_reset()) {
+      FUZZ_CHECK(again_pos.next_used == again_pos.next_avail);
+      FUZZ_CHECK(static_cast<uint16_t>(again_pos.next_avail - pos.next_avail) <= queue_size);
+    }
+    pos = again_pos;
     (*dev)->reset();
     if (!irq->needs_reset()) {
       std::vector<UniqueFd> again;
