@@ -18,7 +18,6 @@ namespace tern {
 namespace {
 
 using testing::ApiHarness;
-using testing::FakeMachine;
 using testing::fault_of;
 using testing::raw_connect;
 using testing::raw_exchange;

@@ -4,9 +4,7 @@
 #include "api/api_server.h"
 
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -19,12 +17,7 @@ namespace tern {
 namespace {
 
 using testing::ApiHarness;
-using testing::FakeMachine;
 using testing::fault_of;
-using testing::raw_connect;
-using testing::raw_exchange;
-using testing::read_to_close;
-using testing::send_all;
 
 TEST(ApiServer, FirecrackerFlowPauseResumeCtrlAltDel) {
   ApiHarness h;
