@@ -182,9 +182,12 @@ Result<std::optional<bool>> optional_on_off(JsonReader& r, const char* name) {
   if (v == nullptr) return std::optional<bool>{};
   if (v->is_boolean()) return std::optional<bool>{v->get<bool>()};
   if (v->is_string() && (*v == "on" || *v == "off")) return std::optional<bool>{*v == "on"};
-  return fail(r.field(name),
-              "expected true, false, \"on\" or \"off\", got " +
-                  (v->is_string() ? "\"" + v->get<std::string>() + "\"" : json_type_name(*v)));
+  // A string is shown as JSON (escaped: a NUL does not cut the message) and at most 64 bytes.
+  std::string shown = v->is_string()
+                          ? v->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                          : json_type_name(*v);
+  if (shown.size() > 64) shown = shown.substr(0, 64) + "...";
+  return fail(r.field(name), "expected true, false, \"on\" or \"off\", got " + shown);
 }
 
 // tern's extensions for a drive tern serves (--disk kick_suppress=, coalesce_us=, poll_us=;

@@ -318,6 +318,11 @@ TEST(ApiParser, DriveNotifyTuning) {
                 .find(R"(kick_suppress: expected true, false, \"on\" or \"off\", got \"yes\")"),
             std::string::npos);
   EXPECT_NE(refusal(R"(, "kick_suppress": 1)").find("kick_suppress"), std::string::npos);
+  // A string is shown escaped (a NUL does not cut it to an accepted value) and at most 64 bytes.
+  EXPECT_NE(refusal(R"(, "kick_suppress": "on\u0000x")").find(R"(got \"on\\u0000x\")"),
+            std::string::npos)
+      << refusal(R"(, "kick_suppress": "on\u0000x")");
+  EXPECT_LT(refusal(R"(, "kick_suppress": ")" + std::string(5000, 'a') + "\"").size(), 300u);
   EXPECT_NE(refusal(R"(, "interface": "nvme", "poll_us": 1)").find("poll_us"), std::string::npos);
   // As --disk spells it, and as "locking" takes it: "on" / "off" too.
   for (auto [text, want] : {std::pair{R"("off")", false}, std::pair{R"("on")", true}}) {

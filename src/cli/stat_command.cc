@@ -18,7 +18,20 @@ namespace {
 
 Result<nlohmann::json> fetch(const std::string& sock) {
   ASSIGN_OR_RETURN(std::string body, api_get(sock, "/tern/stats", std::chrono::seconds(10)));
-  auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  // tern's reply nests a few levels; a deeper one (not tern's) is refused here, as copying and
+  // printing a JSON value recurse once per level (100 000 levels overflowed the stack).
+  constexpr int kMaxDepth = 32;
+  bool too_deep = false;
+  auto j = nlohmann::json::parse(
+      body,
+      [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+        if (depth > kMaxDepth) too_deep = true;
+        return !too_deep;
+      },
+      /*allow_exceptions=*/false);
+  if (too_deep)
+    return fail("GET /tern/stats",
+                sock + ": the reply nests deeper than " + std::to_string(kMaxDepth) + " levels");
   if (j.is_discarded() || !j.is_object())
     return fail("GET /tern/stats", sock + ": the reply is not a JSON object");
   if (!j.contains("timestamp_ns"))

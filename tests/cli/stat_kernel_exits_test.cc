@@ -9,10 +9,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -394,6 +397,38 @@ TEST_P(StatKernelExitsHostile, IsTreatedAsOff) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Replies, StatKernelExitsHostile, ::testing::Range(0, 5));
+
+// A reply nested 100 000 levels deep (no tern sends one) is refused by name before anything copies
+// or prints it (both recurse per level: the stack overflowed), with --json too.
+TEST_F(StatKernelExits, ADeeplyNestedReplyIsRefused) {
+  sock_ = (fs::temp_directory_path() / ("tern-stat-deep-" + std::to_string(::getpid()) + ".sock"))
+              .string();
+  ::unlink(sock_.c_str());
+  UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::strncpy(sa.sun_path, sock_.c_str(), sizeof sa.sun_path - 1);
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(::listen(listener.get(), 4), 0);
+  const std::string body =
+      R"({"timestamp_ns":1,"x":)" + std::string(100'000, '[') + std::string(100'000, ']') + "}";
+  std::thread server([&] {  // one reply: tern stat stops after the first
+    UniqueFd c(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    char buf[4096];
+    [[maybe_unused]] ssize_t n = ::recv(c.get(), buf, sizeof buf, 0);
+    std::string reply = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    for (std::string_view rest = reply; !rest.empty();) {
+      ssize_t w = ::send(c.get(), rest.data(), rest.size(), MSG_NOSIGNAL);
+      if (w <= 0) break;
+      rest.remove_prefix(static_cast<size_t>(w));
+    }
+  });
+  EXPECT_EQ(wait(spawn({"--once", "--json", "--interval", "0.05"})), 1) << output();
+  server.join();
+  ::unlink(sock_.c_str());
+  EXPECT_NE(output().find("the reply nests deeper than 32 levels"), std::string::npos) << output();
+}
 
 // A GET /tern/stats reply whose other sections have the wrong types (not a tern on that socket):
 // one line naming the request and what was wrong, status 1, and the accounting it turned on is
