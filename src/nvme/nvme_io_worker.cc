@@ -197,9 +197,12 @@ void NvmeIoWorker::resume() {
   impl_->cv.notify_all();
 }
 
-void NvmeIoWorker::save(snap::ByteWriter& w) const {
-  const Impl& m = *impl_;
+void NvmeIoWorker::save(snap::ByteWriter& w) {
+  Impl& m = *impl_;
   std::lock_guard lock(m.mu);
+  // A doorbell rung after the worker parked: the restored worker starts from these positions
+  // (restore() sets the MMIO values to them), so what the host wrote must be in them.
+  m.read_mmio_doorbells();
   m.cq.save(w);
   w.u16(static_cast<uint16_t>(m.sqs.size()));
   for (const auto& [qid, sq] : m.sqs) {

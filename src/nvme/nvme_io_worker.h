@@ -131,12 +131,15 @@ class NvmeIoWorker {
   void set_shadow(const ShadowDoorbells& shadow);
 
   /// Snapshots: stops fetching, completes every command in flight (posting their completions and
-  /// interrupts), parks. Returns when parked.
+  /// interrupts), takes the MMIO doorbells written so far into the rings' positions, parks.
+  /// Returns when parked.
   void pause();
   /// Resumes a paused worker (it re-reads doorbells at once).
   void resume();
-  /// Paused only: the rings' positions, this CQ first then its SQs in qid order.
-  void save(snap::ByteWriter& w) const;
+  /// Paused only: the rings' positions, this CQ first then its SQs in qid order. The MMIO
+  /// doorbells written since the worker last read them are taken into the positions first (a
+  /// tail rung just before the snapshot is fetched by the restored worker; a CQ head is kept).
+  void save(snap::ByteWriter& w);
   /// Before resume() on a worker created with the same CQ and add_sq()'d the same SQs: restores
   /// head/tail/phase of each ring (validated).
   [[nodiscard]] Result<void> restore(snap::ByteReader& r);

@@ -77,6 +77,10 @@ struct NvmeIoWorker::Impl {
   /// Takes new SQs, shadow config, removals and pause requests; false: stop.
   bool control();
   void remove_requested(std::unique_lock<std::mutex>& lk);
+  /// Parked (or parking), under mu: MMIO doorbell values written since the worker last read
+  /// them (their eventfds not read yet) go into the rings, as the admin queue's park takes its
+  /// doorbells, so that save() writes the positions the host gave (no shadow doorbells).
+  void read_mmio_doorbells();
   void refresh_active();
 
   // ---- any thread ----

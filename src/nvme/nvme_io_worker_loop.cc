@@ -110,6 +110,7 @@ bool NvmeIoWorker::Impl::control() {
     for (auto& sq : active) drain(*sq);
     signal();
     lk.lock();
+    read_mmio_doorbells();
     parked = true;
     cv.notify_all();
     while (pause_requested && !stopping) {
@@ -121,6 +122,14 @@ bool NvmeIoWorker::Impl::control() {
     // Loop: apply what arrived while parked. Doorbells rung meanwhile left their eventfds
     // readable and their tails recorded: the next process() re-reads every tail.
   }
+}
+
+void NvmeIoWorker::Impl::read_mmio_doorbells() {
+  // With shadow doorbells the host's values are in the shadow page: guest RAM, which a snapshot
+  // carries, and the restored worker reads it at resume.
+  if (shadow.enabled()) return;
+  (void)cq.set_head(cq_mmio_head.load(std::memory_order_seq_cst));
+  for (auto& [qid, sq] : sqs) (void)sq->ring.set_tail(sq->mmio_tail.load(std::memory_order_acquire));
 }
 
 void NvmeIoWorker::Impl::remove_requested(std::unique_lock<std::mutex>& lk) {

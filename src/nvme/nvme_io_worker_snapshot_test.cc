@@ -21,6 +21,9 @@ TEST_F(NvmeIoWorkerSnapshotTest, PauseSaveRestoreResumeIntoAFreshWorker) {
   ring();
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(next());
   worker_->pause();
+  // The host frees the CQ slots it consumed before the snapshot: the doorbell reaches the parked
+  // worker, which has not read it (as a vCPU's write just before the VM paused).
+  worker_->cq_doorbell(cq_head_);
   snap::ByteWriter w;
   worker_->save(w);
   worker_.reset();
@@ -31,8 +34,8 @@ TEST_F(NvmeIoWorkerSnapshotTest, PauseSaveRestoreResumeIntoAFreshWorker) {
   EXPECT_TRUE(r.expect_end());
   EXPECT_EQ(worker_->sqs().size(), 1u);
   worker_->resume();
-  // The host frees the CQ slots it consumed; the fresh worker posts the rest where they belong.
-  worker_->cq_doorbell(cq_head_);
+  // No doorbell after the restore: the fresh worker knows the head and posts the rest where they
+  // belong.
   std::set<uint16_t> cids;
   for (uint16_t i = 5; i < 7; ++i) {
     auto c = next();
@@ -48,6 +51,32 @@ TEST_F(NvmeIoWorkerSnapshotTest, PauseSaveRestoreResumeIntoAFreshWorker) {
   ASSERT_TRUE(c);
   EXPECT_EQ(c->cid, 9);
   EXPECT_EQ(std::vector<uint8_t>(data(1), data(1) + 4096), std::vector<uint8_t>(4096, 0x31));
+}
+
+// An SQ tail doorbell written just before the snapshot, which the worker has not read when it
+// parks: the restored worker fetches the command without another doorbell (the host will not
+// ring again; its fsync would wait for the I/O timeout).
+TEST_F(NvmeIoWorkerSnapshotTest, SqTailWrittenBeforeTheSnapshotIsFetchedAfterRestore) {
+  start(IoEngineKind::kThreads, 16, 16);
+  submit(flush(1));
+  ASSERT_TRUE(complete());
+  worker_->pause();
+  std::memset(data(0), 0x5C, 4096);
+  submit(rw(kIoWrite, 2, 16, 8, 0));
+  EXPECT_EQ(q().commands.load(), 1u);
+  snap::ByteWriter w;
+  worker_->save(w);
+  worker_.reset();
+
+  make_worker();
+  snap::ByteReader r(w.data(), "nvme worker");
+  ASSERT_TRUE(worker_->restore(r));
+  worker_->resume();
+  auto c = complete();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cid, 2);
+  EXPECT_EQ(status_of(*c), kSuccess);
+  EXPECT_EQ(disk_bytes(16 * 512, 4096), std::vector<uint8_t>(4096, 0x5C));
 }
 
 TEST_F(NvmeIoWorkerSnapshotTest, RestoreWithShadowDoorbellsFetchesNothingTwice) {
