@@ -131,6 +131,7 @@ void NvmeController::do_disable(bool count_reset) {
   acq_ring_.reset();
   aers_.clear();  // §7.3.1: outstanding AERs are not completed across a reset
   features_ = FeatureValues{};
+  write_cache_enabled_.store(true, std::memory_order_release);
   shut_down_ = false;
   admin_posted_ = false;
   if (count_reset) controller_resets_.fetch_add(1, std::memory_order_relaxed);
@@ -223,6 +224,8 @@ IoWorkerContext NvmeController::worker_context(uint16_t cqid) {
   ctx.executor_counters = &executor_counters_;
   ctx.io_counters = &io_counters_;
   ctx.log_limit = &worker_log_limit_;
+  ctx.volatile_write_cache = &write_cache_enabled_;
+  ctx.engine_factory = disk_->io_engine_factory();
   ctx.name = std::string(name()) + "/cq" + std::to_string(cqid);
   ctx.async_event = [this](uint32_t dw0) { post_async_event(dw0); };
   return ctx;

@@ -27,8 +27,9 @@ struct NamespaceInfo {
 struct IoRequest {
   BlockOp op;              ///< kind/offset/len/iov/ranges filled; `tag` is the caller's.
   uint16_t cid = 0;
-  bool fua = false;        ///< Force Unit Access: the queue follows the write with a kFlush
-                           ///< before completing it (cache=directsync writes are durable anyway).
+  bool fua = false;        ///< Force Unit Access (Write, Write Zeroes): the queue follows the
+                           ///< write with a kFlush before completing it (cache=directsync writes
+                           ///< are durable anyway).
   bool nop = false;        ///< Completes successfully without I/O (DSM without deallocate,
                            ///< deallocate of 0 blocks).
 };

@@ -27,6 +27,7 @@
 #include "base/result.h"
 #include "block/disk_config.h"
 #include "block/disk_image.h"
+#include "block/io_engine.h"
 #include "devices/pci/pci_function.h"
 #include "devices/pci/pci_function_model.h"
 
@@ -54,6 +55,10 @@ class NvmeDisk final : public PciFunctionModel, public std::enable_shared_from_t
   [[nodiscard]] std::string_view name() const override { return name_; }
   [[nodiscard]] const DiskImage& disk() const { return disk_; }
   [[nodiscard]] const DiskConfig& config() const { return config_; }
+  /// For tests: the I/O workers make their engines with `f` (IoWorkerContext::engine_factory).
+  /// Before make_function().
+  void set_io_engine_factory(IoEngineFactory f) { engine_factory_ = std::move(f); }
+  [[nodiscard]] const IoEngineFactory& io_engine_factory() const { return engine_factory_; }
   /// The controller (an NvmeController); it shares this disk (shared_from_this: the disk must be
   /// owned by a shared_ptr, as create() makes it). Once; a second call is an error.
   [[nodiscard]] Result<std::shared_ptr<PciFunction>> make_function(
@@ -65,6 +70,7 @@ class NvmeDisk final : public PciFunctionModel, public std::enable_shared_from_t
   DiskConfig config_;
   DiskImage disk_;
   std::string name_;
+  IoEngineFactory engine_factory_;
   bool made_ = false;
 };
 

@@ -204,6 +204,10 @@ class NvmeController final : public PciFunction, private InterruptSink {
   std::optional<SubmissionRing> asq_ring_;
   std::optional<CompletionRing> acq_ring_;
   FeatureValues features_;
+  /// features_.volatile_write_cache as the I/O workers read it (IoWorkerContext): stored by the
+  /// admin thread before it completes the Set Features, so the writes the host sends after it
+  /// see it.
+  std::atomic<bool> write_cache_enabled_{true};
   std::array<IoCq, kMaxIoQueues + 1> cqs_{};
   std::array<std::optional<SqConfig>, kMaxIoQueues + 1> sqs_{};
   std::vector<uint16_t> aers_;  // CIDs of outstanding Asynchronous Event Requests

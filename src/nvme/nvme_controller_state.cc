@@ -279,6 +279,7 @@ Result<void> NvmeController::restore_state(snap::ByteReader& r) {
   asq_ring_ = std::move(asq_ring);
   acq_ring_ = std::move(acq_ring);
   features_ = f;
+  write_cache_enabled_.store(f.volatile_write_cache, std::memory_order_release);
   aers_ = std::move(aers);
   shut_down_ = shut_down;
   for (SavedCq& s : saved) {

@@ -1,7 +1,8 @@
 // Set Features / Get Features (NVMe base spec 1.4 §5.21, §5.9, §5.21.1) and Get Log Page
 // (§5.14) on the admin thread. Features are stored and reported; none is saveable. Volatile Write
-// Cache and Interrupt Coalescing are reported, not honoured: the cache mode decides durability
-// (flushes always reach the host), and completions are never delayed.
+// Cache is honoured: with WCE 0 the I/O workers make every write durable before completing it (a
+// flush after it; nvme_io_worker_loop.cc). Interrupt Coalescing is reported, not honoured:
+// completions are never delayed.
 #include <algorithm>
 #include <cstring>
 
@@ -42,6 +43,7 @@ Status NvmeController::admin_set_features(const SubmissionEntry& sqe, uint32_t& 
     case kFeatVolatileWriteCache:
       if (!info_.volatile_write_cache) return kInvalidField;  // VWC 0 (cache=directsync)
       f.volatile_write_cache = v & 1;
+      write_cache_enabled_.store(f.volatile_write_cache, std::memory_order_release);
       break;
     case kFeatNumberOfQueues: {
       const uint32_t nsqr = v & 0xFFFF, ncqr = v >> 16;

@@ -82,7 +82,10 @@ Result<void> NvmeIoWorker::add_sq(const SqConfig& sq, UniqueFd doorbell) {
     if (m.sqs.count(sq.qid) != 0) return fail("NvmeIoWorker::add_sq", what + ": already served");
   }
   auto state = std::make_shared<NvmeSq>(*m.ctx.mem, sq);
-  ASSIGN_OR_RETURN(auto engine, make_io_engine(m.ctx.config.engine, m.ctx.disk->fd(), sq.entries));
+  ASSIGN_OR_RETURN(auto engine,
+                   m.ctx.engine_factory
+                       ? m.ctx.engine_factory(m.ctx.disk->fd(), sq.entries)
+                       : make_io_engine(m.ctx.config.engine, m.ctx.disk->fd(), sq.entries));
   ASSIGN_OR_RETURN(state->executor,
                    BlockExecutor::create(*m.ctx.disk, sq.entries, std::move(engine),
                                          m.ctx.executor_counters, m.ctx.log_limit, what));

@@ -88,6 +88,11 @@ struct IoWorkerContext {
   IoCommandCounters* io_counters = nullptr;  ///< May be null (then not counted).
   RateLimit* log_limit = nullptr;
   std::string name;             ///< Device name for logs and the thread name ("nvme0/cq1").
+  /// Volatile Write Cache Enable (Set Features, §5.21.1.6) as the controller holds it; null:
+  /// enabled. While 0, every Write and Write Zeroes is made durable (a flush) before it completes.
+  const std::atomic<bool>* volatile_write_cache = nullptr;
+  /// Makes each SQ's I/O engine; empty: make_io_engine(config.engine, ...). Tests inject one.
+  IoEngineFactory engine_factory;
   /// The host's invalid doorbell writes and other asynchronous events go here (the controller
   /// completes an outstanding Asynchronous Event Request); may be called from the worker thread.
   std::function<void(uint32_t event_dw0)> async_event;

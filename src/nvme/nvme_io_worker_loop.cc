@@ -274,9 +274,15 @@ void NvmeIoWorker::Impl::serve(NvmeSq& sq) {
     s.kind = req->op.kind;
     bool data = s.kind == BlockOp::Kind::kRead || s.kind == BlockOp::Kind::kWrite;
     s.bytes = data ? req->op.len : 0;
-    // FUA: durable before completion; directsync writes already are (O_DSYNC).
-    s.flush_after = req->fua && s.kind == BlockOp::Kind::kWrite &&
-                    ctx.disk->cache() != CacheMode::kDirectSync;
+    // Durable before completion, by a flush after the write: FUA on a Write or Write Zeroes
+    // (§6.15, §6.16), and every write while the host has the volatile write cache off (WCE 0,
+    // §5.21.1.6: it sends no flushes then). cache=directsync writes already are (O_DSYNC, and the
+    // executor syncs its Write Zeroes); cache=unsafe's flush does nothing, as asked.
+    const bool writes = s.kind == BlockOp::Kind::kWrite || s.kind == BlockOp::Kind::kWriteZeroes;
+    const bool wce = !ctx.volatile_write_cache ||
+                     ctx.volatile_write_cache->load(std::memory_order_acquire);
+    s.flush_after =
+        writes && (req->fua || !wce) && ctx.disk->cache() != CacheMode::kDirectSync;
     req->op.tag = slot;
     if (auto now = sq.executor->submit(std::move(req->op))) {
       on_done(sq, slot, *now);

@@ -104,13 +104,17 @@ struct NvmeHostQueue {
 class NvmeTestDriver {
  public:
   /// Builds the controller on `m` (NvmeDisk::create + make_function + place), memory decoding
-  /// and bus mastering on. `config.path` defaults to the machine's image.
-  explicit NvmeTestDriver(NvmeTestMachine& m, DiskConfig config = {}) : m_(m) {
+  /// and bus mastering on. `config.path` defaults to the machine's image; `engines` (if any)
+  /// makes the workers' I/O engines.
+  explicit NvmeTestDriver(NvmeTestMachine& m, DiskConfig config = {},
+                          IoEngineFactory engines = {})
+      : m_(m) {
     if (config.path.empty()) config.path = m.image;
     config.interface = DiskInterface::kNvme;
     auto disk = NvmeDisk::create(config, "nvme0");
     EXPECT_TRUE(disk) << (disk ? "" : disk.error().message());
     disk_ = *disk;
+    disk_->set_io_engine_factory(std::move(engines));
     auto fn = disk_->make_function(PciFunctionServices{m.mem.get(), &m.platform, nullptr});
     EXPECT_TRUE(fn) << (fn ? "" : fn.error().message());
     fn_ = *fn;

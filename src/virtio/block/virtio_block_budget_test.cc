@@ -8,6 +8,7 @@
 
 #include "block/bounce_pool.h"
 #include "block/io_uring_engine.h"
+#include "block/testing/recording_io_engine.h"
 #include "block/thread_pool_engine.h"
 #include "virtio/block/testing/block_test_fixture.h"
 #include "virtio/virtio_spec.h"
@@ -16,31 +17,6 @@ namespace tern::testing {
 namespace {
 
 using namespace virtio;
-
-/// An IoEngine that records the kinds of the ops it is given and forwards them to a real one.
-class RecordingEngine final : public IoEngine {
- public:
-  RecordingEngine(std::unique_ptr<IoEngine> inner, std::shared_ptr<std::vector<IoOp::Kind>> log,
-                  std::shared_ptr<std::mutex> mu)
-      : inner_(std::move(inner)), log_(std::move(log)), mu_(std::move(mu)) {}
-  std::string_view name() const override { return "recording"; }
-  void enqueue(const IoOp& op) override {
-    {
-      std::lock_guard lock(*mu_);
-      log_->push_back(op.kind);
-    }
-    inner_->enqueue(op);
-  }
-  void submit() override { inner_->submit(); }
-  BorrowedFd completion_fd() const override { return inner_->completion_fd(); }
-  void reap(std::vector<IoCompletion>& out) override { inner_->reap(out); }
-  size_t in_flight() const override { return inner_->in_flight(); }
-
- private:
-  std::unique_ptr<IoEngine> inner_;
-  std::shared_ptr<std::vector<IoOp::Kind>> log_;
-  std::shared_ptr<std::mutex> mu_;
-};
 
 int refusing_submit(io_uring*) {
   return -EAGAIN;

@@ -1,0 +1,39 @@
+// RecordingEngine: an IoEngine for unit tests that records the kind of every op it is given
+// (fdatasync included) and forwards it to a real engine, so a test can assert that a flush was
+// actually issued, and in which order.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "block/io_engine.h"
+
+namespace tern::testing {
+
+/// See the file comment. `log` and `mu` are shared with the test (the engine lives in a worker).
+class RecordingEngine final : public IoEngine {
+ public:
+  RecordingEngine(std::unique_ptr<IoEngine> inner, std::shared_ptr<std::vector<IoOp::Kind>> log,
+                  std::shared_ptr<std::mutex> mu)
+      : inner_(std::move(inner)), log_(std::move(log)), mu_(std::move(mu)) {}
+  std::string_view name() const override { return "recording"; }
+  void enqueue(const IoOp& op) override {
+    {
+      std::lock_guard lock(*mu_);
+      log_->push_back(op.kind);
+    }
+    inner_->enqueue(op);
+  }
+  void submit() override { inner_->submit(); }
+  BorrowedFd completion_fd() const override { return inner_->completion_fd(); }
+  void reap(std::vector<IoCompletion>& out) override { inner_->reap(out); }
+  size_t in_flight() const override { return inner_->in_flight(); }
+
+ private:
+  std::unique_ptr<IoEngine> inner_;
+  std::shared_ptr<std::vector<IoOp::Kind>> log_;
+  std::shared_ptr<std::mutex> mu_;
+};
+
+}  // namespace tern::testing
