@@ -94,7 +94,11 @@ void NvmeController::publish_cq(uint16_t qid, NvmeIoWorker* w, const CqConfig* c
   }
   std::lock_guard lock(mu_);
   intx_cq_[qid] =
-      cq ? IntxCq{.exists = true, .gpa = cq->gpa, .entries = cq->entries, .vector = cq->vector}
+      cq ? IntxCq{.exists = true,
+                  .gpa = cq->gpa,
+                  .entries = cq->entries,
+                  .vector = cq->vector,
+                  .ien = cq->interrupts_enabled}
          : IntxCq{};
 }
 

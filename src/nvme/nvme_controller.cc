@@ -169,6 +169,13 @@ void NvmeController::protocol_error(const char* what, uint64_t offset, uint64_t 
 
 // ---- interrupts ----
 
+namespace {
+/// INTMS/INTMC and intx_pending_ bit of MSI-X vector `vector` (vectors ≥ 31 share bit 31).
+uint32_t intx_bit(uint16_t vector) {
+  return 1u << std::min<uint16_t>(vector, 31);
+}
+}  // namespace
+
 void NvmeController::signal(uint16_t cqid, uint16_t vector) {
   switch (msix_->fire_if_enabled(vector)) {
     case MsixTable::Fired::kSent:
@@ -182,8 +189,20 @@ void NvmeController::signal(uint16_t cqid, uint16_t vector) {
   }
   std::lock_guard lock(mu_);
   (void)cqid;
-  intx_pending_ |= 1u << std::min<uint16_t>(vector, 31);
-  intx_update_locked();
+  intx_pending_ |= intx_bit(vector);
+  // The host may have consumed these entries already (its handlers poll every CQ on the shared
+  // line): a line raised for nothing would stay up with no handler claiming it.
+  intx_recheck_locked(intx_bit(vector));
+}
+
+bool NvmeController::level_triggered() const {
+  return !msix_->enabled();
+}
+
+void NvmeController::shadow_cq_head(uint16_t cqid) {
+  std::lock_guard lock(mu_);
+  const IntxCq& c = intx_cq_[cqid];
+  intx_cq_head_locked(cqid, c.head);  // the shadow page has the head
 }
 
 void NvmeController::intx_update_locked() {
@@ -195,24 +214,41 @@ void NvmeController::intx_update_locked() {
   platform_.set_irq_level(intx_irq_, level);
 }
 
-void NvmeController::intx_cq_head_locked(uint16_t cqid, uint32_t head) {
+void NvmeController::intx_track_head_locked(uint16_t cqid, uint32_t head) {
   IntxCq& c = intx_cq_[cqid];
-  if (!c.exists || head >= c.entries) return;
+  // With shadow doorbells (I/O queues) the host writes its head to the shadow page first and
+  // rings the doorbell only when EventIdx asks: the page holds the latest head.
+  if (cqid != 0 && shadow_.enabled()) {
+    auto v = shadow_.read_shadow(mem_, cqid, true);
+    if (v && *v < c.entries) head = *v;
+  }
+  if (!c.exists || head >= c.entries || head == c.head) return;
   if (head < c.head) c.head_phase = !c.head_phase;  // the host's head wrapped
   c.head = head;
-  if (msix_->enabled() || intx_pending_ == 0) return;
-  // The line stays up while any CQ sharing the vector's bit holds an entry the host has not
-  // consumed (its phase tag is the one expected at the host's head).
-  const uint32_t bit = 1u << std::min<uint16_t>(c.vector, 31);
+}
+
+void NvmeController::intx_recheck_locked(uint32_t bit) {
+  // The line stays up while any CQ sharing the vector's bit (and signalling: IEN 1) holds an
+  // entry the host has not consumed (its phase tag is the one expected at the host's head).
   bool any = false;
-  for (const IntxCq& q : intx_cq_) {
-    if (!q.exists || (1u << std::min<uint16_t>(q.vector, 31)) != bit) continue;
-    auto st = mem_.read_obj<uint16_t>(q.gpa + (uint64_t{q.head} << kCqEntryShift) +
+  for (uint16_t q = 0; q < intx_cq_.size(); ++q) {
+    IntxCq& c = intx_cq_[q];
+    if (!c.exists || !c.ien || intx_bit(c.vector) != bit) continue;
+    intx_track_head_locked(q, c.head);
+    auto st = mem_.read_obj<uint16_t>(c.gpa + (uint64_t{c.head} << kCqEntryShift) +
                                       offsetof(CompletionEntry, status));
-    if (st && ((*st & 1) != 0) == q.head_phase) any = true;
+    if (st && ((*st & 1) != 0) == c.head_phase) any = true;
   }
   if (!any) intx_pending_ &= ~bit;
   intx_update_locked();
+}
+
+void NvmeController::intx_cq_head_locked(uint16_t cqid, uint32_t head) {
+  IntxCq& c = intx_cq_[cqid];
+  if (!c.exists) return;
+  intx_track_head_locked(cqid, head);
+  if (msix_->enabled() || intx_pending_ == 0) return;
+  intx_recheck_locked(intx_bit(c.vector));
 }
 
 void NvmeController::post_async_event(uint32_t dw0) {

@@ -103,6 +103,7 @@ class NvmeController final : public PciFunction, private InterruptSink {
     uint64_t gpa = 0;
     uint32_t entries = 0;
     uint16_t vector = 0;
+    bool ien = true;  ///< Interrupts Enabled (a polled CQ never holds the line up).
     uint32_t head = 0;
     bool head_phase = true;  ///< Phase tag a new entry at `head` carries.
   };
@@ -123,8 +124,15 @@ class NvmeController final : public PciFunction, private InterruptSink {
 
   // ---- interrupts (nvme_controller.cc) ----
   void signal(uint16_t cqid, uint16_t vector) override;
+  bool level_triggered() const override;
+  void shadow_cq_head(uint16_t cqid) override;
   void intx_update_locked();
+  /// The host moved CQ `cqid`'s head to `head` (its doorbell; with shadow doorbells the shadow
+  /// page's value wins): tracked, and the INTx line dropped if nothing is left to consume.
   void intx_cq_head_locked(uint16_t cqid, uint32_t head);
+  void intx_track_head_locked(uint16_t cqid, uint32_t head);
+  /// Clears intx_pending_'s `bit` unless a CQ on it holds an unconsumed entry; drives the line.
+  void intx_recheck_locked(uint32_t bit);
   /// An asynchronous event (any thread): queued for the admin thread.
   void post_async_event(uint32_t dw0);
 

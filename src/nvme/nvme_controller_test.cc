@@ -218,6 +218,38 @@ TEST(NvmeControllerInterrupts, IntxFollowsTheAdminCqAndIntms) {
   EXPECT_FALSE(level());
 }
 
+// INTx (MSI-X off, as with the guest's pci=nomsi) and shadow doorbells: the host gives its I/O
+// CQ head back through the shadow page and rings the doorbell only when EventIdx asks (Linux's
+// nvme_ring_cq_doorbell). The line must drop after every batch the host consumes, or the guest's
+// handler sees a line that stays up with nothing to do until the kernel disables the IRQ.
+TEST(NvmeControllerInterrupts, IntxDropsWhenTheHostConsumesThroughShadowDoorbells) {
+  NvmeTestMachine m;
+  NvmeTestDriver d(m);
+  ASSERT_TRUE(d.enable());
+  auto level = [&] {
+    std::lock_guard lock(m.platform.mu);
+    return m.platform.levels[testing::kNvmeIntxIrq];
+  };
+  auto q = d.create_pair(1, 8, 0);
+  std::memset(m.ram + 0x60000, 0, 8192);
+  d.set_shadow_gpa(0x60000);
+  ASSERT_EQ(d.admin_cmd({.opcode = kAdminDoorbellBufferConfig, .prp1 = 0x60000, .prp2 = 0x61000}),
+            kSuccess);
+  EXPECT_FALSE(level());
+  q.shadow = true;
+  std::memset(d.data(), 0x6B, 4096);
+  for (uint32_t i = 0; i < 12; ++i) {  // past the ring's end: the head wraps
+    SCOPED_TRACE("command " + std::to_string(i));
+    d.submit(q, {.opcode = kIoWrite, .nsid = 1, .prp1 = testing::kNvmeDataGpa, .cdw10 = i});
+    ASSERT_TRUE(tern::testing::eventually(level));
+    auto e = d.reap_shadow(q);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(testing::nvme_cqe_status(*e), kSuccess);
+    ASSERT_TRUE(tern::testing::eventually([&] { return !level(); }));
+  }
+  EXPECT_EQ(m.image_bytes(11 * 512, 512), std::vector<uint8_t>(512, 0x6B));
+}
+
 TEST(NvmeControllerInterrupts, MsixVectorZeroForTheAdminQueue) {
   NvmeTestMachine m;
   NvmeTestDriver d(m);

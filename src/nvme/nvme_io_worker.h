@@ -73,6 +73,14 @@ class InterruptSink {
   virtual ~InterruptSink() = default;
   /// Signals vector `vector` of CQ `cqid` (called from the worker after a batch of posts).
   virtual void signal(uint16_t cqid, uint16_t vector) = 0;
+  /// True while completions reach the host over a level-triggered INTx line (MSI-X off): the
+  /// line drops only once the controller sees the host consume the entries. With shadow
+  /// doorbells the host writes its CQ head to the shadow page only, so the worker then keeps the
+  /// CQ's EventIdx at the head it knows (the host's next head update rings the MMIO doorbell)
+  /// and reports every new shadow head it reads (shadow_cq_head()).
+  [[nodiscard]] virtual bool level_triggered() const { return false; }
+  /// The worker read a new head of CQ `cqid` from the shadow page (level_triggered() only).
+  virtual void shadow_cq_head(uint16_t /*cqid*/) {}
 };
 
 /// What a worker shares with its controller; every pointer outlives the worker.

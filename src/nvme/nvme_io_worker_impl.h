@@ -63,6 +63,9 @@ struct NvmeIoWorker::Impl {
   /// Serves every SQ until nothing more can be fetched, then keeps EventIdx current.
   void process();
   void refresh_cq_head();
+  /// INTx with shadow doorbells (InterruptSink::level_triggered()): CQ EventIdx = the host's
+  /// head, so that the host rings the CQ head doorbell after it consumes what we signal.
+  void arm_cq_head_doorbell();
   void refresh_tail(NvmeSq& sq);
   /// Fetches, parses and submits while a CQ slot and an executor slot are free.
   void serve(NvmeSq& sq);

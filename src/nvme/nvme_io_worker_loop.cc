@@ -172,6 +172,22 @@ void NvmeIoWorker::Impl::refresh_cq_head() {
     return;
   }
   bad_cq_shadow.reset();
+  // INTx: the controller lowers the line when the host has consumed every entry; this head
+  // may never reach it as an MMIO doorbell.
+  if (ctx.interrupts->level_triggered()) ctx.interrupts->shadow_cq_head(cq_config.qid);
+}
+
+void NvmeIoWorker::Impl::arm_cq_head_doorbell() {
+  // EventIdx = the host's head now, so its next head update rings the CQ head doorbell (§5.8:
+  // it rings when EventIdx lies in [old head, new head)). A head written before the host could
+  // see the new EventIdx did not ring: read it (and so report it) and arm again.
+  refresh_cq_head();
+  for (unsigned round = 0; round < kMaxRounds; ++round) {
+    const uint32_t h = cq.head();
+    shadow.write_eventidx(*ctx.mem, cq_config.qid, true, h);
+    refresh_cq_head();
+    if (cq.head() == h) return;
+  }
 }
 
 void NvmeIoWorker::Impl::refresh_tail(NvmeSq& sq) {
@@ -353,6 +369,7 @@ void NvmeIoWorker::Impl::signal() {
   if (unsignalled == 0) return;
   unsignalled = 0;
   if (!cq_config.interrupts_enabled) return;
+  if (shadow.enabled() && ctx.interrupts->level_triggered()) arm_cq_head_doorbell();
   counters(cq_config.qid).interrupts.fetch_add(1, std::memory_order_relaxed);
   ctx.interrupts->signal(cq_config.qid, cq_config.vector);
 }

@@ -13,11 +13,15 @@
 #   in the middle, restored (tern only: QEMU 7.2 does not migrate an nvme device); the writers go
 #   on, the guest reads back what their last passes wrote, and so does L1 from the image; e2fsck
 #   -fn, the files' bytes.
+# "intx" (1 vCPU, pci=nomsi; actions/nvme-intx): the controller's INTx line with shadow doorbells
+#   on: 8 MiB written (O_DIRECT, fsync) and read back on the raw namespace; the guest's IRQ is an
+#   IO-APIC line (no MSI), its kernel saw no "nobody cared" and no NVMe timeout, and tern shows
+#   shadow doorbells enabled.
 # "hostile" (actions/nvme-hostile): the user-space driver of tests/e2e/hostile_nvme/; afterwards
 #   the VM runs, its virtio disk works, the nvme driver bound again reads the namespace, the image
 #   holds what the driver wrote; tern counted the invalid doorbells.
 # NVME_CASES (default all) runs only the cases it lists.
-: "${NVME_WAIT:=240}" "${NVME_VMM:=tern}" "${NVME_CASES:=rw hostile}"
+: "${NVME_WAIT:=240}" "${NVME_VMM:=tern}" "${NVME_CASES:=rw intx hostile}"
 T="$TH_TERN"
 fails=0
 check() {  # check NAME RESULT DETAIL
@@ -200,6 +204,36 @@ if want_case rw; then
     show rw
     tern_only && show rwr
     rm -f /tmp/rw.img /tmp/rw.state /tmp/rw.mem /tmp/expected
+fi
+
+if want_case intx; then
+    stage intx
+    rm -f /tmp/intx.img
+    truncate -s 16M /tmp/intx.img
+    start_vm intx 1 "pci=nomsi tern.action=nvme-intx" /tmp/intx.img /tmp/src.img tern-src ro
+    guest_at intx '^TERN-NVME-WAIT at=intx-done'
+    l=$(line /tmp/intx.out '^TERN-NVME-INTX-DONE')
+    src8=$(head -c 8388608 /tmp/src.img | md5sum | cut -d' ' -f1)
+    ok=1; [ "$(field "$l" rc)" = 0 ] && [ "$(field "$l" md5)" = "$src8" ] && [ "$(field "$l" reread)" = "$src8" ] && ok=0
+    check intx-readback "$ok" "${l:-no TERN-NVME-INTX-DONE line} (L1's 8 MiB: $src8) $(line /tmp/intx.out '^TERN-NVME-ERROR')"
+    l=$(line /tmp/intx.out '^TERN-NVME-INTX irq=')
+    ok=1; echo "$l" | grep -q 'IO-APIC.*nvme0q1' && ! echo "$l" | grep -q 'MSI' && ok=0
+    check intx-ioapic-line "$ok" "${l:-no TERN-NVME-INTX line} (want nvme0q1 on an IO-APIC line, no MSI)"
+    l=$(line /tmp/intx.out '^TERN-NVME-INTX-DMESG')
+    ok=1; [ "$(field "$l" nobody_cared)" = 0 ] && [ "$(field "$l" timeouts)" = 0 ] && ok=0
+    check intx-no-stuck-line "$ok" "${l:-no TERN-NVME-INTX-DMESG line}"
+    if tern_only; then
+        s=$(vm_stats intx)
+        echo "NVME-INFO intx stats: $s"
+        n=$(stat_of "$s" shadow_doorbell_enabled)
+        check intx-shadow-doorbells "$([ "${n:-0}" = 1 ]; echo $?)" "shadow_doorbell_enabled=${n:-none} (the driver's Doorbell Buffer Config)"
+    fi
+    vm_send intx go
+    vm_done
+    st=$?
+    check intx-vm-exit "$st" "exit status $st at the guest's poweroff; $(tail -c 300 /tmp/intx.err 2>/dev/null | tr '\n' ' ')"
+    show intx
+    rm -f /tmp/intx.img
 fi
 
 if want_case hostile; then

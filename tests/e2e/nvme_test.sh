@@ -3,7 +3,8 @@
 # (tests/e2e/nvme_scenario.sh, which prints NVME-CHECK lines; VM helpers in nvme_vm.sh; guest
 # actions in tests/e2e/nvme_guest/actions/): the namespace's size, ext4 with 64 MiB written from 2
 # vCPUs over 2 I/O queues and read back, fstrim reaching the image, a controller reset from sysfs,
-# a snapshot/restore with both I/O queues busy (one VM for all of these), and a hostile user-space
+# a snapshot/restore with both I/O queues busy (one VM for all of these), I/O over the INTx line
+# with shadow doorbells (a guest booted with pci=nomsi), and a hostile user-space
 # driver in the guest
 # (tests/e2e/hostile_nvme/hostile_nvme.c, built here with gcc -static) whose completion statuses
 # this script checks against the NVMe base spec 1.4 (the table below).
@@ -12,7 +13,7 @@
 #   E2E_NVME_VMM=qemu: the same checks against QEMU's nvme device (tern's counters and the
 #     snapshot skipped: QEMU 7.2 does not migrate nvme; the statuses where QEMU answers otherwise
 #     are listed in qemu_differs below);
-#   E2E_NVME_CASES=hostile: only these cases (debugging; default "rw hostile").
+#   E2E_NVME_CASES=hostile: only these cases (debugging; default "rw intx hostile").
 # Prints the PASS/FAIL line of each check and "N passed, M failed"; exits 1 on any failure.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -247,6 +247,28 @@ class NvmeTestDriver {
   }
   /// The next CQE (waits for its phase tag), then the CQ head doorbell. nullopt on timeout.
   std::optional<CompletionEntry> reap(NvmeHostQueue& q) {
+    auto e = consume(q);
+    if (e) bar_write32(doorbell_offset(q.qid, true), q.cq_head);
+    return e;
+  }
+  /// The next CQE, its head then given back as Linux's driver does with shadow doorbells
+  /// (nvme_ring_cq_doorbell): into the shadow page, and to the MMIO doorbell only when the
+  /// controller's CQ EventIdx lies in [old head, new head) (nvme_dbbuf_need_event).
+  std::optional<CompletionEntry> reap_shadow(NvmeHostQueue& q) {
+    const uint16_t old = static_cast<uint16_t>(q.cq_head);
+    auto e = consume(q);
+    if (!e) return e;
+    const uint16_t now = static_cast<uint16_t>(q.cq_head);
+    std::memcpy(m_.ram + shadow_gpa_ + shadow_offset(q.qid, true), &q.cq_head, 4);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // Linux: mb()
+    uint32_t ei;
+    std::memcpy(&ei, m_.ram + eventidx_gpa_ + shadow_offset(q.qid, true), 4);
+    if (static_cast<uint16_t>(now - ei - 1) < static_cast<uint16_t>(now - old))
+      bar_write32(doorbell_offset(q.qid, true), q.cq_head);
+    return e;
+  }
+  /// The next CQE (waits for its phase tag), the host's head moved past it; no doorbell.
+  std::optional<CompletionEntry> consume(NvmeHostQueue& q) {
     CompletionEntry e;
     const uint64_t at = q.cq_gpa + uint64_t{q.cq_head} * 16;
     bool ok = tern::testing::eventually([&] {
@@ -261,7 +283,6 @@ class NvmeTestDriver {
       q.cq_head = 0;
       q.phase = !q.phase;
     }
-    bar_write32(doorbell_offset(q.qid, true), q.cq_head);
     return e;
   }
   /// True if no CQE is waiting at the head right now.
@@ -332,7 +353,12 @@ class NvmeTestDriver {
   }
   uint8_t* data(uint64_t off = 0) { return m_.ram + kNvmeDataGpa + off; }
 
-  void set_shadow_gpa(uint64_t gpa) { shadow_gpa_ = gpa; }
+  /// The Doorbell Buffer Config pages the host gave (EventIdx: the page after the shadow one
+  /// unless named).
+  void set_shadow_gpa(uint64_t gpa, uint64_t eventidx_gpa = 0) {
+    shadow_gpa_ = gpa;
+    eventidx_gpa_ = eventidx_gpa ? eventidx_gpa : gpa + 4096;
+  }
   /// A device-wide counter by name (0 if absent).
   uint64_t counter(std::string_view name) {
     for (auto& [n, v] : fn_->counters().counters)
@@ -347,6 +373,7 @@ class NvmeTestDriver {
   NvmeHostQueue admin_;
   uint16_t next_cid_ = 1;
   uint64_t shadow_gpa_ = 0;
+  uint64_t eventidx_gpa_ = 0;
 };
 
 }  // namespace tern::nvme::testing
