@@ -67,22 +67,40 @@ TEST(NvmeControllerAttack, QueuesCreatedAfterShutdownAreRefused) {
 }
 
 // The guest powers off right after a shutdown with commands still in its SQ (and a full CQ):
-// the controller is destroyed, shut down and quiesced or not, without hanging.
+// the controller is destroyed, shut down and quiesced or not, without hanging. The writes it
+// completed before the shutdown are on the image; the flush rung after it was never executed.
 TEST(NvmeControllerAttack, DestroyedAfterShutdownWithIoSubmitted) {
   for (bool quiesced : {false, true}) {
+    SCOPED_TRACE(quiesced ? "quiesced" : "running");
     NvmeTestMachine m;
-    NvmeTestDriver d(m);
-    ASSERT_TRUE(d.enable(8));
-    auto q = d.create_pair(1, 4, 0);
-    for (int i = 0; i < 3; ++i) d.submit(q, {.opcode = kIoWrite, .nsid = 1,
-                                             .prp1 = testing::kNvmeDataGpa});  // never reaped
-    d.bar_write32(kRegCc, d.reg32(kRegCc) | (kShnNormal << kCcShnShift));
-    ASSERT_TRUE(d.wait_csts(kShst, kShstComplete << kCstsShstShift));
-    // More doorbells after the shutdown (ignored work for a paused worker).
-    d.submit(q, {.opcode = kIoFlush, .nsid = 1});
-    if (quiesced) d.fn().quiesce();
-  }  // destroyed here
-  SUCCEED();
+    {
+      NvmeTestDriver d(m);
+      ASSERT_TRUE(d.enable(8));
+      auto q = d.create_pair(1, 4, 0);
+      for (uint32_t i = 0; i < 3; ++i) {
+        std::memset(d.data(i * 4096), 0x50 + i, 512);
+        d.submit(q, {.opcode = kIoWrite, .nsid = 1, .prp1 = testing::kNvmeDataGpa + i * 4096,
+                     .cdw10 = i});
+      }
+      // The 3 completions fill the 4-entry CQ; the host never consumes them.
+      testing::NvmeHostQueue host = q;
+      for (int i = 0; i < 3; ++i) {
+        auto e = d.consume(host);
+        ASSERT_TRUE(e);
+        EXPECT_EQ(testing::nvme_cqe_status(*e), kSuccess);
+      }
+      d.bar_write32(kRegCc, d.reg32(kRegCc) | (kShnNormal << kCcShnShift));
+      ASSERT_TRUE(d.wait_csts(kShst, kShstComplete << kCstsShstShift));
+      // More doorbells after the shutdown (ignored work for a paused worker).
+      d.submit(q, {.opcode = kIoFlush, .nsid = 1});
+      if (quiesced) d.fn().quiesce();
+      EXPECT_EQ(d.counter("writes"), 3u);
+      EXPECT_EQ(d.counter("flushes"), 0u);
+      EXPECT_TRUE(d.cq_empty(host));  // nothing posted past the 3 (the CQ is full)
+    }  // destroyed here
+    for (uint32_t i = 0; i < 3; ++i)
+      EXPECT_EQ(m.image_bytes(i * 512, 512), std::vector<uint8_t>(512, 0x50 + i)) << "LBA " << i;
+  }
 }
 
 // quiesce() right after unquiesce() and a CC write in between (vCPUs resumed, the register
