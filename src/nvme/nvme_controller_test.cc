@@ -196,10 +196,7 @@ TEST(NvmeControllerInterrupts, IntxFollowsTheAdminCqAndIntms) {
   NvmeTestMachine m;
   NvmeTestDriver d(m);
   ASSERT_TRUE(d.enable());
-  auto level = [&] {
-    std::lock_guard lock(m.platform.mu);
-    return m.platform.levels[testing::kNvmeIntxIrq];
-  };
+  auto level = [&] { return m.intx_level(); };
   d.submit(d.admin(), {.opcode = kAdminKeepAlive});
   ASSERT_TRUE(tern::testing::eventually(level));
   auto e = d.reap(d.admin());  // consumes the CQE and rings the CQ head doorbell
@@ -226,10 +223,7 @@ TEST(NvmeControllerInterrupts, IntxDropsWhenTheHostConsumesThroughShadowDoorbell
   NvmeTestMachine m;
   NvmeTestDriver d(m);
   ASSERT_TRUE(d.enable());
-  auto level = [&] {
-    std::lock_guard lock(m.platform.mu);
-    return m.platform.levels[testing::kNvmeIntxIrq];
-  };
+  auto level = [&] { return m.intx_level(); };
   auto q = d.create_pair(1, 8, 0);
   std::memset(m.ram + 0x60000, 0, 8192);
   d.set_shadow_gpa(0x60000);

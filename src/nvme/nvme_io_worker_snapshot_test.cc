@@ -9,7 +9,19 @@
 namespace tern::nvme {
 namespace {
 
-using NvmeIoWorkerSnapshotTest = testing::NvmeIoWorkerFixture;
+class NvmeIoWorkerSnapshotTest : public testing::NvmeIoWorkerFixture {
+ protected:
+  /// Saves the paused worker, destroys it and restores a fresh one from the save (paused).
+  void restore_into_a_fresh_worker() {
+    snap::ByteWriter w;
+    worker_->save(w);
+    worker_.reset();
+    make_worker();
+    snap::ByteReader r(w.data(), "nvme worker");
+    ASSERT_TRUE(worker_->restore(r));
+    EXPECT_TRUE(r.expect_end());
+  }
+};
 
 TEST_F(NvmeIoWorkerSnapshotTest, PauseSaveRestoreResumeIntoAFreshWorker) {
   start(IoEngineKind::kThreads, 16, 4);
@@ -24,14 +36,7 @@ TEST_F(NvmeIoWorkerSnapshotTest, PauseSaveRestoreResumeIntoAFreshWorker) {
   // The host frees the CQ slots it consumed before the snapshot: the doorbell reaches the parked
   // worker, which has not read it (as a vCPU's write just before the VM paused).
   worker_->cq_doorbell(cq_head_);
-  snap::ByteWriter w;
-  worker_->save(w);
-  worker_.reset();
-
-  make_worker();
-  snap::ByteReader r(w.data(), "nvme worker");
-  ASSERT_TRUE(worker_->restore(r));
-  EXPECT_TRUE(r.expect_end());
+  restore_into_a_fresh_worker();
   EXPECT_EQ(worker_->sqs().size(), 1u);
   worker_->resume();
   // No doorbell after the restore: the fresh worker knows the head and posts the rest where they
@@ -64,13 +69,7 @@ TEST_F(NvmeIoWorkerSnapshotTest, SqTailWrittenBeforeTheSnapshotIsFetchedAfterRes
   std::memset(data(0), 0x5C, 4096);
   submit(rw(kIoWrite, 2, 16, 8, 0));
   EXPECT_EQ(q().commands.load(), 1u);
-  snap::ByteWriter w;
-  worker_->save(w);
-  worker_.reset();
-
-  make_worker();
-  snap::ByteReader r(w.data(), "nvme worker");
-  ASSERT_TRUE(worker_->restore(r));
+  restore_into_a_fresh_worker();
   worker_->resume();
   auto c = complete();
   ASSERT_TRUE(c);
@@ -93,13 +92,9 @@ TEST_F(NvmeIoWorkerSnapshotTest, RestoreWithShadowDoorbellsFetchesNothingTwice) 
   // Written while the VM is being saved: the restored worker must pick it up, and only it.
   queue(flush(2));
   shadow(false, sq_tail_);
-  snap::ByteWriter w;
-  worker_->save(w);
-  worker_.reset();
-
-  make_worker();  // shadow doorbells on from the start; shadow tail 3, SQ head 0 until restored
-  snap::ByteReader r(w.data(), "nvme worker");
-  ASSERT_TRUE(worker_->restore(r));
+  // The fresh worker has shadow doorbells on from the start; shadow tail 3, SQ head 0 until
+  // restored.
+  restore_into_a_fresh_worker();
   EXPECT_EQ(q().commands.load(), 2u);
   worker_->resume();
   auto c = next();

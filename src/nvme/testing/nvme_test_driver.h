@@ -76,6 +76,11 @@ struct NvmeTestMachine {
     ::close(fd);
   }
   ~NvmeTestMachine() { std::free(ram); }
+  /// The controller's INTx line as the platform last set it.
+  bool intx_level() {
+    std::lock_guard lock(platform.mu);
+    return platform.levels[kNvmeIntxIrq];
+  }
   /// Bytes of the image file at `offset`.
   std::vector<uint8_t> image_bytes(uint64_t offset, size_t n) const {
     std::vector<uint8_t> out(n);
