@@ -93,13 +93,12 @@ void NvmeController::publish_cq(uint16_t qid, NvmeIoWorker* w, const CqConfig* c
     dispatch_.cq[qid] = w;
   }
   std::lock_guard lock(mu_);
-  intx_cq_[qid] =
-      cq ? IntxCq{.exists = true,
-                  .gpa = cq->gpa,
-                  .entries = cq->entries,
-                  .vector = cq->vector,
-                  .ien = cq->interrupts_enabled}
-         : IntxCq{};
+  intx_cq_[qid] = cq ? IntxCq{.exists = true,
+                              .gpa = cq->gpa,
+                              .entries = cq->entries,
+                              .vector = cq->vector,
+                              .ien = cq->interrupts_enabled}
+                     : IntxCq{};
 }
 
 Status NvmeController::admin_create_cq(const SubmissionEntry& sqe) {

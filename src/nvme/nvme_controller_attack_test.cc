@@ -79,8 +79,8 @@ TEST(NvmeControllerAttack, DestroyedAfterShutdownWithIoSubmitted) {
       auto q = d.create_pair(1, 4, 0);
       for (uint32_t i = 0; i < 3; ++i) {
         std::memset(d.data(i * 4096), 0x50 + i, 512);
-        d.submit(q, {.opcode = kIoWrite, .nsid = 1, .prp1 = testing::kNvmeDataGpa + i * 4096,
-                     .cdw10 = i});
+        const uint64_t buf = testing::kNvmeDataGpa + i * 4096;
+        d.submit(q, {.opcode = kIoWrite, .nsid = 1, .prp1 = buf, .cdw10 = i});  // LBA i
       }
       // The 3 completions fill the 4-entry CQ; the host never consumes them.
       testing::NvmeHostQueue host = q;
@@ -97,7 +97,8 @@ TEST(NvmeControllerAttack, DestroyedAfterShutdownWithIoSubmitted) {
       EXPECT_EQ(d.counter("writes"), 3u);
       EXPECT_EQ(d.counter("flushes"), 0u);
       EXPECT_TRUE(d.cq_empty(host));  // nothing posted past the 3 (the CQ is full)
-    }  // destroyed here
+      // The controller is destroyed here.
+    }
     for (uint32_t i = 0; i < 3; ++i)
       EXPECT_EQ(m.image_bytes(i * 512, 512), std::vector<uint8_t>(512, 0x50 + i)) << "LBA " << i;
   }

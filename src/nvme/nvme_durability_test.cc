@@ -89,7 +89,8 @@ TEST_F(NvmeIoWorkerDurabilityTest, WriteZeroesWithFuaIsSyncedBeforeItCompletes) 
   EXPECT_FALSE(synced(run(write_zeroes(2, 72, 8, /*fua=*/false))));
   // A Write with FUA, as before.
   std::memset(data(0), 0x21, 4096);
-  EXPECT_EQ(run(with_fua(rw(kIoWrite, 3, 0, 8, 0))), (std::vector<Kind>{Kind::kWrite, Kind::kFdatasync}));
+  EXPECT_EQ(run(with_fua(rw(kIoWrite, 3, 0, 8, 0))),
+            (std::vector<Kind>{Kind::kWrite, Kind::kFdatasync}));
 }
 
 TEST_F(NvmeIoWorkerDurabilityTest, VolatileWriteCacheOffSyncsEveryWrite) {
@@ -125,8 +126,9 @@ TEST(NvmeControllerDurability, SetFeaturesWceZeroFlushesEveryWrite) {
     return *log;
   };
   EXPECT_EQ(write_ops(), (std::vector<Kind>{Kind::kWrite}));
-  ASSERT_EQ(d.admin_cmd({.opcode = kAdminSetFeatures, .cdw10 = kFeatVolatileWriteCache, .cdw11 = 0}),
-            kSuccess);
+  ASSERT_EQ(
+      d.admin_cmd({.opcode = kAdminSetFeatures, .cdw10 = kFeatVolatileWriteCache, .cdw11 = 0}),
+      kSuccess);
   uint32_t wce = 1;
   ASSERT_EQ(d.admin_cmd({.opcode = kAdminGetFeatures, .cdw10 = kFeatVolatileWriteCache}, &wce),
             kSuccess);

@@ -28,8 +28,8 @@ struct NvmeIoSlot {
   uint16_t cid = 0;
   BlockOp::Kind kind = BlockOp::Kind::kRead;
   uint64_t bytes = 0;       ///< Payload bytes counted on success (read / write).
-  bool flush_after = false; ///< A write to make durable (FUA, or WCE 0) whose kFlush has not
-                            ///< been issued yet.
+  bool flush_after = false;  ///< A write to make durable (FUA, or WCE 0) whose kFlush has not
+                             ///< been issued yet.
 };
 
 /// One submission queue served by the worker.

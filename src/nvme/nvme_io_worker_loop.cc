@@ -129,7 +129,8 @@ void NvmeIoWorker::Impl::read_mmio_doorbells() {
   // carries, and the restored worker reads it at resume.
   if (shadow.enabled()) return;
   (void)cq.set_head(cq_mmio_head.load(std::memory_order_seq_cst));
-  for (auto& [qid, sq] : sqs) (void)sq->ring.set_tail(sq->mmio_tail.load(std::memory_order_acquire));
+  for (auto& [qid, sq] : sqs)
+    (void)sq->ring.set_tail(sq->mmio_tail.load(std::memory_order_acquire));
 }
 
 void NvmeIoWorker::Impl::remove_requested(std::unique_lock<std::mutex>& lk) {
@@ -295,10 +296,9 @@ void NvmeIoWorker::Impl::serve(NvmeSq& sq) {
     // §5.21.1.6: it sends no flushes then). cache=directsync writes already are (O_DSYNC, and the
     // executor syncs its Write Zeroes); cache=unsafe's flush does nothing, as asked.
     const bool writes = s.kind == BlockOp::Kind::kWrite || s.kind == BlockOp::Kind::kWriteZeroes;
-    const bool wce = !ctx.volatile_write_cache ||
-                     ctx.volatile_write_cache->load(std::memory_order_acquire);
-    s.flush_after =
-        writes && (req->fua || !wce) && ctx.disk->cache() != CacheMode::kDirectSync;
+    const bool wce =
+        !ctx.volatile_write_cache || ctx.volatile_write_cache->load(std::memory_order_acquire);
+    s.flush_after = writes && (req->fua || !wce) && ctx.disk->cache() != CacheMode::kDirectSync;
     req->op.tag = slot;
     if (auto now = sq.executor->submit(std::move(req->op))) {
       on_done(sq, slot, *now);

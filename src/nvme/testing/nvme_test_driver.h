@@ -111,8 +111,7 @@ class NvmeTestDriver {
   /// Builds the controller on `m` (NvmeDisk::create + make_function + place), memory decoding
   /// and bus mastering on. `config.path` defaults to the machine's image; `engines` (if any)
   /// makes the workers' I/O engines.
-  explicit NvmeTestDriver(NvmeTestMachine& m, DiskConfig config = {},
-                          IoEngineFactory engines = {})
+  explicit NvmeTestDriver(NvmeTestMachine& m, DiskConfig config = {}, IoEngineFactory engines = {})
       : m_(m) {
     if (config.path.empty()) config.path = m.image;
     config.interface = DiskInterface::kNvme;
