@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "base/testing/temp_dir.h"
+
 namespace tern {
 namespace {
 
@@ -93,6 +97,26 @@ TEST(RunCommand, NvmeDisks) {
   ASSERT_FALSE(bad);
   EXPECT_TRUE(bad.error().message().starts_with("--disk interface=sata: unknown disk interface"))
       << bad.error().message();
+}
+
+// `tern run --disk path=disk.raw` keeps the image's absolute path: GET /vm/config shows it and a
+// snapshot's machine section (from the same VmConfig) names it, so a `tern restore` from another
+// directory opens the same image instead of failing on --disk (issue 31 item 13).
+TEST(RunCommand, RelativeDiskPathIsShownAbsolute) {
+  testing::TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string image = std::filesystem::canonical(dir.path()).string() + "/disk.raw";
+  std::optional<VmResources> r;
+  {
+    testing::ScopedWorkingDirectory in(dir.path());
+    auto parsed = run_resources(parse({"--kernel", "k", "--disk", "path=disk.raw"}));
+    ASSERT_TRUE(parsed) << parsed.error().message();
+    r = std::move(*parsed);
+  }
+  EXPECT_EQ(r->vm_config_json()["drives"][0]["path_on_host"], image);
+  auto c = r->vm_config();
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(std::get<DiskSpec>(c->devices[0]).path, image);
 }
 
 TEST(RunCommand, MemoryBackend) {
