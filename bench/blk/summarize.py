@@ -19,7 +19,11 @@ bench/lib/kvm_trace.sh; figures by bench/lib/kvm_trace.py).
 Each job's figures are per round ("rounds"); "stats" has median/min/max over the rounds of each.
 "vs" has each configuration's per-round ratio to the reference configurations (qemu, qemu-qsd, the
 first tern's built-in disk); "goals" the issue's comparisons with a verdict that claims a difference
-only when the min-max ranges of the two configurations do not overlap.
+only when the min-max ranges of the two configurations do not overlap, and calls a factor goal (2x,
+1.5x, within 10%...) met only when every round's ratio (same round) meets it.
+
+summarize.py --regoal blk.json recomputes "goals" and "goals_issue16" of an existing JSON from its
+per-round figures (stdout), e.g. after a change to the rule.
 """
 import argparse
 import json
@@ -30,7 +34,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from console_fields import fields, stats  # noqa: E402
 from results import add_common_args, stamp  # noqa: E402
-from compare import binary_info, verdict  # noqa: E402
+from compare import binary_info, factor_goal, verdict  # noqa: E402
 from stamps import read_marks  # noqa: E402
 from kvm_trace import TRACE_KEYS, per_io as trace_per_io, read_trace  # noqa: E402
 
@@ -205,19 +209,27 @@ def read_round(d, jobs, stamps, key, backend):
 GOAL_FACTORS = {"within10": 0.9, "within25": 0.75, "ahead": 1.0, "ahead1.5": 1.5}
 
 
-def goal(kind, iops):
-    """Whether an IOPS verdict meets the goal kind (GOAL_FACTORS): "met", "not met" (ranges apart,
-    ratio of the medians against the factor), "no measurable difference" / "not shown" (ranges
-    overlap), or "one round"."""
+def goal(kind, iops, per_round=None):
+    """Whether an IOPS verdict meets the goal kind (GOAL_FACTORS): with the ranges apart, "met" /
+    "not met" / "not shown" as the per-round ratios say (compare.factor_goal: met only when every
+    round's ratio clears the factor, not the ratio of the medians); ranges overlapping: "no
+    measurable difference" (within*) / "not shown" (ahead*); or "one round"."""
     if not iops or not kind:
         return None
     if iops["ranges"].startswith("one"):
         return "one round"
     if iops["better"] is None:
         return "no measurable difference" if kind.startswith("within") else "not shown"
-    if kind == "ahead":
-        return "met" if iops["better"] else "not met"
-    return "met" if iops["ratio_of_medians"] >= GOAL_FACTORS[kind] else "not met"
+    return factor_goal(per_round, GOAL_FACTORS[kind]) or "not shown"
+
+
+def round_ratios(out, a, b, name, key):
+    """stats() of configuration a's figure `key` over b's in each round (same round: interleaved), or None."""
+    ra = (out[a]["jobs"].get(name) or {}).get("rounds") or []
+    rb = (out[b]["jobs"].get(name) or {}).get("rounds") or []
+    ratios = [round(x[key] / y[key], 3) for x, y in zip(ra, rb)
+              if x and y and x.get(key) is not None and y.get(key)]
+    return stats(ratios, digits=3) if ratios else None
 
 
 # Issue 16's goals for each tern built-in virtio-blk configuration against QEMU's virtio-blk-pci (and
@@ -233,8 +245,9 @@ ISSUE16 = [("iops_2x", "iops", "qd>=4", "atleast", 2.0),
            ("qd1_lat_p99", "lat_p99_us", "qd1", "notworse", None)]
 
 
-def goal16(kind, factor, v):
-    """The verdict of one issue-16 check from a compare.verdict() dict."""
+def goal16(kind, factor, v, per_round=None):
+    """The verdict of one issue-16 check from a compare.verdict() dict and the stats() of the
+    per-round ratios: a factor goal is met only when every round's ratio meets it."""
     if not v:
         return None
     if v["ranges"].startswith("one"):
@@ -243,8 +256,9 @@ def goal16(kind, factor, v):
         return "no measurable difference" if v["better"] is None else ("met (better)" if v["better"] else "not met")
     if v["better"] is None:
         return "not shown"
-    r = v["ratio_of_medians"]
-    return "met" if v["better"] and (r >= factor if kind == "atleast" else r <= factor) else "not met"
+    if not v["better"]:
+        return "not met"
+    return factor_goal(per_round, factor, at_least=kind == "atleast") or "not shown"
 
 
 def issue16_goals(out, terns, jobs, baseline):
@@ -277,12 +291,64 @@ def issue16_goals(out, terns, jobs, baseline):
                     key = "traced_exits_per_io"  # no debugfs counters: the hist trigger's count
                 v = verdict(sa.get(key), sb.get(key), higher_is_better=key == "iops")
                 if v:
-                    checks[check] = dict(v, figure=key, reference=ref, goal=goal16(kind, factor, v))
+                    per_round = round_ratios(out, c, ref, name, key)
+                    checks[check] = dict(v, figure=key, reference=ref, per_round=per_round,
+                                         goal=goal16(kind, factor, v, per_round))
             if checks:
                 g["jobs"][name] = checks
         if g["jobs"]:
             res.append(g)
     return res
+
+
+def issue_goals(out, jobs, first_tern):
+    """The issues' goals: tern's NVMe at least 1.5x QEMU's and within 25% of tern's virtio-blk (issue
+    12); the out-of-process path within 10% of tern's built-in device, ahead of QEMU's (issue 11)."""
+    goals = []
+    if not first_tern:
+        return goals
+    t = first_tern
+    pairs = [(f"{t}-nvme", "qemu-nvme", "ahead1.5"), (f"{t}-nvme", t, "within25"),
+             (f"{t}-vub", t, "within10"), (f"{t}-qsd", t, "within10"),
+             (f"{t}-vub", "qemu-qsd", "ahead"), (f"{t}-qsd", "qemu-qsd", "ahead"),
+             (t, "qemu", None), ("qemu-qsd", "qemu", None), ("qemu-nvme", "qemu", None)]
+    for a, b, kind in pairs:
+        if a not in out or b not in out or out[a].get("skipped") or out[b].get("skipped"):
+            continue
+        g = {"config": a, "reference": b, "goal": kind, "jobs": {}}
+        for name, _ in jobs:
+            ja, jb = out[a]["jobs"].get(name), out[b]["jobs"].get(name)
+            if not ja or not jb:
+                continue
+            iops = verdict(ja["stats"].get("iops"), jb["stats"].get("iops"))
+            cpu = verdict(ja["stats"].get("cpu_us_per_io"), jb["stats"].get("cpu_us_per_io"), False)
+            per_round = round_ratios(out, a, b, name, "iops")
+            g["jobs"][name] = {"iops": iops, "cpu_us_per_io": cpu, "iops_per_round": per_round,
+                               "goal": goal(kind, iops, per_round)}
+        goals.append(g)
+    return goals
+
+
+def regoal(path):
+    """Recomputes "goals" and "goals_issue16" of a committed blk.json from its per-round figures (the
+    raw results are not kept) and prints the JSON."""
+    with open(path) as f:
+        r = json.load(f)
+    out = r["configs"]
+    jobs = list(r["method"]["jobs"].items())
+    # The first tern configuration in boot order (the run's first --tern binary).
+    terns = [c for c in out if out[c]["vmm"] == c and c not in ("qemu", "host")]
+    first_tern = terns[0] if terns else None
+    if "goals" in r:
+        r["goals"] = issue_goals(out, jobs, first_tern)
+    if "goals_issue16" in r:
+        r["goals_issue16"] = issue16_goals(out, sorted({e["vmm"] for e in out.values()} - {"qemu", "host"}),
+                                           jobs, r.get("baseline") or "")
+    if "goals_issue16" in r.get("method", {}):
+        r["method"]["goals_issue16"] = r["method"]["goals_issue16"].replace(
+            "a ratio is claimed only when the min-max ranges over the rounds do not overlap",
+            GOALS16_RULE)
+    print(json.dumps(r, indent=2, ensure_ascii=False))
 
 
 def disk_options(cmd, backend_cmd):
@@ -294,7 +360,14 @@ def disk_options(cmd, backend_cmd):
     return words
 
 
+GOALS16_RULE = ("a ratio is claimed only when the min-max ranges over the rounds do not overlap, and a "
+                "factor goal (2x, 0.5x) is met only when every round's ratio (same round) meets it")
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--regoal":
+        regoal(sys.argv[2])
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("results")
     for a in ("--log", "--engine", "--jobs", "--configs"):
@@ -402,28 +475,7 @@ def main():
                         vs.setdefault(c, {}).setdefault(ref, {}).setdefault(name, {})[key] = \
                             stats([round(x, 3) for x in ratios], digits=3)
 
-    # The issues' goals: tern's NVMe at least 1.5x QEMU's and within 25% of tern's virtio-blk (issue
-    # 12); the out-of-process path within 10% of tern's built-in device, ahead of QEMU's (issue 11).
-    goals = []
-    if first_tern:
-        t = first_tern
-        pairs = [(f"{t}-nvme", "qemu-nvme", "ahead1.5"), (f"{t}-nvme", t, "within25"),
-                 (f"{t}-vub", t, "within10"), (f"{t}-qsd", t, "within10"),
-                 (f"{t}-vub", "qemu-qsd", "ahead"), (f"{t}-qsd", "qemu-qsd", "ahead"),
-                 (t, "qemu", None), ("qemu-qsd", "qemu", None), ("qemu-nvme", "qemu", None)]
-        for a, b, kind in pairs:
-            if a not in out or b not in out or out[a].get("skipped") or out[b].get("skipped"):
-                continue
-            g = {"config": a, "reference": b, "goal": kind, "jobs": {}}
-            for name, _ in jobs:
-                ja, jb = out[a]["jobs"].get(name), out[b]["jobs"].get(name)
-                if not ja or not jb:
-                    continue
-                iops = verdict(ja["stats"].get("iops"), jb["stats"].get("iops"))
-                cpu = verdict(ja["stats"].get("cpu_us_per_io"), jb["stats"].get("cpu_us_per_io"), False)
-                g["jobs"][name] = {"iops": iops, "cpu_us_per_io": cpu, "goal": goal(kind, iops)}
-            goals.append(g)
-
+    goals = issue_goals(out, jobs, first_tern)
     baseline = args.baseline or ("tern-before" if "tern-before" in configs else "")
     goals16 = issue16_goals(out, terns, jobs, baseline)
 
@@ -470,8 +522,7 @@ def main():
             "goals_issue16": "per tern built-in virtio-blk configuration vs qemu (same run): IOPS >= 2x at QD >= 4 "
                              "(random read and write), exits per I/O (KVM's debugfs count of every exit) <= 0.5x, host "
                              "CPU per I/O in guest mode and outside it <= qemu's; QD1 mean and p99 latency not worse "
-                             "than the baseline configuration (" + (baseline or "none") + "); a ratio is claimed "
-                             "only when the min-max ranges over the rounds do not overlap",
+                             "than the baseline configuration (" + (baseline or "none") + "); " + GOALS16_RULE,
             "latency": "fio lat_ns (submission to completion) mean and 99th percentile, in µs",
             "host_cpu": "utime+stime (all threads) of the VMM process plus the back-end process in the test host "
                         "(/proc/PID/stat) from the guest's BLK-JOB-BEGIN to its BLK-JOB-END line, divided by the "

@@ -107,20 +107,30 @@ def reason_tables(r, cfgs, names, jobs, collapse):
         print("\n".join(table(["per I/O"] + have, "l" + "r" * len(have), rows)) + "\n")
 
 
+def goal_cell(v):
+    """A goal's verdict with the per-round IOPS ratios' min-max it rests on."""
+    pr = v.get("iops_per_round")
+    rng = f" ({pr['min']:.2f}-{pr['max']:.2f})" if pr and pr.get("n", 0) > 1 else ""
+    return (v.get("goal") or "n/a") + (rng if v.get("goal") else "")
+
+
 def issue16_tables(r, cfgs, collapse):
     """Issue 16's verdicts: per tern configuration a row per job, a column per check."""
     for g in r.get("goals_issue16") or []:
         a = g["config"]
         print(f"**Issue 16 goals: {a} vs qemu** (same run; QD1 latency vs the baseline "
               f"{g.get('baseline') or '(none named: --baseline NAME, or a tern-before configuration)'}; "
-              "each cell: ratio of the medians, then the verdict; a ratio is claimed only when the min-max ranges "
-              "do not overlap; \"not shown\": they overlap):\n")
+              "each cell: ratio of the medians, the per-round ratios' min-max, then the verdict; a ratio is "
+              "claimed only when the min-max ranges do not overlap (\"not shown\": they overlap), and a factor goal "
+              "(2x, 0.5x) is met only when every round's ratio meets it (\"not shown\": the rounds disagree)):\n")
         rows = []
         for job, checks in g["jobs"].items():
             cells = []
             for check, _ in CHECKS16:
                 v = checks.get(check)
-                cells.append(f"{v['ratio_of_medians']:.2f}x {v['goal']}" if v else "")
+                pr = (v or {}).get("per_round")
+                rng = f" ({pr['min']:.2f}-{pr['max']:.2f})" if pr and pr.get("n", 0) > 1 else ""
+                cells.append(f"{v['ratio_of_medians']:.2f}x{rng} {v['goal']}" if v else "")
             rows.append([job] + cells)
         print("\n".join(table(["job"] + [t for _, t in CHECKS16], "l" + "r" * len(CHECKS16), rows)) + "\n")
 
@@ -163,14 +173,15 @@ def main():
     for gl in r.get("goals") or []:
         a, b = gl["config"], gl["reference"]
         print(f"**{a} {GOALS[gl['goal']]} {b}** (a ratio is claimed only when the min-max ranges of the two "
-              "do not overlap; CPU: lower is better):\n")
+              "do not overlap; CPU: lower is better; goal: met only when every round's IOPS ratio (same round) "
+              "meets it, its min-max over the rounds in brackets):\n")
         rows = []
         for job in jobs:
             v = gl["jobs"].get(job) or {}
             rows.append([job, cell(cfgs[a], job, "iops", "{:.0f}", collapse), cell(cfgs[b], job, "iops", "{:.0f}", collapse),
                          verdict_cell(v.get("iops")), cell(cfgs[a], job, "cpu_us_per_io", "{:.0f}", collapse),
                          cell(cfgs[b], job, "cpu_us_per_io", "{:.0f}", collapse), verdict_cell(v.get("cpu_us_per_io"))]
-                        + ([v.get("goal") or "n/a"] if gl["goal"] else []))
+                        + ([goal_cell(v)] if gl["goal"] else []))
         hdr = ["job", f"{a} IOPS", f"{b} IOPS", "IOPS", f"{a} CPU/I/O (µs)", f"{b} CPU/I/O (µs)", "CPU/I/O"]
         print("\n".join(table(hdr + (["goal"] if gl["goal"] else []), "l" + "r" * (len(hdr) - 1) + ("l" if gl["goal"] else ""), rows)) + "\n")
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "api/json_reader.h"
+#include "base/host_path.h"
 #include "config/device_surface.h"
 
 namespace tern {
@@ -264,7 +265,9 @@ Result<DriveSpec> parse_drive(const nlohmann::json& j, const std::string& where)
   TRY(reject_unsupported(r, "rate_limiter", "a drive rate limiter"));
   ASSIGN_OR_RETURN(auto path, r.optional_string("path_on_host"));
   if (!path) return fail(r.field("path_on_host"), "missing required field");
-  d.disk.path = *path;
+  // Absolute, as --disk path= (absolute_host_path): GET /vm/config and a snapshot name the image
+  // whatever directory a later restore runs in.
+  ASSIGN_OR_RETURN(d.disk.path, absolute_host_path(*path, r.field("path_on_host")));
   ASSIGN_OR_RETURN(auto cache, r.optional_string("cache_type"));
   d.cache_type = cache.value_or("Unsafe");
   if (d.cache_type == "Unsafe") {

@@ -39,7 +39,9 @@ inline constexpr size_t kMaxApiBodyBytes = 64 * 1024;
 /// unsafe, directsync) and io_engine (Sync → threads, Async → io_uring, or tern's names); tern's
 /// extensions queues (1..64) and queue_size (power of two, 2..1024). With "socket" a
 /// vhost-user-block drive (DiskConfig::vhost_user_socket): path_on_host, is_read_only true,
-/// cache_type, io_engine and rate_limiter are refused by name (the back-end's).
+/// cache_type, io_engine and rate_limiter are refused by name (the back-end's). A relative
+/// path_on_host is kept absolute, resolved against tern's current directory (absolute_host_path):
+/// GET /vm/config shows that path.
 [[nodiscard]] Result<DriveSpec> parse_drive(const nlohmann::json& j, const std::string& where);
 
 /// {"enabled": true|false} (PUT /tern/kernel-exits, config "kernel-exits"); "enabled" is required,

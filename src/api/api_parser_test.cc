@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "api/json_reader.h"
+#include "base/testing/temp_dir.h"
 #include "virtio/net/net_config.h"
 
 namespace tern {
@@ -210,6 +213,22 @@ TEST(ApiParser, VhostUserDrive) {
 
 // GET /vm/config renders a drive as parse_drive reads it: a vhost-user drive without the
 // back-end's fields, tern's queue extensions only when not at their defaults.
+// A relative path_on_host is resolved against tern's directory once, when the drive is put:
+// GET /vm/config shows the absolute path, and a snapshot of the VM names it (issue 31 item 13).
+TEST(ApiParser, RelativeDrivePathIsKeptAbsolute) {
+  testing::TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string image = std::filesystem::canonical(dir.path()).string() + "/rootfs.ext4";
+  { std::ofstream(image) << "x"; }
+  testing::ScopedWorkingDirectory in(dir.path());
+  auto d = parse_drive(nlohmann::json::parse(R"({"drive_id": "rootfs", "is_root_device": true,
+                                                 "path_on_host": "./rootfs.ext4"})"),
+                       "drive");
+  ASSERT_TRUE(d) << d.error().message();
+  EXPECT_EQ(d->disk.path, image);
+  EXPECT_EQ(to_json(*d)["path_on_host"], image);
+}
+
 TEST(ApiParser, DriveJsonRoundTrip) {
   auto vu = parse_drive(
       nlohmann::json::parse(

@@ -44,6 +44,10 @@ struct ApiServer::Impl {
   EventLog& events;
   ApiServerOptions opts;
   std::string path;
+  // The socket file this server bound (st_dev, st_ino right after bind): shutdown removes the
+  // path only while it still is this file, not a socket another tern bound there since.
+  dev_t bound_dev = 0;
+  ino_t bound_ino = 0;
   std::thread thread;
   bool stopping = false;  // io thread only
   bool shut_down = false;  // caller's thread only
@@ -438,7 +442,14 @@ void ApiServer::shutdown(std::chrono::milliseconds grace) {
   impl_->shut_down = true;
   asio::post(*impl_->ioc, [impl = impl_.get(), grace] { impl->begin_shutdown(grace); });
   if (impl_->thread.joinable()) impl_->thread.join();
-  ::unlink(impl_->path.c_str());
+  // Only our own socket file: after a `rm` of the path (or a clear_stale_socket() of another
+  // tern that found it unanswered once this server stopped accepting), the path may name another
+  // server's socket. (Between the lstat and the unlink another bind could still slip in; the
+  // window is this one system call wide.)
+  struct stat st {};
+  if (::lstat(impl_->path.c_str(), &st) == 0 && st.st_dev == impl_->bound_dev &&
+      st.st_ino == impl_->bound_ino)
+    ::unlink(impl_->path.c_str());
 }
 
 namespace {
@@ -478,6 +489,10 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const std::string& socket_pa
   impl->acceptor.open(local(), ec);
   if (!ec) impl->acceptor.bind(local::endpoint(socket_path), ec);
   if (ec) return fail_code(ec.value(), "--api-sock", "bind " + socket_path);
+  struct stat bound {};
+  if (::lstat(socket_path.c_str(), &bound) != 0) return fail_errno("--api-sock", socket_path);
+  impl->bound_dev = bound.st_dev;
+  impl->bound_ino = bound.st_ino;
   impl->acceptor.listen(64, ec);
   if (ec) return fail_code(ec.value(), "--api-sock", "listen " + socket_path);
   impl->accept();

@@ -50,7 +50,9 @@ class ApiServer {
   ApiServer& operator=(const ApiServer&) = delete;
 
   /// Stops accepting, closes idle and in-flight connections, lets event streams write what they
-  /// hold (at most `grace`), joins the thread and removes the socket file. Idempotent.
+  /// hold (at most `grace`), joins the thread and removes the socket file, only if the path
+  /// still names the socket this server bound (not one another tern bound there since).
+  /// Idempotent.
   void shutdown(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
 
   struct Impl;

@@ -1,10 +1,11 @@
 // Unit tests: the API server over a real Unix socket (control loop and fake Machine of
 // api/testing/api_harness.h): malformed HTTP, huge chunk extensions, bad JSON, stalled and
-// concurrent clients, the connection limit, event streams.
+// concurrent clients, the connection limit, event streams, the socket file at exit.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -379,6 +380,40 @@ TEST(ApiServer, EventsStreamBacklogThenLiveUntilExit) {
     if (j["event"] == "state") states.push_back(j["state"]);
   }
   EXPECT_EQ(states, (std::vector<std::string>{"Not started", "Running", "Paused", "Stopped"}));
+}
+
+}  // namespace
+}  // namespace tern
+
+namespace tern {
+namespace {
+
+// A tern that exits removes its API socket only while the path still names the socket it bound:
+// after `rm` of the path and a second tern binding it, the first one's exit must leave the
+// second one's socket (and its clients) alone (issue 31 item 14a).
+TEST(ApiServer, ExitLeavesASocketAnotherServerBoundAtThePath) {
+  const std::string sock = "/tmp/tern-api-rebound-" + std::to_string(::getpid()) + ".sock";
+  auto answer = [](const char* who) {
+    return [who](ApiRequest, std::function<void(ApiResponse)> reply) {
+      reply(ApiResponse::json({{"server", who}}));
+    };
+  };
+  EventLog events;
+  auto first = ApiServer::start(sock, answer("first"), events);
+  ASSERT_TRUE(first) << first.error().message();
+  ASSERT_EQ(::unlink(sock.c_str()), 0);
+  auto second = ApiServer::start(sock, answer("second"), events);
+  ASSERT_TRUE(second) << second.error().message();
+
+  (*first)->shutdown();
+  struct stat st {};
+  ASSERT_EQ(::lstat(sock.c_str(), &st), 0) << "the first server's exit removed the second's socket";
+  auto r = api_request(sock, "GET", "/");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(nlohmann::json::parse(r->body)["server"], "second");
+
+  (*second)->shutdown();  // its own socket: removed
+  EXPECT_NE(::lstat(sock.c_str(), &st), 0);
 }
 
 }  // namespace

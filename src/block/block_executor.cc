@@ -4,7 +4,10 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 namespace tern {
 
@@ -259,9 +262,19 @@ void BlockExecutor::reap(std::vector<BlockCompletion>& out) {
 }
 
 void BlockExecutor::drain(std::vector<BlockCompletion>& out) {
+  // Returns only with nothing in flight: the caller then parks the queue (a snapshot saves ring
+  // positions that must describe every request) or lets the guest buffers go. Giving up early
+  // would leave a request taken from the ring but never completed, its notification held.
   while (engine_->in_flight() > 0) {
     pollfd p{engine_->completion_fd().get(), POLLIN, 0};
-    if (::poll(&p, 1, -1) < 0 && errno != EINTR) break;
+    if (::poll(&p, 1, -1) < 0 && errno != EINTR) {
+      // poll() itself failed (ENOMEM; EINVAL once RLIMIT_NOFILE is below 1): the completions
+      // still arrive. Look for them every millisecond instead of waiting to be told.
+      const int e = errno;
+      TERN_LOG_RATELIMITED(*log_limit_, warn, "{}: draining: poll: {}; checking every 1 ms",
+                           log_prefix_, std::strerror(e));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     reap(out);
   }
 }

@@ -56,7 +56,8 @@ class BlockExecutor {
   [[nodiscard]] BorrowedFd completion_fd() const { return engine_->completion_fd(); }
   /// Appends the ops that finished (and flushes follow-up I/O they started).
   void reap(std::vector<BlockCompletion>& out);
-  /// Waits until nothing is in flight, appending every completion.
+  /// Waits until nothing is in flight, appending every completion. Never returns early: when
+  /// poll() on the completion fd fails it logs (rate-limited) and checks every millisecond.
   void drain(std::vector<BlockCompletion>& out);
   /// Name of the engine in use ("io_uring", "threads", or a test engine's).
   [[nodiscard]] std::string_view engine_name() const { return engine_->name(); }

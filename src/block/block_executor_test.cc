@@ -2,6 +2,10 @@
 // thread-pool engine.
 #include "block/block_executor.h"
 
+#include <poll.h>
+#include <sys/resource.h>
+
+#include <cerrno>
 #include <fstream>
 #include <vector>
 
@@ -100,6 +104,35 @@ TEST_F(BlockExecutorTest, WriteZeroesReadsBackZeroes) {
   std::vector<uint8_t> around(4096, 0);
   EXPECT_EQ(run(rw(BlockOp::Kind::kRead, 0, around, 3)).status, BlockStatus::kOk);
   EXPECT_EQ(around, std::vector<uint8_t>(4096, 'x'));
+}
+
+// drain() returns only when nothing is in flight, even when poll() fails: a request it gave up on
+// would stay taken from the ring and never completed (issue 31 item 14d). poll() is made to fail
+// (EINVAL: more fds asked for than RLIMIT_NOFILE) by lowering the limit to 0 around the drain.
+TEST_F(BlockExecutorTest, DrainCompletesEverythingWhenPollFails) {
+  open(CacheMode::kWriteback);
+  std::vector<uint8_t> data(4096, 0x5A);
+  ASSERT_FALSE(exec_->submit(rw(BlockOp::Kind::kWrite, 4096, data, 11)));
+  exec_->flush();
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit none = saved;
+  none.rlim_cur = 0;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &none), 0);
+  pollfd probe{exec_->completion_fd().get(), POLLIN, 0};
+  const int poll_result = ::poll(&probe, 1, 0);
+  const int poll_errno = errno;
+  std::vector<BlockCompletion> out;
+  exec_->drain(out);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  ASSERT_EQ(poll_result, -1) << "the test's premise: poll() fails under RLIMIT_NOFILE 0";
+  EXPECT_EQ(poll_errno, EINVAL);
+  ASSERT_EQ(out.size(), 1u) << "drain() returned with the write still in flight";
+  EXPECT_EQ(out[0].tag, 11u);
+  EXPECT_EQ(out[0].status, BlockStatus::kOk);
+  std::vector<uint8_t> back(4096, 0);
+  EXPECT_EQ(run(rw(BlockOp::Kind::kRead, 4096, back, 12)).status, BlockStatus::kOk);
+  EXPECT_EQ(back, data);
 }
 
 }  // namespace

@@ -146,6 +146,7 @@ Result<VmResources> run_resources(const RunOptions& o) {
     }
   }
   // Refused here, naming the option, rather than when the VM is built.
+  TRY(check_pci_slots(r.drives.size(), r.devices, /*cli=*/true));
   TRY(check_devices_for_vm(r.devices, r.vcpus, /*cli=*/true));
   if (!o.memory_backend.empty()) {
     ASSIGN_OR_RETURN(r.memory_backend, parse_memory_backend(o.memory_backend));

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "base/testing/temp_dir.h"
+
 namespace tern {
 namespace {
 
@@ -95,6 +99,26 @@ TEST(RunCommand, NvmeDisks) {
       << bad.error().message();
 }
 
+// `tern run --disk path=disk.raw` keeps the image's absolute path: GET /vm/config shows it and a
+// snapshot's machine section (from the same VmConfig) names it, so a `tern restore` from another
+// directory opens the same image instead of failing on --disk (issue 31 item 13).
+TEST(RunCommand, RelativeDiskPathIsShownAbsolute) {
+  testing::TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string image = std::filesystem::canonical(dir.path()).string() + "/disk.raw";
+  std::optional<VmResources> r;
+  {
+    testing::ScopedWorkingDirectory in(dir.path());
+    auto parsed = run_resources(parse({"--kernel", "k", "--disk", "path=disk.raw"}));
+    ASSERT_TRUE(parsed) << parsed.error().message();
+    r = std::move(*parsed);
+  }
+  EXPECT_EQ(r->vm_config_json()["drives"][0]["path_on_host"], image);
+  auto c = r->vm_config();
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(std::get<DiskSpec>(c->devices[0]).path, image);
+}
+
 TEST(RunCommand, MemoryBackend) {
   auto automatic = run_resources(parse({"--kernel", "k"}));
   ASSERT_TRUE(automatic);
@@ -172,6 +196,32 @@ TEST(RunCommand, NetErrorsNameTheField) {
              "tap=tap1,mac=02:00:00:00:00:01"});
   EXPECT_EQ(run_resources(o).error().message(),
             "--net mac: net1: 02:00:00:00:00:01 is already the MAC of interface \"net0\"");
+}
+
+// More devices than PCI slots (31) are refused when the options are read, naming the option of
+// the first device without a slot — not when the VM is built, after the images were opened and
+// the taps attached (issue 31 item 14c). The API's configuration names the field.
+TEST(RunCommand, MoreDevicesThanPciSlotsAreRefusedByOption) {
+  std::vector<std::string> args = {"--kernel", "k", "--cpus", "2", "--rng"};
+  for (int i = 0; i < 30; ++i) args.insert(args.end(), {"--disk", "path=/d" + std::to_string(i)});
+  auto fits = run_resources(parse(args));  // 30 disks + the rng: 31
+  ASSERT_TRUE(fits) << fits.error().message();
+  args.insert(args.end(), {"--net", "tap=tap0", "--net", "tap=tap1"});
+  auto over = run_resources(parse(args));
+  ASSERT_FALSE(over) << "33 PCI devices accepted";
+  EXPECT_EQ(over.error().message(),
+            "--net: 33 PCI devices (30 disks, 3 others): a VM has 31 PCI slots (bus 0, slots 1-31)");
+
+  // The same devices configured as the API does: the field of the first without a slot.
+  VmResources api = *fits;
+  api.put_device(*device_from_cli(keyed_surfaces()[0], "tap=tap0", 0));
+  auto config = api.vm_config();
+  ASSERT_FALSE(config);
+  EXPECT_TRUE(config.error().message().starts_with("network-interfaces[0]: 32 PCI devices"))
+      << config.error().message();
+  for (int i = 0; i < 2; ++i) api.drives.push_back(drive_for_disk(api.drives[0].disk, 30 + i));
+  EXPECT_TRUE(api.vm_config().error().message().starts_with("drives: 34 PCI devices"))
+      << api.vm_config().error().message();
 }
 
 // With several --disk options the error says which one; with one it needs not.

@@ -1,9 +1,12 @@
 #include "cli/snapshot_command.h"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <future>
@@ -50,6 +53,35 @@ void draw_progress(const nlohmann::json& s, bool tty) {
   std::fflush(stderr);
 }
 
+// The stop signal the client got (0: none). Set by on_interrupt, read by run_snapshot's loop.
+volatile std::sig_atomic_t g_interrupted = 0;
+
+extern "C" void on_interrupt(int signo) { g_interrupted = signo; }
+
+// While it lives, SIGINT, SIGTERM and SIGHUP only set g_interrupted: the client then resumes the
+// VM it paused before it exits, instead of dying and leaving the VM paused. A second signal acts
+// as usual (SA_RESETHAND: the user can still kill a client whose server never answers).
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    g_interrupted = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &sa, &previous_[i]);
+  }
+  ~InterruptGuard() {
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> previous_{};
+};
+
 }  // namespace
 
 CLI::App* add_snapshot_command(CLI::App& app, SnapshotOptions& o) {
@@ -95,6 +127,7 @@ CLI::App* add_restore_command(CLI::App& app, RestoreOptions& o) {
 }
 
 int run_snapshot(const SnapshotOptions& o) {
+  InterruptGuard interrupt;
   if (o.exit_after && o.keep_paused) return die("--exit and --keep-paused exclude each other");
   uint64_t rate = 0;
   if (!o.rate_limit.empty()) {
@@ -141,13 +174,35 @@ int run_snapshot(const SnapshotOptions& o) {
     auto r = api_request(o.api_sock, "PATCH", "/vm", R"({"state":"Resumed"})");
     return r && r->status < 300;
   };
+  // Interrupted (Ctrl-C, SIGTERM, SIGHUP): the VM is left as the client found it — resumed if it
+  // paused it, whatever --keep-paused or --exit asked — and the exit status is 128 + signal.
+  auto interrupted = [&](const std::string& what) {
+    const int signo = g_interrupted;
+    bool resumed = resume_if_paused_here();
+    std::string vm = !paused_here ? "the VM stays paused as it was"
+                     : resumed    ? "the VM was resumed"
+                                  : "resuming the VM failed: it is paused";
+    std::fprintf(stderr, "tern: snapshot: interrupted (%s): %s; %s\n", strsignal(signo),
+                 what.c_str(), vm.c_str());
+    return 128 + signo;
+  };
+  if (g_interrupted) return interrupted("nothing saved");
 
   const bool tty = ::isatty(STDERR_FILENO);
   auto create = std::async(std::launch::async, [&] {
     return api_request(o.api_sock, "PUT", "/snapshot/create", body.dump(), std::chrono::hours(24));
   });
   auto last_line = Clock::now() - std::chrono::seconds(10);
+  bool told = false;
   while (create.wait_for(std::chrono::milliseconds(tty ? 100 : 250)) != std::future_status::ready) {
+    if (g_interrupted && !told) {
+      // The save cannot be called off through the API: wait for it, then resume the VM.
+      std::fprintf(stderr,
+                   "%stern: snapshot: interrupted: waiting for the save in progress to end, then "
+                   "resuming the VM (interrupt again to leave it paused)\n",
+                   tty ? "\n" : "");
+      told = true;
+    }
     if (!tty && Clock::now() - last_line < std::chrono::seconds(1)) continue;
     auto st = api_request(o.api_sock, "GET", "/tern/stats");
     if (!st || st->status != 200) continue;
@@ -159,6 +214,11 @@ int run_snapshot(const SnapshotOptions& o) {
   }
   auto created = create.get();
   if (tty) std::fputc('\n', stderr);
+  if (g_interrupted) {
+    if (!created) return interrupted("the save: " + created.error().message());
+    if (created->status >= 300) return interrupted("the save failed: " + fault_of(*created));
+    return interrupted("the save completed (" + state + ", " + mem + ")");
+  }
   if (!created) {
     (void)resume_if_paused_here();
     return die(created.error().message());

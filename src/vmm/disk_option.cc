@@ -5,6 +5,7 @@
 #include <charconv>
 #include <string>
 
+#include "base/host_path.h"
 #include "base/key_value_list.h"
 
 namespace tern {
@@ -134,6 +135,11 @@ Result<DiskConfig> parse_disk_option(std::string_view text) {
                 "missing (--disk path=FILE[,...] or --disk vhost-user=SOCKET[,...])");
   }
   TRY(validate_disk_config(c));
+  // Kept absolute: the VM's configuration (GET /vm/config, a snapshot's machine section) must
+  // name the same image whatever directory a later `tern restore` runs in.
+  if (have_path) {
+    ASSIGN_OR_RETURN(c.path, absolute_host_path(c.path, "--disk path=" + c.path));
+  }
   return c;
 }
 

@@ -24,6 +24,9 @@ namespace tern {
 /// the syntax and value ranges are checked here: whether the image exists, is writable or
 /// supports O_DIRECT is checked when it is opened (VirtioBlock::create), whether the socket
 /// listens when the front-end connects (make_vhost_user_blk), both still before the guest boots.
+/// A relative `path` is made absolute against the current directory (absolute_host_path), so
+/// GET /vm/config and a snapshot name the image wherever `tern restore` runs; a vhost-user
+/// socket is kept as given.
 [[nodiscard]] Result<DiskConfig> parse_disk_option(std::string_view text);
 
 }  // namespace tern

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/testing/temp_dir.h"
+
 namespace tern {
 namespace {
 
@@ -14,6 +16,30 @@ TEST(DiskOptionTest, ParsesEveryKey) {
   EXPECT_EQ(c->serial, "ABC-1");
   EXPECT_EQ(c->queues, 4);
   EXPECT_EQ(c->engine, IoEngineKind::kThreads);
+}
+
+// A relative image path is kept absolute: GET /vm/config and a snapshot's machine section name
+// the image, so `tern restore` run from another directory finds it (issue 31 item 13).
+TEST(DiskOptionTest, RelativePathIsKeptAbsolute) {
+  testing::TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string cwd = std::filesystem::canonical(dir.path()).string();
+  testing::ScopedWorkingDirectory in(dir.path());
+  for (const char* given : {"path=disk.raw", "path=./disk.raw", "path=.//./disk.raw"}) {
+    auto c = parse_disk_option(given);
+    ASSERT_TRUE(c) << c.error().message();
+    EXPECT_EQ(c->path, cwd + "/disk.raw") << given;
+  }
+  auto sub = parse_disk_option("path=img/../disk.raw,interface=nvme");
+  ASSERT_TRUE(sub) << sub.error().message();
+  EXPECT_EQ(sub->path, cwd + "/img/../disk.raw");  // the kernel resolves "..", as before
+  auto abs = parse_disk_option("path=/srv/x.img");
+  ASSERT_TRUE(abs);
+  EXPECT_EQ(abs->path, "/srv/x.img");
+  auto socket = parse_disk_option("vhost-user=blk.sock");
+  ASSERT_TRUE(socket) << socket.error().message();
+  EXPECT_EQ(socket->vhost_user_socket, "blk.sock");
+  EXPECT_TRUE(socket->path.empty());
 }
 
 TEST(DiskOptionTest, Locking) {

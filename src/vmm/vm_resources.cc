@@ -84,6 +84,8 @@ Result<VmConfig> VmResources::vm_config() const {
     std::string dev = root.partuuid ? "PARTUUID=" + *root.partuuid : first;
     c.cmdline += " root=" + dev + (root.disk.read_only ? " ro" : " rw");
   }
+  // Refused before anything is made (images opened, taps attached), naming the field.
+  TRY(check_pci_slots(order.size(), devices, /*cli=*/false));
   TRY(check_devices_for_vm(devices, vcpus, /*cli=*/false));
   c.devices.insert(c.devices.end(), devices.begin(), devices.end());
   // Refused now, before anything is built: anon RAM a vhost-user back-end cannot map.

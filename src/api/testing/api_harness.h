@@ -48,12 +48,15 @@ class FakeMachine : public StubMachine {
                                        const std::atomic<bool>&) override {
     saved_paths = spec.snapshot_path + " " + spec.mem_file_path;
     progress(1 << 20, 2 << 20);
+    if (during_save) during_save();
     progress(2 << 20, 2 << 20);
     if (spec.snapshot_path.ends_with("/fail.state")) return fail("write", "disk full");
     return SnapshotReport{2 << 20, 1 << 20, 100, 0.5};
   }
 
   std::string saved_paths;
+  /// Called halfway through save_snapshot (on the control loop's saver thread), if set.
+  std::function<void()> during_save;
   std::atomic<bool> started{false};
   std::atomic<int> pauses{0}, resumes{0};
   NoStats stats_;

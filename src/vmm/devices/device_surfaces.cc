@@ -147,6 +147,31 @@ bool has_device(const std::vector<DeviceSpec>& devices, size_t kind, std::string
   return false;
 }
 
+Result<void> check_pci_slots(size_t disks, const std::vector<DeviceSpec>& devices, bool cli) {
+  const size_t total = disks + devices.size();
+  if (total <= kMaxPciDevices) return {};
+  std::string field = cli ? "--disk" : "drives";
+  if (disks < kMaxPciDevices) {
+    const DeviceSpec& first = devices[kMaxPciDevices - disks];  // the first without a slot
+    size_t of_kind = 0;  // its index among the devices of its kind
+    for (const DeviceSpec* d = devices.data(); d != &first; ++d) of_kind += d->index() == first.index();
+    field = with_kind(first.index(), [&]<size_t N>() -> std::string {
+      using K = std::tuple_element_t<N, Kinds>;
+      if constexpr (RendersJson<K>) {
+        if (cli) return std::string(K::kCliOption);
+        if constexpr (IsKeyed<K>) return std::string(K::kConfigKey) + "[" + std::to_string(of_kind) + "]";
+        return std::string(K::kConfigKey);
+      } else {
+        return cli ? "--disk" : "drives";
+      }
+    });
+  }
+  return fail(field, std::to_string(total) + " PCI devices (" + std::to_string(disks) +
+                         " disks, " + std::to_string(devices.size()) +
+                         " others): a VM has " + std::to_string(kMaxPciDevices) +
+                         " PCI slots (bus 0, slots 1-31)");
+}
+
 Result<void> check_devices_for_vm(const std::vector<DeviceSpec>& devices, uint32_t vcpus,
                                   bool cli) {
   std::array<size_t, kNumKinds> seen{};

@@ -50,6 +50,14 @@ void put_device(std::vector<DeviceSpec>& devices, DeviceSpec spec);
 /// Whether `devices` holds a device of keyed kind `kind` with id `id`.
 [[nodiscard]] bool has_device(const std::vector<DeviceSpec>& devices, size_t kind,
                               std::string_view id);
+/// The most PCI devices a VM has: slots 1-31 of bus 0 (slot 0 is the host bridge; pci_root.h).
+inline constexpr size_t kMaxPciDevices = 31;
+/// Refuses a VM with more than kMaxPciDevices PCI devices — `disks` disks (they take the first
+/// slots), then `devices` (the other kinds, in kind order) — before any is made (an image opened,
+/// a tap attached). The error names the option (`cli`: "--disk", "--net") or the config field
+/// ("drives", "network-interfaces[3]") of the first device that gets no slot.
+[[nodiscard]] Result<void> check_pci_slots(size_t disks, const std::vector<DeviceSpec>& devices,
+                                           bool cli);
 /// Each keyed device's check against the VM (a network interface: queues ≤ vcpus) and against
 /// the devices of its kind before it (a network interface: not the same tap or MAC). Errors name
 /// the field as the command line does ("--net queues") when `cli`, else as the config file and
