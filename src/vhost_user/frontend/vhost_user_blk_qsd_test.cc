@@ -67,7 +67,24 @@ class QsdTest : public VuBlkTest {
     int rc = ::posix_spawn(&pid, kQsd, &io, nullptr, const_cast<char**>(argv.data()), environ);
     ::posix_spawn_file_actions_destroy(&io);
     ASSERT_EQ(rc, 0);
-    ASSERT_TRUE(eventually([&] { return std::filesystem::exists(sock); }));
+    // Listening, not only bound: the socket file appears at bind(), and a connect() before
+    // listen() is refused (create() failed so in 2 of 1000 runs). A probe connection would take
+    // the daemon's one client slot, so /proc/net/unix is read instead.
+    ASSERT_TRUE(eventually([&] { return listening(sock); })) << sock;
+  }
+  // `path` is a Unix socket in the listening state (/proc/net/unix: Flags has __SO_ACCEPTCON).
+  static bool listening(const std::string& path) {
+    std::ifstream in("/proc/net/unix");
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::string num, refs, protocol, flags, type, state, inode, p;
+      // Accepted sockets show the listener's path too: look at every line.
+      if (f >> num >> refs >> protocol >> flags >> type >> state >> inode >> p && p == path &&
+          (std::stoul(flags, nullptr, 16) & 0x10000) != 0)
+        return true;
+    }
+    return false;
   }
   void kill_qsd() {
     if (pid <= 0) return;
