@@ -98,8 +98,7 @@ class QsdTest : public VuBlkTest {
   // request (publishing its head a second time made every read a pair of requests: one still
   // in flight at the daemon's SIGKILL was served by the new daemon with the old header, racing
   // the next request in the same buffers: "sector 7 returned sector 3's bytes").
-  uint16_t submit_read(tern::testing::FakeVirtqueueDriver& drv, const UniqueFd& kick,
-                       uint64_t sector, uint64_t slot) {
+  uint16_t submit_read(const UniqueFd& kick, uint64_t sector, uint64_t slot) {
     const uint64_t base = 0x10000 * (slot + 4);
     virtio::VirtioBlkOuthdr h{virtio::VIRTIO_BLK_T_IN, 0, sector};
     EXPECT_TRUE(ram.mem().write_obj(base, h));
@@ -124,7 +123,7 @@ class QsdTest : public VuBlkTest {
   }
   // One read, waited for: every available entry completed.
   void read_sector(const UniqueFd& kick, uint64_t sector) {
-    const uint16_t head = submit_read(drv, kick, sector, 0);
+    const uint16_t head = submit_read(kick, sector, 0);
     ASSERT_TRUE(eventually([&] { return drv.used_idx() == drv.avail_idx(); }))
         << "used " << drv.used_idx() << " avail " << drv.avail_idx();
     expect_read(static_cast<uint16_t>(requests - 1), head, sector, 0);
@@ -185,7 +184,7 @@ TEST_F(QsdTest, RequestMadeWhileTheDaemonIsAwayIsServedAfterTheRestart) {
   read_sector(kick, 2);
   kill_qsd();
   ASSERT_TRUE(eventually([&] { return counter(**dev, "backend_connected") == 0; }));
-  const uint16_t head = submit_read(drv, kick, 6, 1);
+  const uint16_t head = submit_read(kick, 6, 1);
   uint64_t n = 0;  // the guest's kick, which no daemon saw
   ASSERT_EQ(::read(kick.get(), &n, sizeof n), 8);
   start_qsd();
