@@ -256,6 +256,17 @@ Result<void> BackendSession::start_vrings_locked(Base base) {
       // back-end resubmits what lies between it and avail from the inflight region (reading
       // from its own last avail index instead would lose them: Cloud Hypervisor PR #8592).
       ASSIGN_OR_RETURN(next, read_used_idx(*a.mem, v.config));
+      auto avail = read_avail_idx(*a.mem, v.config);
+      const uint16_t outstanding = avail ? static_cast<uint16_t>(*avail - next) : 0;
+      if (outstanding != 0 && !client_->has_protocol_feature(VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
+        // Without the inflight region the new back-end reads them again from the available
+        // ring: exact when its predecessor completed in order; one that completed a later
+        // request before an earlier one serves the later again and never the earlier.
+        TERN_LOG_RATELIMITED(log_limit_, warn,
+                             "{}: queue {}: {} request(s) past the used ring's idx {} are served "
+                             "from the available ring (the back-end offers no INFLIGHT_SHMFD: "
+                             "exact only if the one that went away completed in order)",
+                             name_, v.queue, outstanding, next);
     } else if (base == Base::kPaused) {
       for (const auto& [queue, pos] : a.paused_at)
         if (queue == v.queue) next = pos.next_avail;
@@ -289,22 +300,35 @@ void BackendSession::stop_vrings_locked(bool record) {
   Activation& a = *active_;
   if (record) a.paused_at.clear();
   for (Vring& v : a.vrings) {
-    std::optional<uint16_t> next_avail;
+    std::optional<uint32_t> answer;
     if (v.started && client_) {
       // GET_VRING_BASE stops the vring and answers its next available index.
       auto b = client_->get_vring_base(v.queue);
       if (b)
-        next_avail = static_cast<uint16_t>(*b);
+        answer = *b;
       else
         drop_locked(b.error().message(), true);  // the other vrings stop with the socket
     }
     v.started = false;
-    if (!record) continue;
+    // Read after the answer: a completion the back-end published before answering is counted.
     auto used = read_used_idx(*a.mem, v.config);
     uint16_t used_idx = used ? *used : v.config.position.next_used;
-    // The back-end away (or failing GET_VRING_BASE): like QEMU's vhost_virtqueue_stop, both
-    // positions are the used ring's idx: what was taken but not completed is resubmitted by the
-    // back-end from the inflight region when it comes back (or read again from the avail ring).
+    std::optional<uint16_t> next_avail;
+    if (answer) {
+      // Trusted only inside the ring's window: a buggy or hostile back-end's index would
+      // otherwise become the position the ring resumes from (or a snapshot saves).
+      auto avail = read_avail_idx(*a.mem, v.config);
+      auto checked =
+          check_vring_base(*answer, v.queue, v.config.size, used_idx, avail ? *avail : used_idx);
+      if (checked)
+        next_avail = *checked;
+      else
+        drop_locked(checked.error().message(), true);
+    }
+    if (!record) continue;
+    // The back-end away (or GET_VRING_BASE failed or refused): like QEMU's vhost_virtqueue_stop,
+    // both positions are the used ring's idx: what was taken but not completed is resubmitted by
+    // the back-end from the inflight region when it comes back (or read again from the avail ring).
     a.paused_at.push_back({v.queue, QueuePosition{next_avail.value_or(used_idx), used_idx}});
   }
 }

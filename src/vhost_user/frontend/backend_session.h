@@ -73,6 +73,8 @@ class BackendSession {
   /// (kick/call fds closed, inflight fd dropped: a reset driver's rings are new). Idempotent.
   void deactivate();
   /// ExternalQueues::pause(): GET_VRING_BASE per started vring; positions {that, used->idx}.
+  /// An answer outside the ring's window (check_vring_base) is a protocol error: the connection
+  /// is dropped and both positions are used->idx, as when the back-end is away.
   std::vector<std::pair<uint16_t, QueuePosition>> pause();
   /// ExternalQueues::resume(): each vring started again from its paused position.
   [[nodiscard]] Result<void> resume();

@@ -1,6 +1,7 @@
 // BackendSession through VhostUserBlk: pause/resume positions, the back-end going away and
 // coming back (counters, replay with base = used->idx and the kept inflight fd, one kick), a
-// back-end that came back with fewer features (NEEDS_RESET), and call relaying vs irqfds.
+// GET_VRING_BASE answer outside the ring refused, a back-end that came back with fewer features
+// (NEEDS_RESET), and call relaying vs irqfds.
 #include <gtest/gtest.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
@@ -67,6 +68,27 @@ TEST_F(SessionTest, PauseReturnsTheBackendsBaseAndTheUsedIdxAndResumeRestartsFro
   ASSERT_TRUE(be.wait_for(VHOST_USER_SET_VRING_ENABLE, 2, 1));
   be.locked([](auto& b) {
     EXPECT_EQ(nums(b, VHOST_USER_SET_VRING_BASE, 1), (std::vector<uint32_t>{0, 7}));
+  });
+  EXPECT_EQ(irq->needs_reset(), 0u);
+}
+
+// A GET_VRING_BASE answer past the available ring's idx (a buggy or hostile back-end) is not a
+// position the ring can be in: refused (a protocol error, the connection dropped), both positions
+// are the used ring's idx, and the reconnect starts the vring there.
+TEST_F(SessionTest, GetVringBaseOutsideTheRingsWindowIsRefusedAndTheUsedIdxIsTheirPosition) {
+  activate_one();
+  be.locked([](auto& b) { b.vring_base = 9; });
+  ram.set_used_idx(SharedRam::queue(0), 5);
+  ASSERT_TRUE(
+      ram.mem().write_obj<uint16_t>(SharedRam::queue(0).avail_gpa + virtio::avail_idx_offset(), 7));
+  dev->quiesce();
+  EXPECT_EQ(dev->queue_positions(), (std::vector<QueuePosition>{{5, 5}}));
+  EXPECT_EQ(counter(*dev, "backend_protocol_errors"), 1u);
+  EXPECT_EQ(counter(*dev, "backend_disconnects"), 1u);
+  dev->unquiesce();
+  ASSERT_TRUE(be.wait_for(VHOST_USER_SET_VRING_ENABLE, 1, 2));
+  be.locked([](auto& b) {
+    EXPECT_EQ(nums(b, VHOST_USER_SET_VRING_BASE, 2), (std::vector<uint32_t>{5}));
   });
   EXPECT_EQ(irq->needs_reset(), 0u);
 }

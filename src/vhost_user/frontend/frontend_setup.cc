@@ -104,6 +104,25 @@ Result<uint16_t> read_used_idx(const GuestMemory& mem, const VirtqueueConfig& q)
   return mem.read_obj<uint16_t>(q.used_gpa + virtio::used_idx_offset());
 }
 
+Result<uint16_t> read_avail_idx(const GuestMemory& mem, const VirtqueueConfig& q) {
+  return mem.read_obj<uint16_t>(q.avail_gpa + virtio::avail_idx_offset());
+}
+
+Result<uint16_t> check_vring_base(uint32_t num, uint32_t index, uint16_t size, uint16_t used_idx,
+                                  uint16_t avail_idx) {
+  const std::string what = fmt::format("GET_VRING_BASE of vring {} answered {}", index, num);
+  if (num > 0xffff)
+    return fail("vhost-user", what + ": outside the split ring's 16-bit index space");
+  const auto taken = static_cast<uint16_t>(num - used_idx);  // taken, not yet completed
+  const auto made = static_cast<uint16_t>(avail_idx - used_idx);
+  if (taken > made || taken > size)
+    return fail("vhost-user",
+                fmt::format("{}: not between the used ring's idx {} and the available ring's idx "
+                            "{} (at most {} ahead of used)",
+                            what, used_idx, avail_idx, size));
+  return static_cast<uint16_t>(num);
+}
+
 Result<void> start_vring(FrontendClient& client, const VringStart& v, bool enable) {
   TRY(client.set_vring_num(v.index, v.size));
   TRY(client.set_vring_base(v.index, v.base));

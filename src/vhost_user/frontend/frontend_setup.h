@@ -55,6 +55,18 @@ struct MemTableMsg {
 
 /// The used ring's idx as guest memory holds it now (what the back-end has completed).
 [[nodiscard]] Result<uint16_t> read_used_idx(const GuestMemory& mem, const VirtqueueConfig& q);
+/// The available ring's idx as guest memory holds it now (what the driver has made available).
+[[nodiscard]] Result<uint16_t> read_avail_idx(const GuestMemory& mem, const VirtqueueConfig& q);
+
+/// GET_VRING_BASE's answer `num` for split vring `index` of `size` entries, checked against the
+/// ring as guest memory holds it after the answer: the back-end's next available index lies in
+/// the 16-bit index space (virtio 1.2 §2.7.6: the upper bits are a packed ring's, which tern
+/// never negotiates) and between `used_idx` (it cannot have taken fewer requests than it
+/// completed) and `avail_idx` (nor more than the driver made available), at most `size` ahead
+/// of `used_idx` (modulo 2^16). Anything else is refused naming GET_VRING_BASE, the vring and
+/// the value: the caller then falls back to the used ring's idx, as for a failed request.
+[[nodiscard]] Result<uint16_t> check_vring_base(uint32_t num, uint32_t index, uint16_t size,
+                                                uint16_t used_idx, uint16_t avail_idx);
 
 /// One vring's start: SET_VRING_NUM, SET_VRING_BASE (`base` = the next available index the
 /// back-end reads), SET_VRING_ADDR, SET_VRING_CALL, SET_VRING_KICK, then SET_VRING_ENABLE 1 when
