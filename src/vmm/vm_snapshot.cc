@@ -86,7 +86,8 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
   TRY(add_memory(std::move(*mem)));
   // 3. VM-wide KVM state: PIC, IOAPIC and PIT, then kvmclock. KVM_SET_CLOCK must come before any
   //    vCPU runs (the guest's kvmclock pages are computed from it on first entry).
-  spdlog::debug("restore: irqchip, PIT, clock");
+  spdlog::debug("restore: irqchip, PIT, kvmclock {} ns (saved flags {:#x})", in.vm_kvm.clock.clock,
+                in.vm_kvm.clock.flags);
   TRY(restore_vm_kvm_state(*vm_, in.vm_kvm));
   spdlog::debug("restore: devices");
   // 4. Devices, created as at boot; the legacy ones get their registers now (their IRQ line
@@ -105,6 +106,7 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
     ASSIGN_OR_RETURN(KvmVcpu * vcpu, add_vcpu(i, m.vcpus));
     if (auto ok = restore_vcpu_state(*vcpu, in.vcpus[i]); !ok)
       return fail("snapshot: vCPU " + std::to_string(i), ok.error().message());
+    spdlog::debug("restore: vCPU {}: {}", i, vcpu_time_summary(in.vcpus[i]));
   }
   // 6. PCI last: restoring a virtio-pci transport re-activates its device, whose workers start
   //    serving the rings at once (a request the guest queued before the save completes now) and
@@ -127,6 +129,7 @@ Result<snap::StateFile> Vm::collect_state() {
   f.sections.push_back(make_section(snap::kMachineSection, snap::kMachineSectionVersion, w));
 
   ASSIGN_OR_RETURN(auto vm_state, save_vm_kvm_state(*vm_));
+  spdlog::debug("snapshot: kvmclock {} ns (flags {:#x})", vm_state.clock.clock, vm_state.clock.flags);
   encode_vm_kvm_state(w, vm_state);
   f.sections.push_back(make_section(snap::kVmKvmSection, snap::kVmKvmSectionVersion, w));
 
@@ -135,6 +138,7 @@ Result<snap::StateFile> Vm::collect_state() {
   }
   for (auto& v : vcpus_) {
     ASSIGN_OR_RETURN(auto s, save_vcpu_state(v->vcpu(), msr_list_));
+    spdlog::debug("snapshot: vCPU {}: {}", v->vcpu().id(), vcpu_time_summary(s));
     encode_vcpu_state(w, s);
     f.sections.push_back(
         make_section(snap::kVcpuBase + v->vcpu().id(), snap::kVcpuSectionVersion, w));
