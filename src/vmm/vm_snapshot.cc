@@ -89,6 +89,7 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
   spdlog::debug("restore: irqchip, PIT, kvmclock {} ns (saved flags {:#x})", in.vm_kvm.clock.clock,
                 in.vm_kvm.clock.flags);
   TRY(restore_vm_kvm_state(*vm_, in.vm_kvm));
+  clock_hold_.hold_at(in.vm_kvm.clock.clock);  // set again at start(): the wait is not guest time
   spdlog::debug("restore: devices");
   // 4. Devices, created as at boot; the legacy ones get their registers now (their IRQ line
   //    levels come back with the irqchip state above, not by driving the lines again).
@@ -129,6 +130,8 @@ Result<snap::StateFile> Vm::collect_state() {
   f.sections.push_back(make_section(snap::kMachineSection, snap::kMachineSectionVersion, w));
 
   ASSIGN_OR_RETURN(auto vm_state, save_vm_kvm_state(*vm_));
+  // A paused VM's guest time stands at the held value (KVM's kvmclock runs on meanwhile).
+  if (auto held = clock_hold_.held_ns()) vm_state.clock.clock = *held;
   spdlog::debug("snapshot: kvmclock {} ns (flags {:#x})", vm_state.clock.clock, vm_state.clock.flags);
   encode_vm_kvm_state(w, vm_state);
   f.sections.push_back(make_section(snap::kVmKvmSection, snap::kVmKvmSectionVersion, w));
