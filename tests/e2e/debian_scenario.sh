@@ -13,11 +13,12 @@
 #   DEB_LOCK_CHECK=0 skips it); `systemctl poweroff`: tern exits 0; e2fsck -fn /dev/vda clean in L1.
 # "nvme2" (2 vCPUs, --disk ...,interface=nvme, root=/dev/nvme0n1): the marker (running, 0 failed,
 #   2 vCPUs, root /dev/nvme0n1, a lease); `systemctl reboot`: tern exits 3; e2fsck clean.
-# "snap2" (2 vCPUs, virtio-blk): at the login prompt `tern snapshot --exit` (the VM exits 0), then
-#   `tern restore` (paused) and `tern ctl resume` DEB_HOLD (default 40) s later: a command typed
-#   afterwards runs (TERN-AFTER-RESTORE 42), wget + sha256 again over the tap it reopened, no
-#   watchdog or lockup line in the guest's journal since the save nor on its console (a restored
-#   guest must not take the wait for a hung CPU); `systemctl poweroff`: exit 0; e2fsck clean.
+# "snap2" (2 vCPUs, virtio-blk): at the login prompt, both vCPUs busy, `tern snapshot --exit` (the
+#   VM exits 0), then `tern restore` (paused) and `tern ctl resume` DEB_HOLD (default 40) s later:
+#   a command typed afterwards runs (TERN-AFTER-RESTORE 42), wget + sha256 again over the tap it
+#   reopened, no watchdog or lockup line in the guest's journal since the save nor on its console
+#   (a restored guest must not take the wait for a hung CPU); `systemctl poweroff`: exit 0;
+#   e2fsck clean.
 # DEB_CASES (default all four) runs only the cases it lists; DEB_MEM (default 768) the guest's MiB.
 : "${DEB_CASES:=bad vda1 nvme2 snap2}" "${DEB_LOCK_CHECK:=1}" "${DEB_MEM:=768}" "${DEB_HOLD:=40}"
 # shellcheck source=testhost/debian_lib.sh disable=SC2154  # deb_* results are set by the library
@@ -142,6 +143,9 @@ if want_case snap2; then
     case_begin snap2
     deb_start snap2 tern 2 "$DEB_MEM" "path=$DISK,cache=none" "$NET"
     booted snap2 2 /dev/vda
+    # Both vCPUs busy (niced loops) at the save: a CPU that idles takes a clock jump quietly (its
+    # tick restarts and touches the soft-lockup watchdog); a busy one reports it as a lockup.
+    deb_cmd snap2 60 "for c in 0 1; do nohup nice -n 19 taskset -c \$c sh -c 'while :; do :; done' >/dev/null 2>&1 & done"
     # The guest's wall clock at the save: what its journal logs later is what happened after it.
     deb_cmd snap2 60 "date +%s; cut -d' ' -f1 /proc/uptime"
     t_save=$(echo "$deb_out" | grep -aoE '^[0-9]{9,}' | tail -n 1)
@@ -175,6 +179,7 @@ if want_case snap2; then
     con=$(tr -d "\r" </tmp/snap2r.out | grep -ai 'watchdog\|lockup' | grep -av 'journalctl\|W1D')
     ok=1; [ -n "$t_save" ] && [ -n "$deb_rc" ] && [ -z "$wd" ] && [ -z "$con" ] && ok=0
     check snap2-no-watchdog "$ok" "journal since the save (guest time ${t_save:-unknown}) and console after the restore: $(printf '%s %s' "${wd:-no watchdog line}" "$con" | oneline)"
+    deb_cmd snap2r 60 "pkill -f 'while :; do :; done'"
     stage "snap2r: systemctl poweroff"  # the L1 uptime of this line and the next: the shutdown's length
     stopped snap2r "systemctl poweroff" 0
     stage "snap2r: tern exited"
