@@ -43,8 +43,9 @@
 # deb_stop NAME             SIGTERM if still running, then its status (SIGKILL after 20 s).
 # deb_snapshot NAME         tern only: `tern snapshot --exit` to /tmp/NAME.state + /tmp/NAME.mem;
 #     returns the snapshot's status (its output in $deb_out); the VM's exit status in $deb_exit.
-# deb_restore NAME NEW      tern only: `tern restore --resume` of NAME's snapshot as guest NEW (its
-#     own console, FIFO, pid, API socket as deb_start's); returns at once.
+# deb_restore NAME NEW [paused]  tern only: `tern restore --resume` of NAME's snapshot as guest NEW
+#     (its own console, FIFO, pid, API socket as deb_start's; tern at --log-level debug); returns at
+#     once. "paused": without --resume (the VM waits for `tern ctl --api-sock ... resume`).
 # deb_show NAME             NAME's last console lines and the VMM's stderr, indented, for the log.
 # Network, all on L1's side (link-local addresses, 169.254.0.0/16: nothing leaves L1):
 # deb_tap TAP ADDR/PREFIX [multi_queue]   a persistent tap with L1's address, up (iproute2 ip).
@@ -164,7 +165,10 @@ deb_snapshot() {
     return $rc
 }
 deb_restore() {
-    _deb_launch "$2" "$DEB_TERN" restore --state "/tmp/$1.state" --mem "/tmp/$1.mem" --resume --api-sock "/tmp/$2.sock"
+    local resume=--resume
+    [ "${3:-}" != paused ] || resume=""
+    # shellcheck disable=SC2086  # $resume: one word or none
+    _deb_launch "$2" "$DEB_TERN" --log-level debug restore --state "/tmp/$1.state" --mem "/tmp/$1.mem" $resume --api-sock "/tmp/$2.sock"
 }
 
 deb_show() {

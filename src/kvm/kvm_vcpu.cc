@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 
@@ -204,6 +205,12 @@ Result<void> KvmVcpu::set_tsc_khz(uint32_t khz) {
   if (::ioctl(fd_.get(), KVM_SET_TSC_KHZ, static_cast<unsigned long>(khz)) < 0)
     return fail_errno("KVM_SET_TSC_KHZ", vcpu_ctx(id_) + ", " + std::to_string(khz) + " kHz");
   return {};
+}
+
+Result<bool> KvmVcpu::kvmclock_ctrl() {
+  if (::ioctl(fd_.get(), KVM_KVMCLOCK_CTRL, 0) == 0) return true;
+  if (errno == EINVAL) return false;  // kvmclock not enabled by the guest (MSR_KVM_SYSTEM_TIME)
+  return fail_errno("KVM_KVMCLOCK_CTRL", vcpu_ctx(id_));
 }
 
 }  // namespace tern

@@ -85,6 +85,12 @@ class KvmVcpu {
   [[nodiscard]] Result<uint32_t> get_tsc_khz() const;
   /// KVM_SET_TSC_KHZ (needs KVM_CAP_TSC_CONTROL for frequencies other than the host's).
   [[nodiscard]] Result<void> set_tsc_khz(uint32_t khz);
+  /// KVM_KVMCLOCK_CTRL (KVM API 4.82): tells the guest, through the PVCLOCK_GUEST_STOPPED flag of
+  /// its pvclock page (set at the vCPU's next clock update), that the host stopped this vCPU, so
+  /// its soft-lockup watchdog does not take the stop for a hung CPU. Call while the vCPU is not
+  /// in KVM_RUN, before it runs again. Returns false, not an error, when the guest has not
+  /// enabled kvmclock on this vCPU (EINVAL: no pvclock page to flag).
+  [[nodiscard]] Result<bool> kvmclock_ctrl();
 
  private:
   uint32_t id_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "kvm/kvm_abi.h"
@@ -12,6 +13,7 @@ namespace {
 
 constexpr uint32_t kMsrIa32Tsc = 0x10;
 constexpr uint32_t kMsrIa32TscDeadline = 0x6e0;
+constexpr uint32_t kMsrKvmSystemTimeNew = 0x4b564d01;
 /// KVM refuses KVM_GET_MSRS / KVM_SET_MSRS with nmsrs >= MAX_IO_MSRS (256): split larger sets.
 constexpr size_t kMsrsPerIoctl = 255;
 
@@ -65,6 +67,27 @@ Result<T> read_pod(snap::ByteReader& r, const char* field) {
 }
 
 }  // namespace
+
+std::string vcpu_time_summary(const VcpuState& s) {
+  auto msr = [&](uint32_t index) -> std::string {
+    for (const MsrValue& m : s.msrs)
+      if (m.index == index) return std::to_string(m.data);
+    return "-";
+  };
+  auto reg = [&](size_t offset) {  // a 32-bit LAPIC register of the KVM_GET_LAPIC image
+    uint32_t v;
+    std::memcpy(&v, &s.lapic.regs[offset], sizeof v);
+    return v;
+  };
+  const uint32_t lvtt = reg(0x320);
+  static constexpr const char* kModes[] = {"one-shot", "periodic", "tsc-deadline", "reserved"};
+  std::string kvmclock = msr(kMsrKvmSystemTimeNew);
+  if (kvmclock != "-") kvmclock = (std::stoull(kvmclock) & 1) ? "on" : "off";
+  return "tsc=" + msr(kMsrIa32Tsc) + " khz=" + std::to_string(s.tsc_khz) +
+         " deadline=" + msr(kMsrIa32TscDeadline) + " lvtt=" + kModes[(lvtt >> 17) & 3] +
+         ((lvtt & (1u << 16)) ? ",masked" : "") + " tmict=" + std::to_string(reg(0x380)) +
+         " tmcct=" + std::to_string(reg(0x390)) + " kvmclock=" + kvmclock;
+}
 
 Result<std::vector<uint32_t>> snapshot_msr_list(const KvmSystem& sys, KvmVcpu& probe) {
   ASSIGN_OR_RETURN(std::vector<uint32_t> candidates, sys.msr_index_list());
@@ -141,6 +164,10 @@ Result<void> restore_vcpu_state(KvmVcpu& v, const VcpuState& s) {
                                       " of " + std::to_string(msrs.size()) + " set)");
   }
   TRY(v.set_vcpu_events(s.events));
+  // 11. The host stopped this vCPU from its save until now: flag it in the guest's pvclock page
+  //     (a guest without kvmclock has none: false, not an error).
+  ASSIGN_OR_RETURN(bool flagged, v.kvmclock_ctrl());
+  (void)flagged;
   return {};
 }
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/result.h"
@@ -68,7 +69,16 @@ Result<VcpuState> save_vcpu_state(KvmVcpu& v, std::span<const uint32_t> msr_indi
 ///  10. KVM_SET_VCPU_EVENTS last: pending/injected exception, NMI, SMI/SMM state, interrupt
 ///      shadow. KVM_SET_REGS discards a pending exception and KVM_SET_SREGS can queue an
 ///      interrupt, so events written earlier would be lost or doubled.
+///  11. KVM_KVMCLOCK_CTRL (KvmVcpu::kvmclock_ctrl()), after step 9 turned kvmclock on: the
+///      guest's soft-lockup watchdog then takes the time from the save to the first run for a
+///      host stop, not for a hung CPU (QEMU does the same at every VM start).
 Result<void> restore_vcpu_state(KvmVcpu& v, const VcpuState& s);
+
+/// One log line of what `s` holds of the guest's time: MSR_IA32_TSC, tsc_khz, TSC_DEADLINE, the
+/// LAPIC timer (LVT Timer mode and mask, initial and current count) and whether kvmclock
+/// (MSR_KVM_SYSTEM_TIME_NEW bit 0) is on, e.g. "tsc=... khz=... deadline=... lvtt=tsc-deadline
+/// tmict=0 tmcct=0 kvmclock=on". An MSR the state lacks reads "-".
+[[nodiscard]] std::string vcpu_time_summary(const VcpuState& s);
 
 /// Appends `s` to `w` (raw KVM structs in host ABI layout; tern restores on the same ABI).
 void encode_vcpu_state(snap::ByteWriter& w, const VcpuState& s);

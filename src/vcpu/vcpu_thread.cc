@@ -95,6 +95,14 @@ void VcpuThread::resume() {
     std::lock_guard lock(pause_mu_);
     if (!pause_requested_) return;
     pause_requested_ = false;
+    // Parked (outside KVM_RUN, so the vCPU ioctl does not wait for an exit): the guest's clock
+    // ran on while it stood still; flag the stop in its pvclock page so its soft-lockup watchdog
+    // does not report the pause as a hung CPU (KVM API KVM_KVMCLOCK_CTRL; QEMU does it at every
+    // VM start, Firecracker at pause).
+    if (state_ == VcpuThreadState::kPaused) {
+      if (auto r = vcpu_.kvmclock_ctrl(); !r)
+        spdlog::warn("vCPU {}: {} (resumed all the same)", vcpu_.id(), r.error().message());
+    }
     if (state_ == VcpuThreadState::kPausing) state_ = VcpuThreadState::kRunning;  // kicked, not yet parked
   }
   pause_cv_.notify_all();

@@ -56,7 +56,8 @@ class VcpuThread {
   void request_pause();
   /// Blocks until the thread is parked (kPaused) or has exited (kExited), or it never started.
   void wait_paused();
-  /// Lets a paused (or pausing) thread re-enter KVM_RUN.
+  /// Lets a paused (or pausing) thread re-enter KVM_RUN. A parked vCPU's guest is first told it
+  /// was stopped (KvmVcpu::kvmclock_ctrl()).
   void resume();
   /// Kernel thread id of the vCPU thread (0 before it started).
   [[nodiscard]] pid_t tid() const { return tid_.load(); }

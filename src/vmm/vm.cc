@@ -207,8 +207,16 @@ StopEvent Vm::run() {
 }
 
 void Vm::start() {
+  // A restored VM: its kvmclock goes on from the saved value now, not from when it was built
+  // (a restore may wait paused for its resume).
+  release_clock();
   devices_->start();
   for (auto& v : vcpus_) v->start();
+}
+
+void Vm::release_clock() {
+  if (auto r = clock_hold_.release(*vm_); !r)
+    spdlog::warn("{} (the guest sees the time it was held as passed)", r.error().message());
 }
 
 StopEvent Vm::wait_stopped() { return stop_.wait(); }
@@ -226,9 +234,15 @@ void Vm::pause() {
   auto inline_work = activator_.inline_scope();
   for (auto& v : vcpus_) v->request_pause();
   for (auto& v : vcpus_) v->wait_paused();
+  // Every vCPU is out of KVM_RUN: the guest's time stops here (QEMU's kvmclock does the same).
+  if (auto r = clock_hold_.hold(*vm_); !r)
+    spdlog::warn("{} (the guest will see the pause as time passed)", r.error().message());
 }
 
 void Vm::resume() {
+  // KVM_SET_CLOCK before any vCPU runs again (each is parked; VcpuThread::resume() then flags
+  // the stop in its pvclock page).
+  release_clock();
   for (auto& v : vcpus_) v->resume();
 }
 

@@ -9,6 +9,7 @@
 #include "base/result.h"
 #include "devices/device_activator.h"
 #include "bus/bus.h"
+#include "kvm/guest_clock_hold.h"
 #include "kvm/kvm_system.h"
 #include "memory/guest_memory.h"
 #include "vmm/machine_state.h"
@@ -54,8 +55,9 @@ class Vm {
   /// Stops and joins the vCPU threads and flushes the console. Idempotent.
   void finish();
   /// Parks every vCPU outside KVM_RUN (pending PIO/MMIO completed); returns when all are parked.
+  /// Then holds the guest's kvmclock (GuestClockHold): the pause is not guest time.
   void pause();
-  /// Lets paused vCPUs run again.
+  /// Sets the kvmclock back to its held value, then lets paused vCPUs run again.
   void resume();
   /// Saves the VM to spec's files. The vCPUs must be parked (pause()) or never started. Paths that
   /// are the VM's disks, each other, or (for snapshot_path) the memory file it was restored from
@@ -93,6 +95,8 @@ class Vm {
   Result<KvmVcpu*> add_vcpu(uint32_t id, uint32_t count);
   void build_stats();
   Result<snap::StateFile> collect_state();
+  /// clock_hold_.release(), a failure logged (the VM runs on).
+  void release_clock();
   /// Refuses snapshot targets that are this VM's disks or memory backing file, or each other.
   [[nodiscard]] Result<void> check_snapshot_paths(const SnapshotCreateSpec& spec) const;
 
@@ -105,6 +109,7 @@ class Vm {
   std::optional<KvmVm> vm_;
   std::optional<GuestMemory> memory_;
   std::optional<snap::ProtectedFile> memory_backing_;  // a restored VM's memory file
+  GuestClockHold clock_hold_;  // the kvmclock while paused, or a restored VM's until start()
   Bus pio_{"pio"};
   Bus mmio_{"mmio"};
   StopLatch stop_;

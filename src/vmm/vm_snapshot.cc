@@ -86,8 +86,10 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
   TRY(add_memory(std::move(*mem)));
   // 3. VM-wide KVM state: PIC, IOAPIC and PIT, then kvmclock. KVM_SET_CLOCK must come before any
   //    vCPU runs (the guest's kvmclock pages are computed from it on first entry).
-  spdlog::debug("restore: irqchip, PIT, clock");
+  spdlog::debug("restore: irqchip, PIT, kvmclock {} ns (saved flags {:#x})", in.vm_kvm.clock.clock,
+                in.vm_kvm.clock.flags);
   TRY(restore_vm_kvm_state(*vm_, in.vm_kvm));
+  clock_hold_.hold_at(in.vm_kvm.clock.clock);  // set again at start(): the wait is not guest time
   spdlog::debug("restore: devices");
   // 4. Devices, created as at boot; the legacy ones get their registers now (their IRQ line
   //    levels come back with the irqchip state above, not by driving the lines again).
@@ -105,6 +107,7 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
     ASSIGN_OR_RETURN(KvmVcpu * vcpu, add_vcpu(i, m.vcpus));
     if (auto ok = restore_vcpu_state(*vcpu, in.vcpus[i]); !ok)
       return fail("snapshot: vCPU " + std::to_string(i), ok.error().message());
+    spdlog::debug("restore: vCPU {}: {}", i, vcpu_time_summary(in.vcpus[i]));
   }
   // 6. PCI last: restoring a virtio-pci transport re-activates its device, whose workers start
   //    serving the rings at once (a request the guest queued before the save completes now) and
@@ -127,6 +130,9 @@ Result<snap::StateFile> Vm::collect_state() {
   f.sections.push_back(make_section(snap::kMachineSection, snap::kMachineSectionVersion, w));
 
   ASSIGN_OR_RETURN(auto vm_state, save_vm_kvm_state(*vm_));
+  // A paused VM's guest time stands at the held value (KVM's kvmclock runs on meanwhile).
+  if (auto held = clock_hold_.held_ns()) vm_state.clock.clock = *held;
+  spdlog::debug("snapshot: kvmclock {} ns (flags {:#x})", vm_state.clock.clock, vm_state.clock.flags);
   encode_vm_kvm_state(w, vm_state);
   f.sections.push_back(make_section(snap::kVmKvmSection, snap::kVmKvmSectionVersion, w));
 
@@ -135,6 +141,7 @@ Result<snap::StateFile> Vm::collect_state() {
   }
   for (auto& v : vcpus_) {
     ASSIGN_OR_RETURN(auto s, save_vcpu_state(v->vcpu(), msr_list_));
+    spdlog::debug("snapshot: vCPU {}: {}", v->vcpu().id(), vcpu_time_summary(s));
     encode_vcpu_state(w, s);
     f.sections.push_back(
         make_section(snap::kVcpuBase + v->vcpu().id(), snap::kVcpuSectionVersion, w));

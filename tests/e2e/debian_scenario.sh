@@ -13,11 +13,14 @@
 #   DEB_LOCK_CHECK=0 skips it); `systemctl poweroff`: tern exits 0; e2fsck -fn /dev/vda clean in L1.
 # "nvme2" (2 vCPUs, --disk ...,interface=nvme, root=/dev/nvme0n1): the marker (running, 0 failed,
 #   2 vCPUs, root /dev/nvme0n1, a lease); `systemctl reboot`: tern exits 3; e2fsck clean.
-# "snap2" (2 vCPUs, virtio-blk): at the login prompt `tern snapshot --exit` (the VM exits 0), then
-#   `tern restore --resume`: a command typed afterwards runs (TERN-AFTER-RESTORE 42), wget + sha256
-#   again over the tap it reopened; `systemctl poweroff`: exit 0; e2fsck clean.
+# "snap2" (2 vCPUs, virtio-blk): at the login prompt, both vCPUs busy, `tern snapshot --exit` (the
+#   VM exits 0), then `tern restore` (paused) and `tern ctl resume` DEB_HOLD (default 40) s later:
+#   a command typed afterwards runs (TERN-AFTER-RESTORE 42), wget + sha256 again over the tap it
+#   reopened, no watchdog or lockup line in the guest's journal since the save nor on its console
+#   (a restored guest must not take the wait for a hung CPU); `systemctl poweroff`: exit 0;
+#   e2fsck clean.
 # DEB_CASES (default all four) runs only the cases it lists; DEB_MEM (default 768) the guest's MiB.
-: "${DEB_CASES:=bad vda1 nvme2 snap2}" "${DEB_LOCK_CHECK:=1}" "${DEB_MEM:=768}"
+: "${DEB_CASES:=bad vda1 nvme2 snap2}" "${DEB_LOCK_CHECK:=1}" "${DEB_MEM:=768}" "${DEB_HOLD:=40}"
 # shellcheck source=testhost/debian_lib.sh disable=SC2154  # deb_* results are set by the library
 . /testhost/debian_lib.sh
 T="$TH_TERN" DISK=/dev/vda fails=0
@@ -140,15 +143,46 @@ if want_case snap2; then
     case_begin snap2
     deb_start snap2 tern 2 "$DEB_MEM" "path=$DISK,cache=none" "$NET"
     booted snap2 2 /dev/vda
+    # Both vCPUs busy (niced loops) at the save: a CPU that idles takes a clock jump quietly (its
+    # tick restarts and touches the soft-lockup watchdog); a busy one reports it as a lockup.
+    deb_cmd snap2 60 "for c in 0 1; do nohup nice -n 19 taskset -c \$c sh -c 'while :; do :; done' >/dev/null 2>&1 & done"
+    # The guest's wall clock at the save: what its journal logs later is what happened after it.
+    deb_cmd snap2 60 "date +%s; cut -d' ' -f1 /proc/uptime"
+    t_save=$(echo "$deb_out" | grep -aoE '^[0-9]{9,}' | tail -n 1)
+    up_save=$(echo "$deb_out" | grep -aoE '^[0-9]+\.[0-9]+' | tail -n 1) l1_save=$(l1_now)
     deb_snapshot snap2
     check snap2-snapshot $? "tern snapshot --exit: $(echo "$deb_out" | tail -n 2 | oneline); state $(wc -c </tmp/snap2.state 2>/dev/null) bytes, memory $(du -k /tmp/snap2.mem 2>/dev/null | cut -f1) KiB used"
     check snap2-snapshot-exit "$([ "$deb_exit" = 0 ]; echo $?)" "the saved VM's tern exited $deb_exit (want 0)"
-    deb_restore snap2 snap2r
+    # Restored paused, and resumed $DEB_HOLD s later (a restore waiting for its resume, as a
+    # Firecracker-style client loads and then resumes): the guest must not see that wait as a hung
+    # CPU (soft-lockup watchdog) or a clock jump. The wait is the scenario, not a synchronization.
+    deb_restore snap2 snap2r paused
+    l1_wait_for 30 test -S /tmp/snap2r.sock
+    stage "snap2r: restored paused; resuming in ${DEB_HOLD} s"
+    sleep "$DEB_HOLD"
+    out=$("$T" ctl --api-sock /tmp/snap2r.sock resume 2>&1)
+    check snap2-resume $? "tern ctl resume ${DEB_HOLD} s after the restore: $(echo "$out" | oneline)"
     deb_type snap2r 'echo TERN-AFTER-RESTORE $((6*7))'
     deb_wait snap2r 120 '^TERN-AFTER-RESTORE 42'
-    check snap2-command-after-restore $? "typed after tern restore --resume: ${deb_got:-no TERN-AFTER-RESTORE 42 line}"
+    check snap2-command-after-restore $? "typed after the resume: ${deb_got:-no TERN-AFTER-RESTORE 42 line}"
     fetched snap2r
+    # What the guest saw of the restore: its clocksource, its uptime and every watchdog line its
+    # journal holds from the save on (the kernel's too; each prefixed W1D by the guest's shell, so
+    # the echoed command line itself does not match), and the restored VM's console. (The boot's
+    # "NMI watchdog: Perf NMI watchdog permanently disabled" -- no PMU for the guest -- predates
+    # the save.)
+    deb_cmd snap2r 120 "cat /sys/devices/system/clocksource/clocksource0/current_clocksource /proc/uptime; journalctl -b --no-pager -o short-monotonic --since @${t_save:-0} | grep -aiE 'watchdog|lockup|clocksource|time jump' | sed \"s/^/W\$((1))D /\""
+    echo "$deb_out" | sed 's/^/DEB-INFO snap2r: /'
+    up_now=$(echo "$deb_out" | grep -aoE '^[0-9]+\.[0-9]+ ' | tail -n 1)
+    echo "DEB-INFO snap2r: guest uptime ${up_save:-?} s at the save, ${up_now:-?}s now; L1 time since the save $(($(l1_now) - l1_save)) s (save, restore, ${DEB_HOLD} s paused, the checks)"
+    wd=$(echo "$deb_out" | grep -a '^W1D ' | grep -ai 'watchdog\|lockup')
+    con=$(tr -d "\r" </tmp/snap2r.out | grep -ai 'watchdog\|lockup' | grep -av 'journalctl\|W1D')
+    ok=1; [ -n "$t_save" ] && [ -n "$deb_rc" ] && [ -z "$wd" ] && [ -z "$con" ] && ok=0
+    check snap2-no-watchdog "$ok" "journal since the save (guest time ${t_save:-unknown}) and console after the restore: $(printf '%s %s' "${wd:-no watchdog line}" "$con" | oneline)"
+    deb_cmd snap2r 60 "pkill -f 'while :; do :; done'"
+    stage "snap2r: systemctl poweroff"  # the L1 uptime of this line and the next: the shutdown's length
     stopped snap2r "systemctl poweroff" 0
+    stage "snap2r: tern exited"
     fsck_clean snap2
     rm -f /tmp/snap2.mem /tmp/snap2.state
     case_end

@@ -169,7 +169,7 @@ save_vm() {
 restore_vm() {
     rm -f "/tmp/$2.sock" "/tmp/$2.out"
     if tern_only; then
-        "$T" restore --state "/tmp/$1.state" --mem "/tmp/$1.mem" --resume --api-sock "/tmp/$2.sock" \
+        "$T" --log-level debug restore --state "/tmp/$1.state" --mem "/tmp/$1.mem" --resume --api-sock "/tmp/$2.sock" \
             >"/tmp/$2.out" 2>"/tmp/$2.err" </dev/null &
     else
         qemu_mon "$2"
@@ -352,7 +352,24 @@ ok=1; [ "$got" -lt 16777216 ] && [ "$sent" -lt 16 ] && ! has /tmp/c4.out '^TERN-
 check c4-in-progress "$ok" "after the save L1 had $got of the guest's 16777216 bytes and had sent $sent of 16 MiB"
 stage "case4 restoring"
 restore_vm c4 c4r
-wait_vm "$NET_WAIT" has /tmp/c4r.out '^TERN-NET-DONE'
+# Until both transfers end: a progress line every 10 s of waiting, so a log tells a restored guest
+# that stops (the lines go on, its byte counts and uptime stand still) from a test host that wedged
+# (the lines stop; run.sh's --stall then kills L1 and th_run_retrying boots it once more).
+c4_progress() {
+    stage "case4 progress: L1 has $(wc -c </tmp/c4.recv) bytes of the guest's stream and sent $(cat /tmp/c4.sent) MiB;" \
+        "guest: $(lines /tmp/c4r.out '^TERN-NET-SNAP' | tail -n 1 | tr -s ' ');" \
+        "VMM: $(kill -0 "$vm_pid" 2>/dev/null && echo running || echo gone), stderr: $(tail -n 1 /tmp/c4r.err | cut -c1-160)"
+    if tern_only; then tern_queues /tmp/c4r.sock | sed 's/^/NET-INFO case4 queue /'; fi
+}
+c4_waited=0 c4_rc=1
+while [ "$c4_waited" -lt "$NET_WAIT" ]; do
+    wait_vm 10 has /tmp/c4r.out '^TERN-NET-DONE' && { c4_rc=0; break; }
+    kill -0 "$vm_pid" 2>/dev/null || break
+    c4_waited=$((c4_waited + 10))
+    c4_progress
+done
+echo "NET-INFO case4 restore: $(grep -a 'restore' /tmp/c4r.err | tr -s ' ' | tr '\n' ';' | cut -c1-900)"
+[ "$c4_rc" = 0 ]
 check c4-done $? "after the restore: $(lines /tmp/c4r.out '^TERN-NET-\(RECV\|SENT\|ERROR\)' | tr '\n' ' ') $(tail -c 300 /tmp/c4r.err | tr '\n' ' ')"
 stage "case4 transfers done"
 wait_exit "$r4" 30 >/dev/null

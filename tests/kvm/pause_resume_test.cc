@@ -104,6 +104,42 @@ TEST(PauseResume, HundredCyclesParkedAndConsistent) {
   EXPECT_EQ(t.state(), VcpuThreadState::kExited);
 }
 
+// The guest's clock runs on while its vCPU is parked: on resume the vCPU's pvclock page says the
+// host stopped it (PVCLOCK_GUEST_STOPPED, KVM_KVMCLOCK_CTRL), so a Linux guest's soft-lockup
+// watchdog takes a long pause for a host stop ("watchdog: BUG: soft lockup" otherwise).
+TEST(PauseResume, ResumedGuestIsToldItWasStopped) {
+  constexpr uint32_t kMsrKvmSystemTimeNew = 0x4b564d01;
+  constexpr uint64_t kPvclockAddr = 0x190000;
+  constexpr uint64_t kFlagsAddr = kPvclockAddr + 29;  // pvclock_vcpu_time_info.flags
+  constexpr uint8_t kGuestStopped = 1u << 1;           // PVCLOCK_GUEST_STOPPED
+  auto vm = TinyVm::create(kEchoLoop);
+  if (!vm) GTEST_SKIP() << "/dev/kvm not available";
+  auto dev = std::make_shared<EchoDevice>();
+  ASSERT_TRUE(vm->pio.insert(dev, 0x500, 2));
+  VcpuThread& t = vm->vcpu_thread();
+  MsrValue on{kMsrKvmSystemTimeNew, kPvclockAddr | 1};  // kvmclock on, as Linux turns it on
+  auto n = t.vcpu().set_msrs(std::span<const MsrValue>(&on, 1));
+  ASSERT_TRUE(n) << n.error().message();
+  if (*n != 1) GTEST_SKIP() << "this KVM has no kvmclock";
+  auto flags = [&] {
+    uint8_t f = 0;
+    EXPECT_TRUE(vm->memory().read(kFlagsAddr, std::span<uint8_t>(&f, 1)));
+    return f;
+  };
+  t.start();
+  ASSERT_TRUE(dev->wait_beyond(0));
+  if (vm->memory().read_obj<uint64_t>(kPvclockAddr + 8).value_or(0) == 0)
+    GTEST_SKIP() << "this KVM does not write the pvclock page";
+  EXPECT_EQ(flags() & kGuestStopped, 0) << "a guest never paused reads as stopped";
+  t.request_pause();
+  t.wait_paused();
+  t.resume();
+  ASSERT_TRUE(dev->wait_beyond(dev->echoes()));  // ran again: KVM updated the page on entry
+  EXPECT_EQ(flags() & kGuestStopped, kGuestStopped) << "pvclock flags " << int{flags()};
+  t.stop();
+  t.join();
+}
+
 TEST(PauseResume, ResumeBeforeParkedAndPauseWhenExited) {
   auto vm = TinyVm::create(kEchoLoop);
   if (!vm) GTEST_SKIP() << "/dev/kvm not available";

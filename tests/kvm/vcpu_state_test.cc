@@ -263,6 +263,54 @@ TEST(VcpuStateKvm, RestoredGuestContinuesCountingAndStateRoundTrips) {
   EXPECT_EQ(A.counter().value_or(0), 3u * kItersPerTick);  // A's memory untouched
 }
 
+// A restored vCPU was stopped by the host from its save on: the guest's pvclock page says so
+// (PVCLOCK_GUEST_STOPPED), as KVM_KVMCLOCK_CTRL sets it, so the guest's soft-lockup watchdog does
+// not report the time the VM spent saved as a CPU stuck ("watchdog: BUG: soft lockup").
+TEST(VcpuStateKvm, RestoredGuestIsToldItWasStopped) {
+  if (!have_kvm()) GTEST_SKIP() << "/dev/kvm not available";
+  constexpr uint32_t kMsrKvmSystemTimeNew = 0x4b564d01;
+  constexpr uint64_t kPvclockAddr = 0x190000;
+  constexpr uint64_t kFlagsOffset = 29;  // struct pvclock_vcpu_time_info: u8 flags
+  constexpr uint8_t kGuestStopped = 1u << 1;  // PVCLOCK_GUEST_STOPPED
+  auto a = Machine::create(kCode);
+  ASSERT_TRUE(a) << a.error().message();
+  Machine& A = **a;
+  // kvmclock on, as a Linux guest turns it on (KVM writes the page at the next entry).
+  MsrValue on{kMsrKvmSystemTimeNew, kPvclockAddr | 1};
+  auto n = A.vcpu->set_msrs(std::span<const MsrValue>(&on, 1));
+  ASSERT_TRUE(n) << n.error().message();
+  if (*n != 1) GTEST_SKIP() << "this KVM has no kvmclock";
+  auto port = A.run_to_pio();
+  ASSERT_TRUE(port) << port.error().message();
+  auto pv_a = A.mem->read_obj<uint64_t>(kPvclockAddr + 8);  // tsc_timestamp: KVM wrote the page
+  ASSERT_TRUE(pv_a);
+  if (*pv_a == 0) GTEST_SKIP() << "this KVM does not write the pvclock page";
+  uint8_t flags_a = 0;
+  ASSERT_TRUE(A.mem->read(kPvclockAddr + kFlagsOffset, std::span<uint8_t>(&flags_a, 1)));
+  EXPECT_EQ(flags_a & kGuestStopped, 0) << "a running guest's page says stopped";
+  ASSERT_TRUE(A.vcpu->complete_pending_io());
+  auto msr_list = snapshot_msr_list(*A.sys, *A.vcpu);
+  ASSERT_TRUE(msr_list) << msr_list.error().message();
+  auto saved = save_vcpu_state(*A.vcpu, *msr_list);
+  ASSERT_TRUE(saved) << saved.error().message();
+  auto saved_vm = save_vm_kvm_state(*A.vm);
+  ASSERT_TRUE(saved_vm) << saved_vm.error().message();
+
+  auto b = Machine::create({});
+  ASSERT_TRUE(b) << b.error().message();
+  Machine& B = **b;
+  std::memcpy(B.mem->regions()[0].host, A.mem->regions()[0].host, kRamBytes);
+  ASSERT_TRUE(restore_vm_kvm_state(*B.vm, *saved_vm));
+  auto rc = restore_vcpu_state(*B.vcpu, *saved);
+  ASSERT_TRUE(rc) << rc.error().message();
+  port = B.run_to_pio();
+  ASSERT_TRUE(port) << port.error().message();
+  uint8_t flags_b = 0;
+  ASSERT_TRUE(B.mem->read(kPvclockAddr + kFlagsOffset, std::span<uint8_t>(&flags_b, 1)));
+  EXPECT_EQ(flags_b & kGuestStopped, kGuestStopped)
+      << "the restored guest's pvclock flags " << int{flags_b} << " lack PVCLOCK_GUEST_STOPPED";
+}
+
 TEST(VcpuStateKvm, RejectedMsrIsNamed) {
   if (!have_kvm()) GTEST_SKIP() << "/dev/kvm not available";
   auto m = Machine::create(kCode);

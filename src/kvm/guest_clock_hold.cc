@@ -1,0 +1,22 @@
+#include "kvm/guest_clock_hold.h"
+
+namespace tern {
+
+Result<void> GuestClockHold::hold(const KvmVm& vm) {
+  if (held_ns_) return {};
+  ASSIGN_OR_RETURN(kvm_clock_data c, vm.get_clock());
+  held_ns_ = c.clock;
+  return {};
+}
+
+Result<void> GuestClockHold::release(KvmVm& vm) {
+  if (!held_ns_) return {};
+  kvm_clock_data c{};
+  c.clock = *held_ns_;
+  c.flags = 0;  // as restore_vm_kvm_state(): no KVM_CLOCK_REALTIME (the stop stays unseen)
+  TRY(vm.set_clock(c));
+  held_ns_.reset();
+  return {};
+}
+
+}  // namespace tern
