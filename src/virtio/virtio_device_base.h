@@ -110,6 +110,9 @@ class VirtioDeviceBase : public VirtioDevice {
   virtual void device_counters(std::vector<std::pair<std::string, uint64_t>>&) const {}
 
   RateLimit& log_limit() { return log_limit_; }
+  /// Queue `i`'s live counters (i < num_queues()), for a device whose external backend reports
+  /// per-queue events (the vhost-net call relay).
+  [[nodiscard]] QueueCounters& live_queue_counters(uint16_t i) { return *queues_[i]; }
   /// The notification tuning every queue worker of later activations gets (constructor time).
   void set_notify_tuning(const NotifyTuning& t) { notify_tuning_ = t; }
 

@@ -30,7 +30,19 @@
 #                                 tern exits 0 at the guest's poweroff
 # NET_VMM=qemu (run with --with-qemu): QEMU's virtio-net-pci instead, to check the driver and this
 # script against a reference device (tern's API checks skipped).
-: "${NET_VMM:=tern}" "${NET_WAIT:=180}"
+# NET_VHOST=on (tests/e2e/net_vhost_test.sh; issue 31 items 5, 6): tern with vhost=on and the
+# driver's vhost mode instead of the phases above:
+#   vh-rx-num-buffers             a driver without MRG_RXBUF gets num_buffers = 1 in every RX
+#                                 buffer (§5.1.6.4; vhost-net would leave it unwritten)
+#   vh-userspace-fallback         tern served it in userspace: vhost_userspace_activations >= 1
+#                                 and its log line
+#   vh-good, vh-good-after        frames sent through vhost-net before and after vh-writable
+#                                 come back (answered) and reach the tap (vh-good-on-tap: +2)
+#   vh-writable                   a device-writable TX buffer: vhost-net refuses it and never returns it; tern sets
+#                                 NEEDS_RESET (result=needs_reset), the driver resets and goes on
+#   vh-vring-error-counted        vhost_vring_errors and needs_reset moved; vh-logged-once: one
+#                                 warning for it
+: "${NET_VMM:=tern}" "${NET_WAIT:=180}" "${NET_VHOST:=off}"
 T="$TH_TERN"
 TAP=tern0
 MAC=52:54:00:77:00:02
@@ -148,9 +160,11 @@ uptime_cs() { awk '{ printf "%d", $1 * 100 }' /proc/uptime; }
 rm -f /tmp/h.sock "$OUT" /tmp/h.err
 truncate -s 1M /tmp/h.img
 CMD="console=ttyS0 quiet tern.action=net-hostile tern.hostile_timeout=10"
+vhost_on() { [ "$NET_VHOST" = on ]; }
+vhost_on && CMD="$CMD tern.hostile_mode=vhost"
 if tern_only; then
     "$T" run --kernel "$TH_GUEST_KERNEL" --initrd "$TH_GUEST_INITRD" --cmdline "$CMD" --memory 256M \
-        --disk path=/tmp/h.img --net "tap=$TAP,mac=$MAC" --api-sock /tmp/h.sock \
+        --disk path=/tmp/h.img --net "tap=$TAP,mac=$MAC,vhost=$NET_VHOST" --api-sock /tmp/h.sock \
         >"$OUT" 2>/tmp/h.err </dev/null &
 else
     "$TH_QEMU" -enable-kvm -M pc -L "$TH_QEMU_FW" -m 256M -smp 1 -kernel "$TH_GUEST_KERNEL" \
@@ -160,7 +174,55 @@ else
         -device "virtio-net-pci,netdev=n0,mac=$MAC,romfile=,disable-legacy=on" >/tmp/h.err 2>&1 </dev/null &
 fi
 vm_pid=$!
-info "vm pid $vm_pid ($NET_VMM)"
+info "vm pid $vm_pid ($NET_VMM, vhost=$NET_VHOST)"
+
+if vhost_on; then
+# ---- vhost=on: a driver without MRG_RXBUF is served in userspace ----
+if step vh-rx; then  # the driver posted 8 RX buffers, num_buffers preset to 0xbeef
+    t0=$(tapstat tx_packets)
+    info "$($PEER "$TAP" "$MAC" 3 5 200 1000)"
+    wait_for 30 sh -c "[ \$(cat /sys/class/net/$TAP/statistics/tx_packets) -ge $((t0 + 5)) ]"
+    go vh-rx
+fi
+wait_vm 60 has "$OUT" '^TERN-HOSTILE-NET phase=vh-rx '
+l=$(phase vh-rx)
+ok=1
+[ "$(field "$l" result)" = answered ] && [ "$(field "$l" delivered)" -ge 1 ] 2>/dev/null &&
+    [ "$(field "$l" num_buffers_bad)" = 0 ] && [ "$(field "$l" bad_ids)" = 0 ] && ok=0
+check vh-rx-num-buffers "$ok" "${l:-no vh-rx line} (want num_buffers = 1 in every delivered buffer)"
+o=$(net_obj)
+ok=1
+[ "$(cnt "$o" vhost_userspace_activations)" -ge 1 ] && grep -aq 'did not negotiate VIRTIO_NET_F_MRG_RXBUF' /tmp/h.err && ok=0
+check vh-userspace-fallback "$ok" "vhost_userspace_activations=$(cnt "$o" vhost_userspace_activations); log: $(grep -a 'MRG_RXBUF\|vhost' /tmp/h.err | head -n 2 | tr '\n' ' ')"
+# ---- vhost=on with MRG_RXBUF: a TX chain vhost-net refuses ----
+if step vh-before; then
+    s0=$(rxstats)
+    o0=$(net_obj)
+    go vh-before
+fi
+if step vh-done; then
+    s1=$(rxstats)
+    o1=$(net_obj)
+    go vh-done
+    set -- $s0
+    p0=$1
+    set -- $s1
+    ok=1; [ $(($1 - p0)) = 2 ] && ok=0
+    check vh-good-on-tap "$ok" "tap rx packets +$(($1 - p0)) (want +2: vh-good, vh-good-after) before $s0 after $s1"
+    e=$(delta vhost_vring_errors "$o1" "$o0") r=$(delta needs_reset "$o1" "$o0") t=$(delta tx_packets "$o1" "$o0")
+    ok=1; [ "$e" -ge 1 ] && [ "$r" -ge 1 ] && [ "$t" = 0 ] && ok=0
+    check vh-vring-error-counted "$ok" "vhost_vring_errors +$e needs_reset +$r (want >= 1 each), tern's tx_packets +$t (want 0: vhost-net sent the frames); virtio-net0 counters: $(counters "$o1")"
+    n=$(grep -ac 'refused a malformed chain on queue 1:' /tmp/h.err)
+    check vh-logged-once "$([ "$n" = 1 ]; echo $?)" "$n warnings: $(grep -a 'vhost-net refused' /tmp/h.err | head -n 2 | tr '\n' ' ')"
+fi
+for p in vh-good vh-writable vh-good-after; do
+    l=$(phase "$p")
+    want=answered; [ "$p" = vh-writable ] && want=needs_reset
+    ok=1; [ "$(field "$l" result)" = "$want" ] && ok=0
+    [ "$want" = answered ] && [ "$(field "$l" id_ok)" != 1 ] && ok=1
+    check "$p" "$ok" "${l:-no line for phase $p} (want result=$want)"
+done
+else  # the userspace phases
 
 # ---- TX ----
 if step tx-before; then
@@ -307,6 +369,7 @@ if step flood; then
         [ "$(field "$l" bad_ids)" = 0 ] && [ "$(field "$l" bad_frames)" = 0 ] && ok=0
     check flood-rx "$ok" "${l:-no flood-rx line}"
 fi
+fi  # the userspace phases
 
 # ---- the end: stats, the driver's exit, the kernel driver, tern's exit ----
 if step end; then

@@ -20,7 +20,8 @@ class TxHandler final : public virtio::QueueHandler {
   void serve(QueueWorker& w, virtio::DescriptorChain chain) override {
     NetCounters& c = dev_.live_counters();
     const uint16_t head = chain.head;
-    auto frame = parse_tx_chain(chain, acked_, std::move(iov_));
+    // hdr_ keeps the header that was checked; writev sends it from there (iov[0]).
+    auto frame = parse_tx_chain(chain, acked_, hdr_, std::move(iov_));
     if (!frame) {
       // §5.1.6.2: a chain the device cannot send is returned unsent (used length 0), counted.
       NetCounters::add(c.tx_dropped_malformed);
@@ -56,6 +57,7 @@ class TxHandler final : public virtio::QueueHandler {
   const int fd_;
   const uint64_t acked_;
   std::vector<iovec> iov_;
+  TxHeaderBytes hdr_{};  // the current chain's header, as checked and sent
 };
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "virtio/net/tx_frame.h"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 
 namespace tern::net {
@@ -18,7 +17,7 @@ std::string_view tx_chain_error_name(TxChainError e) {
 }
 
 tl::expected<TxFrame, TxDrop> parse_tx_chain(const virtio::DescriptorChain& chain, uint64_t acked,
-                                             std::vector<iovec>&& iov) {
+                                             TxHeaderBytes& header, std::vector<iovec>&& iov) {
   // §5.1.6.2: a transmitq chain is device-readable only (header, then the frame).
   if (chain.writable_bytes != 0) return tl::unexpected(TxDrop{TxChainError::kWritable, {}});
   for (const auto& s : chain.segments)
@@ -28,31 +27,29 @@ tl::expected<TxFrame, TxDrop> parse_tx_chain(const virtio::DescriptorChain& chai
   if (total > kMaxFrameSize) return tl::unexpected(TxDrop{TxChainError::kTooLong, {}});
   if (total - kNetHdrSize < kEthHdrSize) return tl::unexpected(TxDrop{TxChainError::kRunt, {}});
 
-  // The header may be split over several descriptors: gather its bytes first.
-  std::array<uint8_t, kNetHdrSize> raw{};
+  // The header is read from guest memory exactly once, into `header` (it may be split over
+  // several descriptors); it is checked and sent from there. The frame's buffers follow.
+  iov.clear();
+  iov.push_back(iovec{header.data(), header.size()});
   size_t got = 0;
   for (const auto& s : chain.segments) {
-    if (got == kNetHdrSize) break;
     const size_t take = std::min(s.host.size(), kNetHdrSize - got);
-    std::memcpy(raw.data() + got, s.host.data(), take);
+    if (take != 0) std::memcpy(header.data() + got, s.host.data(), take);
     got += take;
-  }
-  const VirtioNetHdr hdr = *decode_net_hdr(raw);
-  if (auto bad = check_tx_header(hdr, acked, static_cast<size_t>(total - kNetHdrSize)))
-    return tl::unexpected(TxDrop{TxChainError::kBadHeader, bad});
-
-  // The tap takes the header with the frame (TUNSETVNETHDRSZ kNetHdrSize): pass every buffer.
-  iov.clear();
-  // Buffers adjacent in host memory share one entry.
-  for (const auto& s : chain.segments) {
-    if (s.host.empty()) continue;
-    if (!iov.empty() && static_cast<uint8_t*>(iov.back().iov_base) + iov.back().iov_len ==
-                            s.host.data()) {
-      iov.back().iov_len += s.host.size();
+    if (s.host.size() == take) continue;
+    uint8_t* const p = s.host.data() + take;
+    const size_t n = s.host.size() - take;
+    // Buffers adjacent in host memory share one entry (never the header's: it is our copy).
+    if (iov.size() > 1 &&
+        static_cast<uint8_t*>(iov.back().iov_base) + iov.back().iov_len == p) {
+      iov.back().iov_len += n;
       continue;
     }
-    iov.push_back(iovec{s.host.data(), s.host.size()});
+    iov.push_back(iovec{p, n});
   }
+  const VirtioNetHdr hdr = *decode_net_hdr(header);
+  if (auto bad = check_tx_header(hdr, acked, static_cast<size_t>(total - kNetHdrSize)))
+    return tl::unexpected(TxDrop{TxChainError::kBadHeader, bad});
   return TxFrame{hdr, std::move(iov), static_cast<size_t>(total)};
 }
 

@@ -174,6 +174,10 @@ Result<void> VhostNetFd::set_vring_call(unsigned vring, BorrowedFd call) {
   return vring_file(VHOST_SET_VRING_CALL, "VHOST_SET_VRING_CALL", vring, call);
 }
 
+Result<void> VhostNetFd::set_vring_err(unsigned vring, BorrowedFd err) {
+  return vring_file(VHOST_SET_VRING_ERR, "VHOST_SET_VRING_ERR", vring, err);
+}
+
 Result<void> VhostNetFd::set_backend(unsigned vring, BorrowedFd tap) {
   return vring_file(VHOST_NET_SET_BACKEND, "VHOST_NET_SET_BACKEND", vring, tap);
 }

@@ -83,6 +83,9 @@ class VhostNetFd {
   [[nodiscard]] Result<uint16_t> get_vring_base(unsigned vring);
   [[nodiscard]] Result<void> set_vring_kick(unsigned vring, BorrowedFd kick);
   [[nodiscard]] Result<void> set_vring_call(unsigned vring, BorrowedFd call);
+  /// VHOST_SET_VRING_ERR: the eventfd vhost signals on a driver error it will not complete
+  /// (a malformed chain: vq_err in drivers/vhost/vhost.c); nothing else tells of it.
+  [[nodiscard]] Result<void> set_vring_err(unsigned vring, BorrowedFd err);
   /// VHOST_NET_SET_BACKEND: the tap fd, or -1 to stop the vring (returns after vhost's worker
   /// finished with it).
   [[nodiscard]] Result<void> set_backend(unsigned vring, BorrowedFd tap);

@@ -1,18 +1,19 @@
-// start_vhost_net(): one vhost-net instance (VhostNetFd) per queue pair, with the call relay for
-// vrings without an irqfd. The kernel behaviour this depends on (drivers/vhost/vhost.c, net.c)
-// is written next to the code that relies on it.
+// start_vhost_net(): one vhost-net instance (VhostNetFd) per queue pair, with the call relay
+// for every vring's call and error eventfds. The kernel behaviour this depends on
+// (drivers/vhost/vhost.c, net.c) is written next to the code that relies on it.
 #include "virtio/net/vhost_net_queues.h"
 
 #include <fmt/format.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <optional>
 #include <utility>
 
 #include "base/log.h"
-#include "virtio/vhost_call_relay.h"
 #include "virtio/net/vhost_net_fd.h"
+#include "virtio/vhost_call_relay.h"
 #include "virtio/virtio_spec.h"
 
 namespace tern::net {
@@ -33,7 +34,8 @@ struct Vring {
   VirtqueueConfig config;
   VhostVringAddr addr;
   UniqueFd kick;
-  UniqueFd relayed_call;  // our call eventfd when the queue has no irqfd
+  UniqueFd call;          // our call eventfd (VHOST_SET_VRING_CALL), relayed
+  UniqueFd err;           // our error eventfd (VHOST_SET_VRING_ERR), watched by the relay
   bool backend = false;   // the tap is attached (VHOST_NET_SET_BACKEND fd, not yet -1)
 };
 
@@ -47,8 +49,11 @@ struct Instance {
 class VhostNetQueues final : public ExternalQueues {
  public:
   VhostNetQueues(const GuestMemory& mem, std::shared_ptr<VirtioInterrupt> interrupt,
-                 std::string name)
-      : mem_(mem), interrupt_(std::move(interrupt)), name_(std::move(name)) {}
+                 std::string name, VhostNetObserver observer)
+      : mem_(mem),
+        interrupt_(std::move(interrupt)),
+        name_(std::move(name)),
+        observer_(std::move(observer)) {}
 
   // Destroy = stop + close: the backends go first (synchronous, see remove_backends()), so
   // nothing touches guest memory or the call fds once this returns; then the relay thread
@@ -69,10 +74,14 @@ class VhostNetQueues final : public ExternalQueues {
   Result<void> attach_backends();
   void remove_backends();
   Result<void> start_relay();
+  void vring_error(uint16_t queue);  // relay thread: vhost refused a chain of `queue`
 
   const GuestMemory& mem_;
   const std::shared_ptr<VirtioInterrupt> interrupt_;
   const std::string name_;
+  const VhostNetObserver observer_;
+  std::atomic<bool> error_logged_{false};
+  RateLimit log_limit_;
   std::vector<Instance> instances_;
   std::unique_ptr<VhostCallRelay> relay_;  // declared after instances_: destroyed first
   bool paused_ = false;
@@ -149,28 +158,54 @@ Result<void> VhostNetQueues::setup_instance(Instance& in, uint64_t acked,
     TRY(v.set_vring_addr(r.index, r.addr));
     TRY(v.set_vring_base(r.index, r.config.position.next_avail));
     TRY(v.set_vring_kick(r.index, r.kick.borrow()));
-    // The MSI-X vector's irqfd: vhost then injects the interrupt itself (KVM irqfd), tern never
-    // sees it. Without one (INTx, no vector), our own eventfd, relayed by VhostCallRelay.
-    BorrowedFd irqfd = interrupt_->queue_irqfd(r.queue);
-    if (irqfd.get() < 0) {
-      auto call = make_eventfd(0, EFD_NONBLOCK);
-      if (!call) return fail_code(call.error().errnum, name_, "vhost-net: call eventfd");
-      r.relayed_call = std::move(*call);
-      irqfd = r.relayed_call.borrow();
-    }
-    TRY(v.set_vring_call(r.index, irqfd));
+    // Our own eventfds, read by VhostCallRelay (never the MSI-X vector's irqfd: see the header).
+    auto call = make_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (!call) return fail_code(call.error().errnum, name_, "vhost-net: call eventfd");
+    auto err = make_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (!err) return fail_code(err.error().errnum, name_, "vhost-net: error eventfd");
+    r.call = std::move(*call);
+    r.err = std::move(*err);
+    TRY(v.set_vring_call(r.index, r.call.borrow()));
+    // Before the backend: a ring vhost stops at its first chain is still reported.
+    TRY(v.set_vring_err(r.index, r.err.borrow()));
   }
   return {};
 }
 
 Result<void> VhostNetQueues::start_relay() {
   std::vector<VhostCallRelay::Call> calls;
-  for (const Instance& in : instances_)
-    for (const Vring& r : in.vrings)
-      if (r.relayed_call.valid()) calls.push_back({r.queue, r.relayed_call.borrow()});
-  if (calls.empty()) return {};
-  ASSIGN_OR_RETURN(relay_, VhostCallRelay::start(std::move(calls), interrupt_, name_));
+  VhostCallRelay::Options options;
+  options.mem = &mem_;
+  options.on_error = [this](uint16_t queue) { vring_error(queue); };
+  for (const Instance& in : instances_) {
+    for (const Vring& r : in.vrings) {
+      virtio::QueueCounters* counters =
+          r.queue < observer_.queue_counters.size() ? observer_.queue_counters[r.queue] : nullptr;
+      calls.push_back({r.queue, r.call.borrow(), counters, r.config.used_gpa});
+      options.errors.push_back({r.queue, r.err.borrow()});
+    }
+  }
+  ASSIGN_OR_RETURN(relay_,
+                   VhostCallRelay::start(std::move(calls), interrupt_, name_, std::move(options)));
   return {};
+}
+
+// vhost-net found a chain it cannot use (e.g. a device-writable buffer in a TX chain: "Unexpected
+// descriptor format for TX", drivers/vhost/net.c get_tx_bufs) and signals only the error
+// eventfd (vq_err): the chain was taken from the available ring and is never put in the used
+// ring, so the driver's queue stalls on it. Like the userspace path's broken ring (§2.1.2), the
+// device needs a reset: the driver's reset tears these vrings down.
+void VhostNetQueues::vring_error(uint16_t queue) {
+  if (!error_logged_.exchange(true))
+    spdlog::warn(
+        "{}: vhost-net refused a malformed chain on queue {}: DEVICE_NEEDS_RESET set "
+        "(counted in vhost_vring_errors; further errors are logged at debug)",
+        name_, queue);
+  else
+    TERN_LOG_RATELIMITED(log_limit_, debug,
+                         "{}: vhost-net refused a chain on queue {} (vring error)", name_, queue);
+  interrupt_->set_needs_reset();
+  if (observer_.on_vring_error) observer_.on_vring_error(queue);
 }
 
 // vhost never reads the kick eventfd's count: it acts on the wake-up of a write. A kick that
@@ -264,8 +299,10 @@ uint64_t vhost_net_ring_features() {
 
 Result<std::unique_ptr<virtio::ExternalQueues>> start_vhost_net(
     const GuestMemory& mem, uint64_t acked, std::vector<virtio::ExternalQueue> queues,
-    std::vector<BorrowedFd> taps, std::shared_ptr<VirtioInterrupt> interrupt, std::string name) {
-  auto q = std::make_unique<VhostNetQueues>(mem, std::move(interrupt), std::move(name));
+    std::vector<BorrowedFd> taps, std::shared_ptr<VirtioInterrupt> interrupt, std::string name,
+    VhostNetObserver observer) {
+  auto q = std::make_unique<VhostNetQueues>(mem, std::move(interrupt), std::move(name),
+                                            std::move(observer));
   // On error the partly started object's destructor detaches what was attached.
   TRY(q->start(acked, std::move(queues), std::move(taps)));
   return std::unique_ptr<virtio::ExternalQueues>(std::move(q));

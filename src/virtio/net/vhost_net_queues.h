@@ -7,10 +7,18 @@
 // vhost.h): VHOST_SET_OWNER, VHOST_GET_FEATURES / VHOST_SET_FEATURES (the acked ring features),
 // VHOST_SET_MEM_TABLE (every guest RAM region: guest-physical → host-virtual), then per vring
 // VHOST_SET_VRING_NUM, _ADDR (host-virtual ring addresses), _BASE (next available index),
-// _KICK (the queue's ioeventfd), _CALL (the MSI-X vector's irqfd, or a relayed eventfd), and
-// VHOST_NET_SET_BACKEND (the tap fd) last.
+// _KICK (the queue's ioeventfd), _CALL (tern's eventfd, relayed: see below), _ERR (tern's
+// eventfd, watched), and VHOST_NET_SET_BACKEND (the tap fd) last.
+//
+// Calls are always relayed through tern (VhostCallRelay), never handed to vhost as the MSI-X
+// vector's KVM irqfd: an irqfd written by vhost bypasses the vector's mask bit and Pending bit
+// (PCI 3.0 §6.8.2) and, for a vector the guest never unmasked, has no MSI route (the interrupt
+// is lost), and tern could not count it. Through signal_used_queue() a masked vector's
+// interrupt becomes its Pending bit and is sent at unmask, and interrupts_sent and the queue's
+// interrupts/requests counters are true. The cost is one tern thread wake-up per interrupt.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +26,7 @@
 #include "base/fd.h"
 #include "base/result.h"
 #include "memory/guest_memory.h"
+#include "virtio/queue_counters.h"
 #include "virtio/virtio_device.h"
 #include "virtio/virtio_device_base.h"
 
@@ -32,15 +41,29 @@ namespace tern::net {
 /// VHOST_GET_FEATURES reports them; 0 if /dev/vhost-net cannot be opened.
 [[nodiscard]] uint64_t vhost_net_ring_features();
 
+/// What the vhost-net glue reports to its device (each part optional).
+struct VhostNetObserver {
+  /// By device queue index (shorter, or null entries: not counted): the queue's live counters.
+  /// The relay adds one `interrupts` per relayed call and the used ring's progress to `requests`.
+  std::vector<virtio::QueueCounters*> queue_counters;
+  /// Called on the relay thread each time vhost signals queue `queue`'s error eventfd (it
+  /// refused a malformed chain and will not return it), after the device was marked NEEDS_RESET.
+  std::function<void(uint16_t queue)> on_vring_error;
+};
+
 /// Starts vhost-net for `queues`: the enabled RX/TX queues of pairs 0..taps.size()-1 (queue 2k
 /// = receiveq k, 2k+1 = transmitq k, in index order), with `taps[k]` the tap fd of pair k (the
 /// device keeps owning it). `acked` are the driver's features (the ring and net header bits go
-/// to VHOST_SET_FEATURES). Calls come through interrupt->queue_irqfd(i) when valid, else a relay
-/// thread reads the call eventfds and calls interrupt->signal_used_queue(i). pause() stops the
+/// to VHOST_SET_FEATURES). A relay thread reads every vring's call eventfd and calls
+/// interrupt->signal_used_queue(i) (see the file comment), and watches every vring's error
+/// eventfd: vhost refused a malformed chain on that vring (and never returns it), so the device is
+/// marked DEVICE_NEEDS_RESET (interrupt->set_needs_reset(): virtio 1.2 §2.1.2, the driver resets
+/// it), logged once at warn (then rate-limited) and reported to `observer`. pause() stops the
 /// backends (VHOST_NET_SET_BACKEND -1) and reads VHOST_GET_VRING_BASE (next_avail; next_used from
 /// the used ring's idx); resume() sets the backends again. Errors name `name` and the ioctl.
 [[nodiscard]] Result<std::unique_ptr<virtio::ExternalQueues>> start_vhost_net(
     const GuestMemory& mem, uint64_t acked, std::vector<virtio::ExternalQueue> queues,
-    std::vector<BorrowedFd> taps, std::shared_ptr<VirtioInterrupt> interrupt, std::string name);
+    std::vector<BorrowedFd> taps, std::shared_ptr<VirtioInterrupt> interrupt, std::string name,
+    VhostNetObserver observer = {});
 
 }  // namespace tern::net

@@ -152,19 +152,39 @@ Result<std::unique_ptr<virtio::QueueHandler>> VirtioNet::make_queue_handler(
                                 " enabled but not used with the negotiated features (MQ off)");
 }
 
+bool VirtioNet::vhost_serves(uint64_t acked) {
+  return (acked & feature(net::VIRTIO_NET_F_MRG_RXBUF)) != 0;
+}
+
 bool VirtioNet::external_queue(uint16_t index, uint64_t acked) const {
   QueueRole r = role(index, acked);
-  return vhost_ && (r == QueueRole::kRx || r == QueueRole::kTx);
+  return vhost_ && vhost_serves(acked) && (r == QueueRole::kRx || r == QueueRole::kTx);
 }
 
 Result<std::unique_ptr<virtio::ExternalQueues>> VirtioNet::start_external(
     const GuestMemory& mem, uint64_t acked, std::vector<virtio::ExternalQueue> queues,
     std::shared_ptr<VirtioInterrupt> interrupt) {
+  net::VhostNetObserver observer;
+  for (uint16_t i = 0; i < num_queues(); ++i)
+    observer.queue_counters.push_back(&live_queue_counters(i));
+  observer.on_vring_error = [this](uint16_t queue) {
+    NetCounters::add(counters_.vhost_vring_errors);
+    virtio::QueueCounters::add(live_queue_counters(queue).needs_reset);
+  };
   return net::start_vhost_net(mem, acked, std::move(queues), tap_.fds(), std::move(interrupt),
-                              std::string(name()));
+                              std::string(name()), std::move(observer));
 }
 
 Result<void> VirtioNet::on_activate(uint64_t acked) {
+  if (vhost_ && !vhost_serves(acked)) {
+    NetCounters::add(counters_.vhost_userspace_activations);
+    if (!vhost_fallback_logged_.exchange(true))
+      spdlog::warn(
+          "{}: the driver did not negotiate VIRTIO_NET_F_MRG_RXBUF: RX/TX are served in "
+          "userspace, not by vhost-net (which leaves num_buffers unset, virtio 1.2 "
+          "§5.1.6.4), until a driver negotiates it",
+          name());
+  }
   const unsigned offloads = net::tap_offloads_for(acked, tap_.supported_offloads());
   if (auto r = tap_.set_offloads(offloads); !r) {
     // A deleted tap (EBADFD) hands us no frame anyway; any other failure could let frames the
@@ -266,32 +286,33 @@ void VirtioNet::device_counters(std::vector<std::pair<std::string, uint64_t>>& o
   // RX buffer for them (since this device was built).
   const uint64_t base = tap_tx_dropped_base_.value_or(0);
   const uint64_t no_buffer = tap_tx_dropped > base ? tap_tx_dropped - base : 0;
-  out.insert(out.end(),
-             {{"rx_packets", g(c.rx_packets)},
-              {"rx_bytes", g(c.rx_bytes)},
-              {"rx_dropped_no_buffer", no_buffer},
-              {"rx_no_buffer_waits", g(c.rx_no_buffer_waits)},
-              {"rx_tap_wakeups", g(c.rx_tap_wakeups)},
-              {"rx_dropped_too_big", g(c.rx_dropped_too_big)},
-              {"rx_dropped_runt", g(c.rx_dropped_runt)},
-              {"rx_bad_buffers", g(c.rx_bad_buffers)},
-              {"tx_packets", g(c.tx_packets)},
-              {"tx_bytes", g(c.tx_bytes)},
-              {"tx_dropped_malformed", g(c.tx_dropped_malformed)},
-              {"tx_dropped_tap_error", g(c.tx_dropped_tap_error)},
-              {"tap_errors", g(c.tap_errors)},
-              {"ctrl_commands", g(c.ctrl_commands)},
-              {"ctrl_errors", g(c.ctrl_errors)},
-              {"ctrl_malformed", g(c.ctrl_malformed)},
-              {"active_queue_pairs", active_queue_pairs()},
-              {"malformed_chains", sum_queues(&virtio::QueueCounters::malformed)},
-              {"needs_reset", sum_queues(&virtio::QueueCounters::needs_reset)},
-              {"tap_rx_packets", tap_stat("rx_packets")},
-              {"tap_rx_bytes", tap_stat("rx_bytes")},
-              {"tap_rx_dropped", tap_stat("rx_dropped")},
-              {"tap_tx_packets", tap_stat("tx_packets")},
-              {"tap_tx_bytes", tap_stat("tx_bytes")},
-              {"tap_tx_dropped", tap_tx_dropped}});
+  out.insert(out.end(), {{"rx_packets", g(c.rx_packets)},
+                         {"rx_bytes", g(c.rx_bytes)},
+                         {"rx_dropped_no_buffer", no_buffer},
+                         {"rx_no_buffer_waits", g(c.rx_no_buffer_waits)},
+                         {"rx_tap_wakeups", g(c.rx_tap_wakeups)},
+                         {"rx_dropped_too_big", g(c.rx_dropped_too_big)},
+                         {"rx_dropped_runt", g(c.rx_dropped_runt)},
+                         {"rx_bad_buffers", g(c.rx_bad_buffers)},
+                         {"tx_packets", g(c.tx_packets)},
+                         {"tx_bytes", g(c.tx_bytes)},
+                         {"tx_dropped_malformed", g(c.tx_dropped_malformed)},
+                         {"tx_dropped_tap_error", g(c.tx_dropped_tap_error)},
+                         {"tap_errors", g(c.tap_errors)},
+                         {"ctrl_commands", g(c.ctrl_commands)},
+                         {"ctrl_errors", g(c.ctrl_errors)},
+                         {"ctrl_malformed", g(c.ctrl_malformed)},
+                         {"active_queue_pairs", active_queue_pairs()},
+                         {"vhost_vring_errors", g(c.vhost_vring_errors)},
+                         {"vhost_userspace_activations", g(c.vhost_userspace_activations)},
+                         {"malformed_chains", sum_queues(&virtio::QueueCounters::malformed)},
+                         {"needs_reset", sum_queues(&virtio::QueueCounters::needs_reset)},
+                         {"tap_rx_packets", tap_stat("rx_packets")},
+                         {"tap_rx_bytes", tap_stat("rx_bytes")},
+                         {"tap_rx_dropped", tap_stat("rx_dropped")},
+                         {"tap_tx_packets", tap_stat("tx_packets")},
+                         {"tap_tx_bytes", tap_stat("tx_bytes")},
+                         {"tap_tx_dropped", tap_tx_dropped}});
 }
 
 Result<std::shared_ptr<VirtioDevice>> make_virtio_net(const NetConfig& config, std::string name) {

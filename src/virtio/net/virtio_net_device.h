@@ -13,7 +13,8 @@
 //
 // vhost=on: RX/TX are handed to /dev/vhost-net (net::start_vhost_net) and only features vhost
 // serves are offered; tern keeps the control queue, the configuration space and the snapshot
-// state. If /dev/vhost-net cannot be used, one warning and the queues are served here.
+// state. If /dev/vhost-net cannot be used, one warning and the queues are served here; a driver
+// that did not negotiate MRG_RXBUF is served here too (vhost_serves()).
 //
 // Device state (snapshots): the active queue pairs. The config space derives from NetConfig and
 // the offloads from the acked features, which the transport restores.
@@ -60,6 +61,10 @@ struct NetCounters {
   std::atomic<uint64_t> tap_errors{0};               ///< Any tap syscall failure (not EAGAIN).
   std::atomic<uint64_t> ctrl_commands{0}, ctrl_errors{0};  ///< Commands; those answered ERR.
   std::atomic<uint64_t> ctrl_malformed{0};  ///< Commands without class/command or ack byte.
+  std::atomic<uint64_t> vhost_vring_errors{0};  ///< vhost-net error eventfd signals (a vring
+                                                ///< refused a malformed chain: NEEDS_RESET).
+  std::atomic<uint64_t> vhost_userspace_activations{0};  ///< vhost=on activations served in
+                                                         ///< userspace (no MRG_RXBUF).
   static void add(std::atomic<uint64_t>& c, uint64_t n = 1) {
     c.fetch_add(n, std::memory_order_relaxed);
   }
@@ -96,8 +101,13 @@ class VirtioNet final : public virtio::VirtioDeviceBase {
   [[nodiscard]] uint16_t active_queue_pairs() const {
     return active_pairs_.load(std::memory_order_relaxed);
   }
-  /// True when RX/TX are served by vhost-net.
+  /// True when the device was built with vhost-net (vhost=on and /dev/vhost-net usable).
   [[nodiscard]] bool vhost() const { return vhost_; }
+  /// Whether vhost-net may serve RX/TX for a driver that acked `acked`: only with
+  /// VIRTIO_NET_F_MRG_RXBUF. Without it the kernel's vhost-net (drivers/vhost/net.c handle_rx)
+  /// leaves the RX header's num_buffers as the tap left it (unwritten), where virtio 1.2
+  /// §5.1.6.4 says the device MUST set it to 1; tern's userspace path writes it.
+  [[nodiscard]] static bool vhost_serves(uint64_t acked);
   [[nodiscard]] const NetConfig& config() const { return config_; }
   [[nodiscard]] const net::Tap& tap() const { return tap_; }
 
@@ -142,6 +152,7 @@ class VirtioNet final : public virtio::VirtioDeviceBase {
   const bool vhost_;
   net::NetCounters counters_;
   std::atomic<bool> tap_error_reported_{false};
+  std::atomic<bool> vhost_fallback_logged_{false};
   std::optional<uint64_t> tap_tx_dropped_base_;  // the tap's tx_dropped when built
   std::mutex pairs_mu_;                          // tap attach state, active_pairs_ changes
   std::atomic<uint16_t> active_pairs_{1};

@@ -28,7 +28,8 @@ size_t iov_bytes(const std::vector<iovec>& iov) {
 }
 
 void check_tx(const virtio::DescriptorChain& chain, uint64_t acked, std::vector<iovec>& storage) {
-  auto r = parse_tx_chain(chain, acked, std::move(storage));
+  TxHeaderBytes hdr{};
+  auto r = parse_tx_chain(chain, acked, hdr, std::move(storage));
   if (!r) {
     FUZZ_CHECK(!tx_chain_error_name(r.error().error).empty());
     FUZZ_CHECK((r.error().error == TxChainError::kBadHeader) == r.error().header.has_value());
@@ -38,7 +39,10 @@ void check_tx(const virtio::DescriptorChain& chain, uint64_t acked, std::vector<
   FUZZ_CHECK(r->bytes == chain.readable_bytes);
   FUZZ_CHECK(r->bytes >= kNetHdrSize + kEthHdrSize && r->bytes <= kMaxFrameSize);
   FUZZ_CHECK(iov_bytes(r->iov) == r->bytes);
-  FUZZ_CHECK(r->iov.size() <= chain.segments.size());
+  FUZZ_CHECK(r->iov.size() <= chain.segments.size() + 1);
+  // The header goes from the checked copy: what is sent is what was checked.
+  FUZZ_CHECK(r->iov[0].iov_base == hdr.data() && r->iov[0].iov_len == kNetHdrSize);
+  FUZZ_CHECK(decode_net_hdr(hdr) == r->hdr);
   FUZZ_CHECK(!check_tx_header(r->hdr, acked, r->bytes - kNetHdrSize));
   storage = std::move(r->iov);
 }

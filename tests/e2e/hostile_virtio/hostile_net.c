@@ -29,7 +29,17 @@
 //   TERN-HOSTILE-NET phase=flood-rx result=... tag1=<n> tag2=<n> want2=<n> dup=<n> bad_ids=<n> bad_frames=<n> status=0x<s>
 // then (after step end) TERN-HOSTILE-NET-DONE phases=<n>. A device that set DEVICE_NEEDS_RESET is reset and set up
 // again before the next phase.
-// Usage: tern-hostile-net BDF MAILBOX [TIMEOUT_S]   (static: gcc -static -O2)
+// MODE vhost (tern with vhost=on; issue 31 items 5, 6): only these phases run, then step end:
+//   vh-rx          MRG_RXBUF not negotiated (tern must serve the queues in userspace: vhost-net
+//                  would leave num_buffers unwritten): 8 RX buffers with num_buffers preset to
+//                  0xbeef; L1 sends 5 frames (step vh-rx); each delivered buffer must say 1
+//                  (virtio 1.2 §5.1.6.4):  phase=vh-rx result=... delivered=<n> num_buffers_bad=<n>
+// then MRG_RXBUF negotiated (vhost-net serves the queues), between steps vh-before and vh-done:
+//   vh-good        a 60-byte frame (header and frame split): answered, on the tap
+//   vh-writable    a device-writable buffer in a TX chain: vhost-net never returns it; the device
+//                  must set NEEDS_RESET (result=needs_reset), and the driver sets it up again
+//   vh-good-after  a 60-byte frame after that reset: answered, on the tap (the driver recovered)
+// Usage: tern-hostile-net BDF MAILBOX [TIMEOUT_S [MODE]]   (static: gcc -static -O2)
 #include "virtio_user.h"
 
 #define NET_F_MAC (1ull << 5)
@@ -43,6 +53,8 @@
 #define MAX_SEQ 65536u
 
 static unsigned timeout_s = 20;
+static int vhost_mode;  // MODE vhost: vhost_phases() only
+static int want_mrg;    // negotiate MRG_RXBUF (vhost_phases' second part)
 static const char* mailbox;
 static uint64_t acked;
 static uint8_t mac[6];
@@ -107,7 +119,7 @@ static void wait_step(const char* step) {
 
 // --- device setup ---
 static void setup(void) {
-  acked = vu_negotiate(NET_F_MAC | NET_F_CTRL_VQ);
+  acked = vu_negotiate(NET_F_MAC | NET_F_CTRL_VQ | (want_mrg ? NET_F_MRG_RXBUF : 0));
   have_ctrl = (acked & NET_F_CTRL_VQ) != 0;
   for (unsigned i = 0; i < 6; ++i) mac[i] = (acked & NET_F_MAC) && devcfg ? devcfg[i] : (uint8_t)(i == 0 ? 2 : i);
   vu_queue_setup(&rxq, 0, 256);
@@ -196,6 +208,52 @@ static void tx_phases(void) {
   struct desc ok1 = {hp + 256, NET_HDR + 60, 0, 0};
   one_chain("tx-good1", &txq, &tx_held, &ok1, 1, NULL);
   wait_step("tx-good");  // L1: exactly these two frames reached the tap
+}
+
+static void vhost_rx_no_mrg(void) {
+  uint8_t* buf = pages(4);  // 8 x 2 KiB
+  for (uint16_t i = 0; i < 8; ++i) {
+    uint8_t* b = buf + i * RX_BIG;
+    memset(b, 0, NET_HDR);
+    b[10] = 0xef, b[11] = 0xbe;  // num_buffers: the device must overwrite it with 1
+    rxq.desc[i] = (struct desc){phys(b), RX_BIG, DESC_F_WRITE, 0};
+    post(&rxq, &rx_held, i);
+  }
+  vu_q_publish(&rxq, rxq.avail_idx);
+  wait_step("vh-rx");  // L1 sent its frames and saw them taken off the tap
+  uint16_t before = rxq.used_seen;
+  enum vu_outcome o = vu_q_wait_ms(&rxq, 1, timeout_s * 1000u, 1000);
+  unsigned delivered = 0, nb_bad = 0;
+  for (uint16_t i = before; o == VU_USED && i != rxq.used_seen; ++i) {
+    uint32_t id, len;
+    if (!take(&rxq, &rx_held, i, &id, &len)) continue;
+    ++delivered;
+    const uint8_t* b = buf + id * RX_BIG;
+    if ((b[10] | b[11] << 8) != 1) ++nb_bad;
+  }
+  printf(
+      "TERN-HOSTILE-NET phase=vh-rx result=%s delivered=%u num_buffers_bad=%u bad_ids=%u "
+      "status=0x%x\n",
+      o == VU_TIMEOUT ? "none" : outcome_name(o), delivered, nb_bad, rx_held.bad_ids, vu_status());
+  ++phases;
+}
+
+static void vhost_phases(void) {
+  vhost_rx_no_mrg();
+  want_mrg = 1;
+  setup();                   // a reset: now with MRG_RXBUF, served by vhost-net
+  uint8_t* hdr = pages(1);   // a zero header at 0
+  uint8_t* good = pages(1);  // a 60-byte frame at 0; 64 writable bytes at 2048
+  uint64_t hp = phys(hdr), gp = phys(good);
+  eth_header(good, bcast, 0x88b5);
+  memcpy(good + 14, "TERN-HOSTILE-NET-GOOD", 21);
+  wait_step("vh-before");  // L1 reads the tap's rx counters
+  struct desc ok[2] = {{hp, NET_HDR, 0, 0}, {gp, 60, 0, 0}};
+  one_chain("vh-good", &txq, &tx_held, ok, 2, NULL);
+  struct desc wr[3] = {{hp, NET_HDR, 0, 0}, {gp, 60, 0, 0}, {gp + 2048, 64, DESC_F_WRITE, 0}};
+  one_chain("vh-writable", &txq, &tx_held, wr, 3, NULL);
+  one_chain("vh-good-after", &txq, &tx_held, ok, 2, NULL);
+  wait_step("vh-done");  // L1: two frames on the tap, tern's counters
 }
 
 static void ctrl_phases(void) {
@@ -336,16 +394,21 @@ int main(int argc, char** argv) {
   if (argc < 3) die("usage: tern-hostile-net BDF MAILBOX [TIMEOUT_S]");
   mailbox = argv[2];
   if (argc > 3) timeout_s = (unsigned)atoi(argv[3]);
+  vhost_mode = argc > 4 && strcmp(argv[4], "vhost") == 0;
   mbox_buf = pages(1);
   vu_open(argv[1]);
   setup();
   printf("TERN-HOSTILE-NET-READY bdf=%s features=0x%llx rxq=%u txq=%u ctrlq=%u mac=%02x:%02x:%02x:%02x:%02x:%02x\n",
          argv[1], (unsigned long long)acked, rxq.size, txq.size, have_ctrl ? ctrlq.size : 0, mac[0], mac[1],
          mac[2], mac[3], mac[4], mac[5]);
-  tx_phases();
-  ctrl_phases();
-  rx_small();
-  flood();
+  if (vhost_mode) {
+    vhost_phases();
+  } else {
+    tx_phases();
+    ctrl_phases();
+    rx_small();
+    flood();
+  }
   wait_step("end");  // L1 reads tern's stats with the device still in use
   vu_reset();
   printf("TERN-HOSTILE-NET-DONE phases=%u\n", phases);

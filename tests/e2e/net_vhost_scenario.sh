@@ -1,0 +1,1 @@
+net_hostile_scenario.sh
