@@ -20,6 +20,16 @@ std::string_view chain_error_name(ChainError e) {
   return "?";
 }
 
+namespace {
+
+/// Whether an indirect descriptor's table length is one the walker follows.
+bool indirect_length_ok(uint32_t len) {
+  return len != 0 && len % sizeof(VirtqDesc) == 0 &&
+         len / sizeof(VirtqDesc) <= kMaxIndirectDescriptors;
+}
+
+}  // namespace
+
 tl::expected<DescriptorChain, ChainError> walk_descriptor_chain(const GuestMemory& mem,
                                                                 uint64_t desc_table_gpa,
                                                                 uint16_t queue_size, uint16_t head,
@@ -31,12 +41,14 @@ tl::expected<DescriptorChain, ChainError> walk_descriptor_chain(const GuestMemor
 
   uint64_t table = desc_table_gpa;  // current table (the queue's or an indirect one)
   uint32_t table_size = queue_size;
+  uint32_t visited = 0;             // descriptors visited in the current table
   bool in_indirect = false;
   uint32_t index = head;
   bool seen_writable = false;
 
   for (;;) {
-    if (++chain.descriptors > queue_size) return Err(ChainError::kTooLong);
+    // A chain visits each descriptor of a table at most once: more is a loop.
+    if (++visited > table_size) return Err(ChainError::kTooLong);
     auto d = mem.read_obj<VirtqDesc>(table + uint64_t{index} * sizeof(VirtqDesc));
     if (!d) return Err(ChainError::kBadDescriptorTable);
 
@@ -44,19 +56,18 @@ tl::expected<DescriptorChain, ChainError> walk_descriptor_chain(const GuestMemor
       if (!indirect_ok) return Err(ChainError::kIndirectNotNegotiated);
       if (in_indirect) return Err(ChainError::kIndirectNested);
       if (d->flags & VIRTQ_DESC_F_NEXT) return Err(ChainError::kIndirectWithNext);
-      if (d->len == 0 || d->len % sizeof(VirtqDesc) != 0 ||
-          d->len / sizeof(VirtqDesc) > queue_size)
-        return Err(ChainError::kIndirectBadLength);
+      if (!indirect_length_ok(d->len)) return Err(ChainError::kIndirectBadLength);
       if (!mem.slice(d->addr, d->len)) return Err(ChainError::kBadBuffer);
       // The indirect descriptor itself is not a buffer; the table replaces the rest of the chain.
-      --chain.descriptors;
       table = d->addr;
       table_size = d->len / sizeof(VirtqDesc);
+      visited = 0;
       in_indirect = true;
       index = 0;
       continue;
     }
 
+    ++chain.descriptors;
     auto host = mem.slice(d->addr, d->len);
     if (!host) return Err(ChainError::kBadBuffer);
     bool writable = (d->flags & VIRTQ_DESC_F_WRITE) != 0;
@@ -68,6 +79,42 @@ tl::expected<DescriptorChain, ChainError> walk_descriptor_chain(const GuestMemor
     if (!(d->flags & VIRTQ_DESC_F_NEXT)) return chain;
     if (d->next >= table_size) return Err(ChainError::kNextOutOfRange);
     index = d->next;
+  }
+}
+
+std::optional<ChainSegment> refused_chain_tail(const GuestMemory& mem, uint64_t desc_table_gpa,
+                                               uint16_t queue_size, uint16_t head,
+                                               bool indirect_ok) {
+  if (head >= queue_size) return std::nullopt;
+  uint64_t table = desc_table_gpa;
+  uint32_t table_size = queue_size;
+  uint32_t visited = 0;
+  bool in_indirect = false;
+  uint32_t index = head;
+  for (;;) {
+    if (++visited > table_size) return std::nullopt;  // a loop: no last descriptor
+    auto d = mem.read_obj<VirtqDesc>(table + uint64_t{index} * sizeof(VirtqDesc));
+    if (!d) return std::nullopt;
+    if (d->flags & VIRTQ_DESC_F_INDIRECT) {
+      if (!indirect_ok || in_indirect || (d->flags & VIRTQ_DESC_F_NEXT) ||
+          !indirect_length_ok(d->len))
+        return std::nullopt;
+      table = d->addr;
+      table_size = d->len / sizeof(VirtqDesc);
+      visited = 0;
+      in_indirect = true;
+      index = 0;
+      continue;
+    }
+    if (d->flags & VIRTQ_DESC_F_NEXT) {
+      if (d->next >= table_size) return std::nullopt;
+      index = d->next;
+      continue;
+    }
+    if (!(d->flags & VIRTQ_DESC_F_WRITE) || d->len == 0) return std::nullopt;
+    auto host = mem.slice(d->addr, d->len);
+    if (!host) return std::nullopt;
+    return ChainSegment{d->addr, *host, true};
   }
 }
 

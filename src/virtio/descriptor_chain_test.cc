@@ -122,7 +122,7 @@ TEST_F(ChainTest, IndirectBadLengths) {
   EXPECT_EQ(walk(0).error(), ChainError::kIndirectBadLength);
   drv.write_desc(0, 0x20000, 24, VIRTQ_DESC_F_INDIRECT, 0);
   EXPECT_EQ(walk(0).error(), ChainError::kIndirectBadLength);
-  drv.write_desc(0, 0x20000, 16 * (kSize + 1), VIRTQ_DESC_F_INDIRECT, 0);
+  drv.write_desc(0, 0x20000, 16 * (kMaxIndirectDescriptors + 1), VIRTQ_DESC_F_INDIRECT, 0);
   EXPECT_EQ(walk(0).error(), ChainError::kIndirectBadLength);
   drv.write_desc(0, FakeGuestRam::kHoleStart, 16, VIRTQ_DESC_F_INDIRECT, 0);
   EXPECT_EQ(walk(0).error(), ChainError::kBadBuffer);
@@ -135,6 +135,68 @@ TEST_F(ChainTest, IndirectLoopAndNextOutOfTable) {
   EXPECT_EQ(walk(0).error(), ChainError::kTooLong);
   (void)ram.mem().write_obj(0x20010, VirtqDesc{0x10000, 16, VIRTQ_DESC_F_NEXT, 2});
   EXPECT_EQ(walk(0).error(), ChainError::kNextOutOfRange);
+}
+
+// Drivers size requests from seg_max, which may exceed the ring (a vhost-user back-end advertises
+// it before the front-end picks the ring): tables up to kMaxIndirectDescriptors are walked, as
+// QEMU's device model and Linux's vhost walk them.
+TEST_F(ChainTest, IndirectTableLongerThanTheQueue) {
+  for (uint32_t n : {uint32_t{kSize} + 2, kMaxIndirectDescriptors}) {
+    std::vector<FakeVirtqueueDriver::Buf> bufs(n, {0x10000, 512, false});
+    bufs.back() = {0x12000, 1, true};
+    drv.write_indirect_table(0x20000, bufs);
+    drv.write_desc(0, 0x20000, 16 * n, VIRTQ_DESC_F_INDIRECT, 0);
+    auto c = walk(0);
+    ASSERT_TRUE(c) << n << ": " << chain_error_name(c.error());
+    EXPECT_EQ(c->segments.size(), n);
+    EXPECT_EQ(c->descriptors, n);
+    EXPECT_EQ(c->writable_bytes, 1u);
+  }
+  // A loop inside a long table is still bounded by the table.
+  (void)ram.mem().write_obj(0x20000 + 16 * 99, VirtqDesc{0x10000, 16, VIRTQ_DESC_F_NEXT, 0});
+  drv.write_desc(0, 0x20000, 16 * 100, VIRTQ_DESC_F_INDIRECT, 0);
+  EXPECT_EQ(walk(0).error(), ChainError::kTooLong);
+}
+
+TEST_F(ChainTest, RefusedChainTailIsTheLastWritableBuffer) {
+  auto tail = [&](uint16_t head) {
+    return refused_chain_tail(ram.mem(), drv.config().desc_gpa, kSize, head, true);
+  };
+  // A buffer outside RAM mid-chain: the status byte at the end is still found.
+  drv.write_desc(0, 0x10000, 16, VIRTQ_DESC_F_NEXT, 1);
+  drv.write_desc(1, 0x10000000, 512, VIRTQ_DESC_F_NEXT, 2);
+  drv.write_desc(2, 0x12000, 1, VIRTQ_DESC_F_WRITE, 0);
+  ASSERT_FALSE(walk(0));
+  auto t = tail(0);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->gpa, 0x12000u);
+  EXPECT_EQ(t->host.size(), 1u);
+  EXPECT_EQ(t->host.data(), ram.at(0x12000));
+  // In an indirect table (bounded as the walker bounds it).
+  std::vector<FakeVirtqueueDriver::Buf> bufs(3, {0x10000000, 512, false});
+  bufs.back() = {0x12000, 4, true};
+  drv.write_indirect_table(0x20000, bufs);
+  drv.write_desc(3, 0x20000, 48, VIRTQ_DESC_F_INDIRECT, 0);
+  ASSERT_FALSE(walk(3));
+  ASSERT_TRUE(tail(3));
+  EXPECT_EQ(tail(3)->host.data(), ram.at(0x12000));
+  EXPECT_EQ(tail(3)->host.size(), 4u);
+  drv.write_desc(3, 0x20000, 16 * (kMaxIndirectDescriptors + 1), VIRTQ_DESC_F_INDIRECT, 0);
+  EXPECT_FALSE(tail(3));
+  // No tail: device-readable, empty or outside RAM last buffer; a loop; a nested table; a head
+  // out of range.
+  drv.write_desc(2, 0x12000, 1, 0, 0);
+  EXPECT_FALSE(tail(0));
+  drv.write_desc(2, 0x12000, 0, VIRTQ_DESC_F_WRITE, 0);
+  EXPECT_FALSE(tail(0));
+  drv.write_desc(2, 0x10000000, 1, VIRTQ_DESC_F_WRITE, 0);
+  EXPECT_FALSE(tail(0));
+  drv.write_desc(2, 0x12000, 1, VIRTQ_DESC_F_WRITE | VIRTQ_DESC_F_NEXT, 0);
+  EXPECT_FALSE(tail(0));
+  (void)ram.mem().write_obj(0x30000, VirtqDesc{0x20000, 48, VIRTQ_DESC_F_INDIRECT, 0});
+  drv.write_desc(4, 0x30000, 16, VIRTQ_DESC_F_INDIRECT, 0);
+  EXPECT_FALSE(tail(4));
+  EXPECT_FALSE(tail(kSize));
 }
 
 TEST_F(ChainTest, DescriptorTableOutsideRam) {

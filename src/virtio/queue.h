@@ -21,7 +21,7 @@ struct PopResult {
   enum class Kind {
     kEmpty,      ///< Nothing new in the available ring.
     kChain,      ///< `chain` is a validated chain to serve.
-    kMalformed,  ///< The chain at `head` is malformed; return it (len 0) and count it.
+    kMalformed,  ///< The chain at `head` is malformed; the handler refuses it (refuse()).
     kFatal,      ///< The ring itself is broken (avail->idx ran ahead, head out of range, ring not
                  ///< in RAM): the device must set DEVICE_NEEDS_RESET and stop using this queue.
   };
@@ -50,6 +50,11 @@ class Virtqueue {
   /// back-end resubmitting a chain its predecessor took but never returned). kFatal if `head`
   /// is out of range, kMalformed for a bad chain, else kChain.
   [[nodiscard]] PopResult walk(uint16_t head) const;
+
+  /// The last buffer of the refused chain at `head` if it is device-writable (refused_chain_tail()).
+  [[nodiscard]] std::optional<ChainSegment> refused_tail(uint16_t head) const {
+    return refused_chain_tail(mem_, config_.desc_gpa, config_.size, head, indirect_);
+  }
 
   /// Writes a used element (head, bytes written) at the next used slot; not visible to the driver
   /// until publish_used(). Fails only if the used ring is not in guest RAM.

@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       const DescriptorChain& c = p.chain;
       FUZZ_CHECK(c.head < queue_size);
-      FUZZ_CHECK(c.descriptors <= queue_size);
+      FUZZ_CHECK(c.descriptors <= queue_size + kMaxIndirectDescriptors);
       for (const auto& s : c.segments) FUZZ_CHECK(mem.slice(s.gpa, s.host.size()).has_value());
       BlockRequest r = parse_block_request(c, limits);
       uint64_t total = 0;

@@ -171,8 +171,8 @@ void QueueWorker::process_queue() {
         QueueCounters::add(ctx_.counters->malformed);
         TERN_LOG_RATELIMITED(*ctx_.log_limit, warn, "{}: queue {}: malformed chain: {}", ctx_.name,
                              ctx_.index, p.reason);
-        complete(p.head, 0, 0, true);
         served_since_malformed_ = 0;
+        handler_->refuse(*this, p.head);
         continue;
       }
       ++served_since_malformed_;
@@ -199,6 +199,8 @@ void QueueWorker::process_queue() {
     if (!*more) return;
   }
 }
+
+void QueueHandler::refuse(QueueWorker& w, uint16_t head) { w.complete(head, 0, 0, true); }
 
 void QueueWorker::complete(uint16_t head, uint32_t used_len, uint64_t bytes, bool error) {
   if (bytes > 0) QueueCounters::add(ctx_.counters->bytes, bytes);

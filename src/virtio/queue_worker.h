@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -44,6 +45,14 @@ class QueueHandler {
   [[nodiscard]] virtual bool ready(QueueWorker&) { return true; }
   /// Serves one validated chain (complete it now or later through w.complete()).
   virtual void serve(QueueWorker& w, DescriptorChain chain) = 0;
+  /// Answers chain `head`, which the walker refused (already counted and logged). A request
+  /// the device does not carry out must never look carried out to the driver. The default
+  /// returns it with used length 0, which says "nothing written" truthfully where the used length
+  /// is the answer (virtio-rng's entropy, virtio-net's RX frames; a TX frame is dropped). A
+  /// device whose requests end in a status byte writes its error there
+  /// (QueueWorker::refused_tail()) or, when the chain has no such byte, marks the queue broken
+  /// (QueueWorker::mark_unanswerable()).
+  virtual void refuse(QueueWorker& w, uint16_t head);
   /// End of a batch of serve() calls (e.g. submit queued I/O).
   virtual void flush(QueueWorker&) {}
   /// A registered fd with this tag is readable.
@@ -121,6 +130,17 @@ class QueueWorker {
   /// The ring is unusable (§2.1.2): DEVICE_NEEDS_RESET, count, log; the queue is ignored after.
   void mark_broken(const std::string& why);
   [[nodiscard]] bool broken() const { return broken_; }
+  /// A chain the device cannot answer (no status byte to report its failure in): publishes the
+  /// chains completed before it, so their answers reach the driver, then mark_broken().
+  void mark_unanswerable(const std::string& why) {
+    publish();
+    mark_broken(why);
+  }
+  /// For QueueHandler::refuse(): the refused chain's last buffer when it is device-writable
+  /// (refused_chain_tail(), virtio 1.2 §2.7.4.2).
+  [[nodiscard]] std::optional<ChainSegment> refused_tail(uint16_t head) const {
+    return vq_.refused_tail(head);
+  }
   /// Stops (`watched` false) or resumes waking for the handler fd registered with `tag`
   /// (EPOLL_CTL_DEL / EPOLL_CTL_ADD, as epoll reports EPOLLERR even for no events): an RX
   /// handler without buffers ignores its readable tap until the driver kicks new ones (no

@@ -106,13 +106,13 @@ class BackendThread {
 /// Guest RAM in a memfd, mapped here as the front-end maps it, with one split ring at kRingGpa.
 class BackendRam {
  public:
-  BackendRam() {
+  explicit BackendRam(uint16_t ring_size = kRingSize) {
     fd_ = UniqueFd(::memfd_create("test-ram", MFD_CLOEXEC));
     EXPECT_EQ(::ftruncate(fd_.get(), kRamBytes), 0);
     host_ = static_cast<uint8_t*>(
         ::mmap(nullptr, kRamBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0));
     mem_.emplace(GuestMemory::wrap({MemoryRegion{0, kRamBytes, host_, 0}}));
-    driver_.emplace(*mem_, kRingGpa, kRingSize);
+    driver_.emplace(*mem_, kRingGpa, ring_size);
   }
   ~BackendRam() { ::munmap(host_, kRamBytes); }
   [[nodiscard]] int fd() const { return fd_.get(); }
@@ -183,7 +183,7 @@ class MiniFrontend {
     ASSERT_TRUE(ack.has_value());
     ASSERT_TRUE(parse_ack_reply(*ack, VHOST_USER_SET_OWNER).has_value());
   }
-  /// Memory table, ring 0 (num, addr, base, call, kick, enable).
+  /// Memory table, ring 0 (num = the ring's size, addr, base, call, kick, enable).
   void start_ring(BackendRam& ram, uint16_t base, int kick, int call) {
     VhostUserMemory m;
     m.nregions = 1;
@@ -195,12 +195,24 @@ class MiniFrontend {
     auto ack = ch_.recv(std::chrono::seconds(10));
     ASSERT_TRUE(ack.has_value());
     ASSERT_TRUE(parse_ack_reply(*ack, VHOST_USER_SET_MEM_TABLE).has_value());
-    ASSERT_TRUE(acked(VHOST_USER_SET_VRING_NUM, VhostVringState{0, kRingSize}).has_value());
+    ASSERT_TRUE(acked(VHOST_USER_SET_VRING_NUM, VhostVringState{0, ram.driver().config().size})
+                    .has_value());
     ASSERT_TRUE(acked(VHOST_USER_SET_VRING_ADDR, ram.addr()).has_value());
     ASSERT_TRUE(acked(VHOST_USER_SET_VRING_BASE, VhostVringState{0, base}).has_value());
     ASSERT_TRUE(acked(VHOST_USER_SET_VRING_CALL, uint64_t{0}, {call}).has_value());
     ASSERT_TRUE(acked(VHOST_USER_SET_VRING_KICK, uint64_t{0}, {kick}).has_value());
     ASSERT_TRUE(acked(VHOST_USER_SET_VRING_ENABLE, VhostVringState{0, 1}).has_value());
+  }
+  /// GET_CONFIG: the whole virtio-blk config space.
+  virtio::VirtioBlkConfig config() {
+    VhostUserConfigHeader h{0, sizeof(virtio::VirtioBlkConfig), 0};
+    std::vector<uint8_t> b(sizeof h + h.size);
+    std::memcpy(b.data(), &h, sizeof h);
+    virtio::VirtioBlkConfig c{};
+    auto cfg = parse_config_reply(call(VHOST_USER_GET_CONFIG, b).value(), h.size);
+    EXPECT_TRUE(cfg.has_value());
+    if (cfg) std::memcpy(&c, cfg->data(), sizeof c);
+    return c;
   }
   Channel& channel() { return ch_; }
 

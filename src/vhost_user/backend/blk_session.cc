@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -20,6 +21,8 @@ namespace {
 constexpr uint64_t kProtocolFeaturesBit = uint64_t{1} << VHOST_USER_F_PROTOCOL_FEATURES;
 constexpr uint16_t kMaxRingSize = 1024;
 constexpr const char* kName = "vhost-user-blk";
+// QEMU's default vhost-user-blk-pci queue-size, and the ring qemu-storage-daemon sizes seg_max for.
+constexpr uint16_t kFrontendDefaultRing = 128;
 
 template <class T>
 Message reply_of(uint32_t request, const T& body) {
@@ -27,6 +30,10 @@ Message reply_of(uint32_t request, const T& body) {
                                                       sizeof body));
 }
 }  // namespace
+
+uint32_t backend_seg_max(uint16_t queue_size) {
+  return static_cast<uint32_t>(std::min(queue_size, kFrontendDefaultRing)) - 2;
+}
 
 Result<BlkDisk> BlkDisk::open(const DiskConfig& config) {
   TRY(validate_disk_config(config));
@@ -38,6 +45,7 @@ Result<BlkDisk> BlkDisk::open(const DiskConfig& config) {
     d.engine = IoEngineKind::kThreads;
   }
   d.config_space = virtio::make_blk_config(d.config, d.image);
+  d.config_space.seg_max = backend_seg_max(config.queue_size);
   d.features = virtio::blk_device_features(d.config, d.image);
   return d;
 }
@@ -238,6 +246,14 @@ Result<void> BlkSession::execute(Request& req) {
                     "size " + std::to_string(s.num) + " is not a power of two up to 1024");
       if (v->worker) return fail("vring " + std::to_string(s.index), "size change while running");
       v->num = static_cast<uint16_t>(s.num);
+      // seg_max was read (GET_CONFIG) before the ring size was known. With INDIRECT_DESC the
+      // walker takes tables longer than the ring; without it a request may not fit the ring.
+      if (disk_.config_space.seg_max + 2 > s.num &&
+          (acked_features_ & virtio::feature(virtio::VIRTIO_F_INDIRECT_DESC)) == 0)
+        TERN_LOG_RATELIMITED(log_limit_, warn,
+                             "{}: vring {}: {} entries hold fewer than seg_max {} + 2 descriptors "
+                             "and INDIRECT_DESC was not negotiated: give --disk queue_size={}",
+                             kName, s.index, s.num, disk_.config_space.seg_max, s.num);
       return {};
     }
     case VHOST_USER_SET_VRING_ADDR: {

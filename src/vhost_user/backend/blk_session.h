@@ -30,6 +30,13 @@
 
 namespace tern::vhost_user {
 
+/// The seg_max the back-end advertises: min(queue_size, 128) - 2. The front-end reads the config
+/// space before it picks the ring size (SET_VRING_NUM), and a driver without INDIRECT_DESC needs
+/// seg_max + 2 <= ring; 128 is QEMU's default vhost-user-blk-pci queue-size and the ring
+/// qemu-storage-daemon sizes its seg_max (126) for. `--disk queue_size` lowers it for a front-end
+/// with a smaller ring.
+[[nodiscard]] uint32_t backend_seg_max(uint16_t queue_size);
+
 /// The disk served, across connections.
 struct BlkDisk {
   DiskConfig config;

@@ -48,14 +48,27 @@ void BlockQueueHandler::complete(QueueWorker& w, uint16_t head, uint8_t* status,
   w.complete(head, used_len, bytes, error);
 }
 
+void BlockQueueHandler::refuse(QueueWorker& w, uint16_t head) {
+  auto tail = w.refused_tail(head);
+  if (!tail) {
+    w.mark_unanswerable("malformed request (head " + std::to_string(head) +
+                  ") without a status byte to answer it");
+    return;
+  }
+  // §5.2.6: the status is the last byte of the chain, device-writable.
+  BlockCounters::add(counters_->ioerr);
+  complete(w, head, tail->host.data() + tail->host.size() - 1, VIRTIO_BLK_S_IOERR, 1, 0, true);
+}
+
 void BlockQueueHandler::serve(QueueWorker& w, DescriptorChain chain) {
   BlockRequest req = parse_block_request(chain, limits_);
   auto& c = *counters_;
   switch (req.op) {
     case BlockRequest::Op::kNone:
       if (req.status == nullptr) {
+        // No device-writable byte: nowhere to say IOERR (§2.1.2: the device needs a reset).
         BlockCounters::add(c.malformed_chains);
-        complete(w, req.head, nullptr, 0, 0, 0, true);
+        w.mark_unanswerable("request (head " + std::to_string(req.head) + ") without a status byte");
       } else {
         BlockCounters::add(req.status_value == VIRTIO_BLK_S_UNSUPP ? c.unsupp : c.ioerr);
         if (req.over_limits) BlockCounters::add(c.over_limits);

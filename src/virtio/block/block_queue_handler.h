@@ -27,6 +27,10 @@ class BlockQueueHandler final : public QueueHandler {
   std::vector<std::pair<BorrowedFd, uint32_t>> fds() override;
   bool ready(QueueWorker&) override;
   void serve(QueueWorker& w, DescriptorChain chain) override;
+  /// A chain the walker refused: VIRTIO_BLK_S_IOERR in its last byte when that is device-writable
+  /// (used length 1), else the queue is marked broken (DEVICE_NEEDS_RESET): a driver reading a
+  /// stale status byte must never take a request tern did not carry out for a success.
+  void refuse(QueueWorker& w, uint16_t head) override;
   void flush(QueueWorker&) override { executor_->flush(); }
   void on_fd(QueueWorker& w, uint32_t tag) override;
   void drain(QueueWorker& w) override;

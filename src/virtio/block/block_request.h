@@ -4,7 +4,7 @@
 // Framing-agnostic (§2.7.4): the 16-byte header may be split across descriptors, the status byte
 // is the last device-writable byte, data is whatever lies between. Parsing never writes guest
 // memory and never fails "hard": every problem becomes a status to answer (IOERR / UNSUPP) or,
-// when there is no status byte at all, a chain to return with used length 0.
+// when there is no status byte at all, a chain the device cannot answer (DEVICE_NEEDS_RESET).
 #pragma once
 
 #include <sys/uio.h>

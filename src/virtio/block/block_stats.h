@@ -22,7 +22,8 @@ struct BlockStats {
   uint64_t ioerr = 0;             ///< Requests answered VIRTIO_BLK_S_IOERR (guest or host cause).
   uint64_t unsupp = 0;            ///< Requests answered VIRTIO_BLK_S_UNSUPP.
   uint64_t host_io_errors = 0;    ///< Of ioerr: the host's I/O failed (not the guest's fault).
-  uint64_t malformed_chains = 0;  ///< Chains returned with used length 0 (bad chain, no status).
+  uint64_t malformed_chains = 0;  ///< Chains refused (bad chain: IOERR in its last byte; no status
+                                  ///< byte: DEVICE_NEEDS_RESET).
   uint64_t needs_reset = 0;       ///< Times a queue was found broken (DEVICE_NEEDS_RESET).
   uint64_t bounced = 0;           ///< O_DIRECT requests copied through an aligned bounce buffer.
   uint64_t over_limits = 0;       ///< Of ioerr: IN/OUT over the advertised size_max / seg_max.

@@ -1,8 +1,10 @@
 // controlq handler (virtio 1.2 §5.1.6.5): struct virtio_net_ctrl { u8 class; u8 command;
 // u8 command-specific-data[]; u8 ack; } with class/command/data device-readable and ack
 // device-writable. Only VIRTIO_NET_CTRL_MQ / VQ_PAIRS_SET is served (tern offers no other
-// control feature); anything else is answered VIRTIO_NET_ERR. A chain without class and
-// command, or without a writable ack byte, is returned with used length 0.
+// control feature); anything else is answered VIRTIO_NET_ERR, and so is a chain without class
+// and command, or one the walker refused, in its ack byte (the chain's last, device-writable). A
+// chain without an ack byte cannot be answered: the queue needs a reset (a driver reading a stale
+// ack must not take a command tern did not execute for VIRTIO_NET_OK).
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -23,6 +25,17 @@ class CtrlHandler final : public virtio::QueueHandler {
  public:
   CtrlHandler(VirtioNet& dev, uint64_t acked) : dev_(dev), acked_(acked) {}
 
+  void refuse(QueueWorker& w, uint16_t head) override {
+    NetCounters::add(dev_.live_counters().ctrl_malformed);
+    auto tail = w.refused_tail(head);
+    if (!tail) {
+      w.mark_unanswerable("malformed controlq chain " + std::to_string(head) + " without an ack byte");
+      return;
+    }
+    tail->host.back() = VIRTIO_NET_ERR;
+    w.complete(head, 1, 0, true);
+  }
+
   void serve(QueueWorker& w, virtio::DescriptorChain chain) override {
     NetCounters& c = dev_.live_counters();
     NetCounters::add(c.ctrl_commands);
@@ -40,10 +53,14 @@ class CtrlHandler final : public virtio::QueueHandler {
     }
     if (got < 2 || ack == nullptr) {
       NetCounters::add(c.ctrl_malformed);
-      TERN_LOG_RATELIMITED(w.log_limit(), warn,
-                           "{}: controlq: chain {} without {} dropped", w.name(), chain.head,
-                           got < 2 ? "class and command" : "an ack byte");
-      w.complete(chain.head, 0, 0, true);
+      TERN_LOG_RATELIMITED(w.log_limit(), warn, "{}: controlq: chain {} without {}", w.name(),
+                           chain.head, ack == nullptr ? "an ack byte" : "class and command");
+      if (ack == nullptr) {
+        w.mark_unanswerable("controlq chain " + std::to_string(chain.head) + " without an ack byte");
+        return;
+      }
+      *ack = VIRTIO_NET_ERR;
+      w.complete(chain.head, 1, 0, true);
       return;
     }
     const uint8_t status = execute(w, cmd[0], cmd[1], std::span(cmd).subspan(2, got - 2));

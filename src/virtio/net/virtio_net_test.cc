@@ -457,14 +457,18 @@ TEST_F(NetDeviceTest, ControlQueueSetsQueuePairs) {
   kick(3);
   EXPECT_EQ(peer_recv(1), f);
 
-  // Malformed: one readable byte only; no ack byte.
+  // Malformed: one readable byte only, answered VIRTIO_NET_ERR in its ack byte; then a chain
+  // without an ack byte, which cannot be answered: the queue needs a reset.
   (void)ram_.mem().write(kBufGpa, std::vector<uint8_t>{4, 0});
+  (void)ram_.mem().write_obj<uint8_t>(kBufGpa + 0x100, 0);  // VIRTIO_NET_OK if never written
   drv_[4]->add_chain({{kBufGpa, 1, false}, {kBufGpa + 0x100, 1, true}});
   drv_[4]->add_chain({{kBufGpa, 2, false}});
   kick(4);
-  ASSERT_TRUE(wait_used(4, 7));
-  EXPECT_EQ(drv_[4]->used_elem(5).len, 0u);
-  EXPECT_EQ(drv_[4]->used_elem(6).len, 0u);
+  ASSERT_TRUE(wait_used(4, 6));
+  EXPECT_EQ(drv_[4]->used_elem(5).len, 1u);
+  EXPECT_EQ(ram_.mem().read_obj<uint8_t>(kBufGpa + 0x100).value(), VIRTIO_NET_ERR);
+  ASSERT_TRUE(irq_->wait_needs_reset());
+  EXPECT_EQ(drv_[4]->used_idx(), 6);
   auto c = dev_->counters();
   EXPECT_EQ(named(c, "ctrl_commands"), 7u);
   EXPECT_EQ(named(c, "ctrl_errors"), 3u);
