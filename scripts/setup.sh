@@ -20,6 +20,7 @@ PACKAGES=(
   qemu-system-common  # qemu-storage-daemon: the vhost-user-blk back-end of tests/e2e/vhost_user_test.sh
   python3 curl fio iperf3 iproute2 jq
   lz4  # tests/e2e/boot_scenario.sh extracts an uncompressed vmlinux for the ELF boot case
+  memtest86+  # /boot/memtest86+x64.bin: the non-Linux guest of tests/e2e/boot_test.sh
   mmdebstrap  # the Debian 12 guest image (images/debian/build.sh)
 )
 

@@ -52,7 +52,11 @@ Result<void> KvmVm::create_irqchip() {
 
 Result<void> KvmVm::create_pit2() {
   kvm_pit_config cfg{};
-  cfg.flags = 0;
+  // KVM_PIT_SPEAKER_DUMMY (as QEMU sets it): KVM also serves port 0x61, NMI status and control
+  // register B, with PIT channel 2's gate (bit 0) and output (bit 5). Without it the port exits to
+  // tern unclaimed and reads 0xFF, so a guest that times a channel-2 one-shot there (memtest86+'s
+  // TSC calibration, SeaBIOS, Linux's pit_hpet_ptimer_calibrate_cpu) sees it expire at once.
+  cfg.flags = KVM_PIT_SPEAKER_DUMMY;
   if (::ioctl(fd_.get(), KVM_CREATE_PIT2, &cfg) < 0) return fail_errno("KVM_CREATE_PIT2");
   return {};
 }

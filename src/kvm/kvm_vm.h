@@ -26,7 +26,9 @@ class KvmVm {
   [[nodiscard]] Result<void> set_identity_map_addr(uint64_t gpa);
   /// KVM_CREATE_IRQCHIP: in-kernel PIC pair, IOAPIC and per-vCPU LAPICs.
   [[nodiscard]] Result<void> create_irqchip();
-  /// KVM_CREATE_PIT2: in-kernel i8254 PIT on ports 0x40-0x43 (and port 0x61).
+  /// KVM_CREATE_PIT2 with KVM_PIT_SPEAKER_DUMMY: the in-kernel i8254 PIT on ports 0x40-0x43 and
+  /// port 0x61 (channel 2's gate and output; the speaker bits read back, no sound). Needs
+  /// create_irqchip() first.
   [[nodiscard]] Result<void> create_pit2();
   /// KVM_IRQ_LINE: sets the level of GSI `irq` on the in-kernel irqchip.
   [[nodiscard]] Result<void> irq_line(uint32_t irq, bool level);

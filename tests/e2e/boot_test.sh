@@ -10,12 +10,20 @@
 #   -elf  an uncompressed vmlinux ELF (--boot-protocol pvh), decompressed from the bzImage's payload
 #         here on the host with the lz4 CLI (Debian package lz4; the case is skipped, saying so,
 #         without it)
+# and a guest that is not Linux: memtest86+ (Debian's /boot/memtest86+x64.bin, package memtest86+;
+# the cases fail without it) on 1 and 2 vCPUs with 32 MiB, until its first pass completes. It
+# draws its screen on the serial console; the scenario renders it (E2E-SCREEN lines) and this
+# script wants row 8 to say "Pass: 1" or more with "Errors: 0", row 7 "Status: Pass" and the CPUs
+# it used ("SMP: 2T" on 2 vCPUs, "SMP: Disabled" on 1), row 1 a measured clock ("CLK/Temp: NMHz":
+# memtest times the PIT through port 0x61, "N/A" when it could not).
 #
 # Usage: tests/e2e/boot_test.sh        (CTest: add_test(NAME e2e_boot COMMAND .../boot_test.sh))
 # Environment: E2E_VMM=tern|qemu (default tern; qemu checks the harness while tern cannot boot:
 #              it runs the -bz cases and the -elf case, which QEMU enters through PVH too),
-#              E2E_PROTOCOLS (default "bz pvh elf"; "bz" runs only the bzImage cases),
-#              TERN_BIN (default build/tern), E2E_LOG (console log path).
+#              E2E_PROTOCOLS (default "bz pvh elf memtest"; "bz" runs only the bzImage cases,
+#              "memtest" only memtest86+'s),
+#              TERN_BIN (default build/tern), E2E_LOG (console log path),
+#              E2E_MEMTEST_TIMEOUT (default 450: seconds of L1 time a memtest86+ case may take).
 # A -pvh/-elf case FAILS (it is not skipped) when tern has no --boot-protocol option.
 # Prints one PASS/FAIL/SKIP line per case and "N passed, M failed"; exits 1 on any failure.
 set -euo pipefail
@@ -35,11 +43,15 @@ pvh_log_line="boot protocol: pvh"
 configs=(c1_256m:1:256:poweroff:0 c2_1g:2:1024:poweroff:0 c2_3328m:2:3328:poweroff:0
     reboot_256m:1:256:reboot:3)
 elf_cases=(c1_256m-elf:1:256:poweroff:0:elf)
-default_protocols="bz pvh elf"
-[[ "$vmm" == tern ]] || default_protocols="bz elf"  # QEMU has no host-decompressed bzImage path
+# memtest86+: name:cpus:memory_mib:-:status(0 = first pass seen):memtest. Little RAM, a short pass.
+memtest_path=/boot/memtest86+x64.bin
+memtest_cases=(memtest_c1_32m:1:32:-:0:memtest memtest_c2_32m:2:32:-:0:memtest)
+default_protocols="bz pvh elf memtest"
+[[ "$vmm" == tern ]] || default_protocols="bz elf memtest"  # QEMU has no host-decompressed bzImage path
 protocols="${E2E_PROTOCOLS:-$default_protocols}"
 for p in $protocols; do
-    [[ "$p" =~ ^(bz|pvh|elf)$ ]] || th_die "E2E_PROTOCOLS: unknown protocol '$p' (bz, pvh, elf)"
+    [[ "$p" =~ ^(bz|pvh|elf|memtest)$ ]] ||
+        th_die "E2E_PROTOCOLS: unknown protocol '$p' (bz, pvh, elf, memtest)"
 done
 wants() { [[ " $protocols " == *" $1 "* ]]; }
 # cases: name:cpus:memory_mib:action:expected_status:protocol
@@ -49,9 +61,12 @@ for c in "${configs[@]}"; do
     for p in bz pvh; do wants "$p" && cases+=("$name-$p:$rest:$p"); done
 done
 wants elf && cases+=("${elf_cases[@]}")
+wants memtest && cases+=("${memtest_cases[@]}")
 
-# Each boot gets 60 s of test host time (QEMU needs 3-5 s, tern ~3 s).
-run_args=(--scenario "$here/boot_scenario.sh" --env "E2E_VMM=$vmm" --env E2E_CASE_TIMEOUT=60 --timeout 900)
+# Each boot gets 60 s of test host time (QEMU needs 3-5 s, tern ~3 s); memtest86+ gets 450 s for
+# its first pass (docs/boot.md has the figures). All of it fits CTest's 1800 s.
+run_args=(--scenario "$here/boot_scenario.sh" --env "E2E_VMM=$vmm" --env E2E_CASE_TIMEOUT=60
+    --env "E2E_MEMTEST_TIMEOUT=${E2E_MEMTEST_TIMEOUT:-450}" --timeout 1700)
 case "$vmm" in
     tern)
         tern="${TERN_BIN:-$repo/build/tern}"
@@ -63,6 +78,22 @@ esac
 
 # Cases that cannot run are not booted; they fail (or, for -elf without lz4, are skipped) below.
 declare -A not_run=()
+# Files for L1 (run.sh --extra: one directory copied over L1's root): /guest/vmlinux for -elf,
+# /guest/memtest86+x64.bin for memtest.
+mkdir -p "$TH_CACHE"
+extra_dir="$(mktemp -d "$TH_CACHE/e2e-boot-extra.XXXXXX")"
+trap 'rm -rf "$extra_dir"' EXIT
+mkdir -p "$extra_dir/guest"
+if wants memtest; then
+    if [[ -f "$memtest_path" ]]; then
+        cp "$memtest_path" "$extra_dir/guest/"
+        run_args+=(--env "E2E_MEMTEST=/guest/$(basename "$memtest_path")")
+    else
+        for c in "${memtest_cases[@]}"; do
+            not_run[${c%%:*}]="FAIL: no $memtest_path on this host (apt-get install memtest86+; scripts/setup.sh)"
+        done
+    fi
+fi
 have_protocol_option=1
 if [[ "$vmm" == tern ]] && ! "$tern" run --help 2>&1 | grep -q -- --boot-protocol; then
     have_protocol_option=0
@@ -99,13 +130,15 @@ if wants elf; then
         mv "$tmp" "$elf_dir/guest/vmlinux"
     fi
     if [[ -s "$elf_dir/guest/vmlinux" ]]; then
-        run_args+=(--extra "$elf_dir" --env E2E_VMLINUX=/guest/vmlinux)
+        cp "$elf_dir/guest/vmlinux" "$extra_dir/guest/vmlinux"
+        run_args+=(--env E2E_VMLINUX=/guest/vmlinux)
     fi
 fi
+run_args+=(--extra "$extra_dir")
 list=""
 for c in "${cases[@]}"; do
     IFS=: read -r name cpus mem action _ proto <<<"$c"
-    if [[ "$proto" != bz && "$have_protocol_option" == 0 ]]; then
+    if [[ "$proto" =~ ^(pvh|elf)$ && "$have_protocol_option" == 0 ]]; then
         not_run[$name]="FAIL: tern run has no --boot-protocol option (is branch pvh merged?)"
     fi
     [[ -n "${not_run[$name]:-}" ]] || list+="$name:$cpus:$mem:$action:$proto "
@@ -123,6 +156,47 @@ set -e
 
 release="$(th_kernel_version)"
 passed=0 failed=0
+# verdict NAME TEXT [PROBLEM]...: "PASS case=NAME TEXT" without problems, else "FAIL case=NAME:" and
+# each problem; counted in passed/failed.
+verdict() {
+    local name="$1" text="$2"
+    shift 2
+    if (($# == 0)); then
+        echo "PASS case=$name $text"
+        passed=$((passed + 1))
+    else
+        printf 'FAIL case=%s:' "$name"
+        printf ' %s;' "$@"
+        echo
+        failed=$((failed + 1))
+    fi
+}
+# check_memtest NAME CPUS STATUS BLOCK SECS: a memtest86+ case passes when the scenario saw the first
+# pass end (status 0) and the screen it printed shows it with no error, on the CPUs given.
+check_memtest() {
+    local name="$1" cpus="$2" status="$3" block="$4" secs="$5" row1 row7 row8 problems=()
+    row1="$(sed -n "s/^E2E-SCREEN case=$name 01|//p" <<<"$block")"
+    row7="$(sed -n "s/^E2E-SCREEN case=$name 07|//p" <<<"$block")"
+    row8="$(sed -n "s/^E2E-SCREEN case=$name 08|//p" <<<"$block")"
+    if [[ -z "$status" ]]; then
+        problems+=("no E2E-RESULT line (test host rc=$host_rc)")
+    elif [[ "$status" == 124 ]]; then
+        problems+=("no completed pass on the console within the scenario's time")
+    elif [[ "$status" != 0 ]]; then
+        problems+=("$vmm exited by itself with status $status")
+    fi
+    [[ "$row8" =~ Pass:\ *([0-9]+) && "${BASH_REMATCH[1]}" -ge 1 ]] ||
+        problems+=("screen row 8 shows no completed pass: '$row8'")
+    [[ "$row8" =~ Errors:\ *0\ *$ ]] || problems+=("screen row 8 shows errors: '$row8'")
+    [[ "$row7" =~ Status:\ *Pass ]] || problems+=("screen row 7 shows no 'Status: Pass': '$row7'")
+    [[ "$row1" =~ CLK/Temp:\ *[0-9]+MHz ]] || problems+=("screen row 1 shows no measured clock: '$row1'")
+    if ((cpus > 1)); then
+        [[ "$row7" =~ SMP:\ *${cpus}T ]] || problems+=("screen row 7 shows no 'SMP: ${cpus}T': '$row7'")
+    else
+        [[ "$row7" =~ SMP:\ *Disabled ]] || problems+=("screen row 7 shows no 'SMP: Disabled': '$row7'")
+    fi
+    verdict "$name" "l1_seconds=$secs |${row8##*|}" ${problems[@]+"${problems[@]}"}
+}
 skipped=0
 declare -A proto_secs=()  # test host seconds spent in each protocol's cases
 for c in "${cases[@]}"; do
@@ -139,6 +213,10 @@ for c in "${cases[@]}"; do
     status="$(sed -n "s/^E2E-RESULT case=$name status=\([0-9]*\).*/\1/p" <<<"$block")"
     secs="$(sed -n "s/^E2E-RESULT case=$name .*l1_seconds=\([0-9.]*\).*/\1/p" <<<"$block")"
     [[ -z "$secs" ]] || proto_secs[$proto]="$(awk "BEGIN { print ${proto_secs[$proto]:-0} + $secs }")"
+    if [[ "$proto" == memtest ]]; then
+        check_memtest "$name" "$cpus" "$status" "$block" "$secs"
+        continue
+    fi
     marker="$(grep -ao 'TERN-GUEST-MARKER nproc=[0-9]* memtotal_kb=[0-9]* release=[^ ]*' <<<"$block" | head -n 1 || true)"
     problems=()
     if [[ -z "$status" ]]; then
@@ -175,15 +253,7 @@ for c in "${cases[@]}"; do
     if [[ "$name" == stdin_* && "$vmm" == tern ]] && ! grep -aq '^PIPED-42' <<<"$block"; then
         problems+=("guest shell did not print PIPED-42 from piped stdin")
     fi
-    if ((${#problems[@]} == 0)); then
-        echo "PASS case=$name status=$status l1_seconds=$secs $marker"
-        passed=$((passed + 1))
-    else
-        printf 'FAIL case=%s:' "$name"
-        printf ' %s;' "${problems[@]}"
-        echo
-        failed=$((failed + 1))
-    fi
+    verdict "$name" "status=$status l1_seconds=$secs $marker" ${problems[@]+"${problems[@]}"}
 done
 if [[ "$host_rc" != 0 ]]; then
     echo "FAIL test host: run.sh exited $host_rc (log: $log)"

@@ -12,6 +12,7 @@ namespace tern::x86 {
 namespace {
 
 constexpr size_t kSectorSize = 512;
+constexpr uint64_t kSyssizeUnit = 16;  ///< setup_header.syssize counts 16-byte paragraphs.
 constexpr size_t kJumpOffsetByte = 0x201;  ///< The setup header ends at 0x202 + this byte.
 constexpr size_t kMagicEnd = 0x206;        ///< End of the "HdrS" magic.
 /// End of the fields a 2.12 header must have (through handover_offset).
@@ -72,11 +73,16 @@ Result<BzImage> parse_bzimage(std::span<const uint8_t> file) {
         fmt::format("truncated: setup_sects={} puts the protected-mode kernel at {:#x} but "
                     "the file is only {} bytes",
                     k.setup_sects, payload_offset, file.size()));
+  // syssize counts 16-byte paragraphs, rounded up (memtest86+ 6.10's x64.bin is 8 bytes short of
+  // syssize * 16): a file that ends inside the last paragraph holds the whole kernel, as QEMU and
+  // GRUB take it; a whole paragraph missing is a truncated file.
   const uint64_t payload_size = file.size() - payload_offset;
-  const uint64_t syssize_bytes = uint64_t{h.syssize} * 16;
-  if (payload_size < syssize_bytes)
-    return bad(fmt::format("truncated: the protected-mode kernel is {} bytes but syssize says {}",
-                           payload_size, syssize_bytes));
+  const uint64_t syssize_bytes = uint64_t{h.syssize} * kSyssizeUnit;
+  if (payload_size + (kSyssizeUnit - 1) < syssize_bytes)
+    return bad(fmt::format(
+        "truncated: the protected-mode kernel is {} bytes but syssize says {} ({} paragraphs "
+        "of {} bytes)",
+        payload_size, syssize_bytes, static_cast<uint32_t>(h.syssize), kSyssizeUnit));
   if (h.init_size == 0) return bad("malformed setup header: init_size is 0");
   const uint32_t align = h.kernel_alignment;
   if (h.relocatable_kernel != 0 && (align == 0 || (align & (align - 1)) != 0))

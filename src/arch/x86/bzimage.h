@@ -37,8 +37,9 @@ struct BzImage {
 
 /// Parses and validates a bzImage held in memory. Checks, in order: length, boot_flag 0xAA55 at
 /// 0x1FE, "HdrS" at 0x202, protocol >= 2.12, a sane header length, XLF_KERNEL_64, LOADED_HIGH,
-/// that the payload at (setup_sects + 1) * 512 is non-empty, inside the file and at least syssize
-/// paragraphs long, init_size != 0 and (if relocatable) a power-of-two kernel_alignment. Errors
+/// that the payload at (setup_sects + 1) * 512 is non-empty, inside the file and reaches into
+/// the last of its syssize 16-byte paragraphs (syssize is rounded up: a file up to 15 bytes short
+/// of syssize * 16 is whole), init_size != 0 and (if relocatable) a power-of-two kernel_alignment. Errors
 /// (op "bzImage") name what is wrong, e.g. "not a bzImage: missing HdrS magic".
 [[nodiscard]] Result<BzImage> parse_bzimage(std::span<const uint8_t> file);
 

@@ -16,6 +16,9 @@ namespace tern::x86::testing {
 
 inline constexpr const char* kDebianKernelPath = "/boot/vmlinuz-6.1.0-57-cloud-amd64";
 inline constexpr const char* kDebianInitrdPath = "/boot/initrd.img-6.1.0-57-cloud-amd64";
+/// Debian 12's memtest86+ 6.10 (package memtest86+): boot protocol 2.12, 64-bit entry, not
+/// relocatable, its file 8 bytes short of syssize * 16.
+inline constexpr const char* kMemtestPath = "/boot/memtest86+x64.bin";
 
 struct FakeKernel {
   uint8_t setup_sects = 4;

@@ -90,6 +90,42 @@ TEST(BzImage, RejectsTruncatedFiles) {
               HasSubstr("truncated: the protected-mode kernel is"));
 }
 
+// syssize is the protected-mode part in 16-byte paragraphs, rounded up: memtest86+ 6.10's x64.bin
+// (Debian's /boot/memtest86+x64.bin) ends 8 bytes before syssize * 16, and QEMU and GRUB load it.
+TEST(BzImage, LoadsAFileEndingInsideItsLastSyssizeParagraph) {
+  for (uint32_t short_by : {1u, 8u, 15u}) {
+    FakeKernel fk;
+    fk.payload_size = (64u << 10) - short_by;  // make_fake_bzimage rounds syssize up to 4096
+    auto file = make_fake_bzimage(fk);
+    ASSERT_EQ(file[0x1F4] | file[0x1F5] << 8, 4096);
+    auto k = parse_bzimage(file);
+    ASSERT_TRUE(k) << "short by " << short_by << ": " << k.error().message();
+    // What the file holds is loaded, nothing more.
+    ASSERT_EQ(k->payload.size(), fk.payload_size);
+    EXPECT_TRUE(std::equal(k->payload.begin(), k->payload.end(), file.begin() + 5 * 512));
+  }
+  // A whole paragraph missing is truncation.
+  FakeKernel fk;
+  fk.payload_size = (64u << 10) - 15;
+  auto file = make_fake_bzimage(fk);
+  file.pop_back();
+  EXPECT_THAT(parse_error(file),
+              HasSubstr("truncated: the protected-mode kernel is 65520 bytes but syssize says "
+                        "65536 (4096 paragraphs of 16 bytes)"));
+}
+
+TEST(BzImage, ParsesMemtest86Plus) {
+  auto file = testing::read_test_file(testing::kMemtestPath);
+  if (!file) GTEST_SKIP() << testing::kMemtestPath << " not present (apt-get install memtest86+)";
+  auto k = parse_bzimage(*file);
+  ASSERT_TRUE(k) << k.error().message();
+  EXPECT_EQ(k->version, 0x020C);
+  EXPECT_NE(k->xloadflags & kXlfKernel64, 0);
+  EXPECT_FALSE(k->relocatable_kernel);
+  EXPECT_EQ(k->pref_address, 0x100000u);
+  EXPECT_EQ(k->payload.size(), file->size() - (size_t{k->setup_sects} + 1) * 512);
+}
+
 TEST(BzImage, RejectsTruncatedDebianKernel) {
   auto file = testing::read_test_file(testing::kDebianKernelPath);
   if (!file) GTEST_SKIP() << testing::kDebianKernelPath << " not present";

@@ -217,5 +217,41 @@ TEST(LoadLinux, DebianKernelAndInitrd) {
   EXPECT_EQ(bp->sentinel, 0);
 }
 
+// memtest86+ 6.10 (Debian's /boot/memtest86+x64.bin): not relocatable, at 1 MiB, its file 8 bytes
+// short of syssize * 16. tern loads what the file holds at 1 MiB and enters it at +0x200; the bytes
+// after the file's end (up to init_size) are the guest's RAM, zero.
+TEST(LoadLinux, Memtest86PlusLoadsWhatItsFileHolds) {
+  std::vector<uint8_t> file;
+  if (auto real = testing::read_test_file(testing::kMemtestPath)) {
+    file = std::move(*real);
+  } else {  // a look-alike: 2.12, not relocatable, at 1 MiB, 8 bytes short of syssize * 16
+    testing::FakeKernel fk;
+    fk.version = 0x020C;
+    fk.relocatable_kernel = 0;
+    fk.pref_address = kHimemStart;
+    fk.init_size = 0x6ACF8;
+    fk.payload_size = 142776;
+    file = testing::make_fake_bzimage(fk);
+  }
+  auto k = parse_bzimage(file);
+  ASSERT_TRUE(k) << k.error().message();
+  const size_t pm_start = (size_t{k->setup_sects} + 1) * 512;
+  uint32_t syssize = 0;
+  std::memcpy(&syssize, file.data() + 0x1F4, 4);
+  ASSERT_EQ(uint64_t{syssize} * 16, file.size() - pm_start + 8);  // the case at hand
+
+  FlatRam ram(64 * MiB);
+  auto mem = ram.mem();
+  auto boot = load_linux(mem, ram.bytes.size(), *k, "console=ttyS0,115200 nopause", {});
+  ASSERT_TRUE(boot) << boot.error().message();
+  EXPECT_EQ(boot->entry_rip, kHimemStart + 0x200);
+  EXPECT_EQ(boot->kernel.decompress_gpa, kHimemStart);
+  EXPECT_EQ(boot->kernel.end, kHimemStart + k->init_size);
+  EXPECT_TRUE(std::equal(file.begin() + static_cast<ptrdiff_t>(pm_start), file.end(),
+                         ram.bytes.begin() + kHimemStart));
+  const auto after = ram.bytes.begin() + static_cast<ptrdiff_t>(kHimemStart + k->payload.size());
+  EXPECT_TRUE(std::all_of(after, after + 16, [](uint8_t b) { return b == 0; }));
+}
+
 }  // namespace
 }  // namespace tern::x86
