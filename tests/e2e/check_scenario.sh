@@ -5,9 +5,12 @@
 # builds a guest initramfs with the virtio-blk modules and tests/e2e/NAME_guest/ as --extra, runs
 # tests/e2e/NAME_scenario.sh in one test-host boot (with tern and curl), then prints each check as
 # "PASS|FAIL <check> <detail>" and "N passed, M failed"; returns 1 on any failure, when the test
-# host failed, or when no check ran. Environment: TERN_BIN (default build/tern), E2E_LOG.
+# host failed, when no check ran, or when an expected check (CHECK_EXPECTED) did not run. Environment: TERN_BIN (default build/tern), E2E_LOG.
 # Optional, set by the caller: CHECK_GUEST_MODULES (more guest modules), CHECK_GUEST_EXTRA (the
-# guest's --extra directory instead of NAME_guest/), CHECK_RUN_ARGS (array: more run.sh arguments).
+# guest's --extra directory instead of NAME_guest/), CHECK_RUN_ARGS (array: more run.sh arguments),
+# CHECK_EXPECTED (array: the check names the scenario must print; each one missing from the log is
+# a FAIL "<name> did not run", so a scenario that stops early or skips a case cannot pass on the
+# checks it did print). Without CHECK_EXPECTED one PASS is enough, as before, and a NOTE says so.
 run_check_scenario() {
     local name="$1" prefix="$2"
     local here repo tern guest modules log host_rc passed failed
@@ -36,6 +39,17 @@ run_check_scenario() {
     passed=$(grep -ac "^$prefix name=[^ ]* PASS" "$log" || true)
     failed=$(grep -ac "^$prefix name=[^ ]* FAIL" "$log" || true)
     grep -a "^$prefix" "$log" | sed "s/^$prefix name=\([^ ]*\) \(PASS\|FAIL\)/\2 \1/" || true
+    if [[ -n "${CHECK_EXPECTED+x}" ]]; then
+        local want
+        for want in "${CHECK_EXPECTED[@]}"; do
+            if ! grep -aq "^$prefix name=$want \(PASS\|FAIL\)" "$log"; then
+                echo "FAIL $want did not run (log: $log)"
+                failed=$((failed + 1))
+            fi
+        done
+    else
+        echo "NOTE no expected check list (CHECK_EXPECTED): any PASS counts"
+    fi
     if [[ "$host_rc" != 0 && "$failed" == 0 ]]; then
         echo "FAIL test host: run.sh exited $host_rc (log: $log)"
         failed=$((failed + 1))

@@ -9,4 +9,18 @@
 # Prints the PASS/FAIL line of each check and "N passed, M failed"; exits 1 on any failure.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/check_scenario.sh"
+# shellcheck disable=SC2034  # read by run_check_scenario
+CHECK_EXPECTED=(guest-counting run-vm-config-drives save-full-disk save-full-disk-leaves-nothing
+    running-after-failed-save save-unwritable-path save save-exit-status bad-truncated-state
+    bad-flipped-byte bad-major-version bad-missing-mem bad-short-mem bad-disk-gone bad-disk-size
+    api-load api-load-machine-config bad-load-into-existing-vm api-load-power-off
+    restored-guest-runs counter-continues-cpu0 timer-ticks-cpu0 counter-continues-cpu1
+    timer-ticks-cpu1 disk-writer-continues restored-api restored-machine-config
+    restored-vm-config-drives restored-exit-status disk-records-intact mem-guest-ready mem-save
+    mem-file-sparse mem-restored-runs mem-restored-machine-config mem-identical mem-restored-exit
+    cancel-saving cancel-by-power-off cancel-leaves-nothing resave-guest-ready resave-first-save
+    resave-restore-1 resave-kill-saving resave-kill-keeps-old-pair resave-restore-2
+    resave-killed-save-data-intact resave-disk-refused resave-same-file-refused
+    resave-refusals-keep-files resave-to-own-memory-file resave-running-vm-intact
+    restore-while-running-refused resave-restore-3 resave-identical)
 run_check_scenario snapshot SNAP-CHECK
