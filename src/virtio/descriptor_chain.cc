@@ -28,6 +28,27 @@ bool indirect_length_ok(uint32_t len) {
          len / sizeof(VirtqDesc) <= kMaxIndirectDescriptors;
 }
 
+/// Where a walk is: the table it reads (the ring's, then at most one indirect table), the next
+/// index in it, and how many of its descriptors were visited (more than it holds is a loop).
+struct TableCursor {
+  uint64_t table = 0;
+  uint32_t size = 0;
+  uint32_t index = 0;
+  uint32_t visited = 0;
+  bool in_indirect = false;
+
+  [[nodiscard]] bool looped() { return ++visited > size; }
+  [[nodiscard]] uint64_t desc_gpa() const { return table + uint64_t{index} * sizeof(VirtqDesc); }
+  /// Continues in the (checked) indirect table `d` refers to: it replaces the rest of the chain.
+  void enter_indirect(const VirtqDesc& d) {
+    table = d.addr;
+    size = d.len / sizeof(VirtqDesc);
+    index = 0;
+    visited = 0;
+    in_indirect = true;
+  }
+};
+
 }  // namespace
 
 tl::expected<DescriptorChain, ChainError> walk_descriptor_chain(const GuestMemory& mem,
@@ -39,31 +60,23 @@ tl::expected<DescriptorChain, ChainError> walk_descriptor_chain(const GuestMemor
   DescriptorChain chain;
   chain.head = head;
 
-  uint64_t table = desc_table_gpa;  // current table (the queue's or an indirect one)
-  uint32_t table_size = queue_size;
-  uint32_t visited = 0;             // descriptors visited in the current table
-  bool in_indirect = false;
-  uint32_t index = head;
+  TableCursor at{desc_table_gpa, queue_size, head};
   bool seen_writable = false;
 
   for (;;) {
     // A chain visits each descriptor of a table at most once: more is a loop.
-    if (++visited > table_size) return Err(ChainError::kTooLong);
-    auto d = mem.read_obj<VirtqDesc>(table + uint64_t{index} * sizeof(VirtqDesc));
+    if (at.looped()) return Err(ChainError::kTooLong);
+    auto d = mem.read_obj<VirtqDesc>(at.desc_gpa());
     if (!d) return Err(ChainError::kBadDescriptorTable);
 
     if (d->flags & VIRTQ_DESC_F_INDIRECT) {
       if (!indirect_ok) return Err(ChainError::kIndirectNotNegotiated);
-      if (in_indirect) return Err(ChainError::kIndirectNested);
+      if (at.in_indirect) return Err(ChainError::kIndirectNested);
       if (d->flags & VIRTQ_DESC_F_NEXT) return Err(ChainError::kIndirectWithNext);
       if (!indirect_length_ok(d->len)) return Err(ChainError::kIndirectBadLength);
       if (!mem.slice(d->addr, d->len)) return Err(ChainError::kBadBuffer);
-      // The indirect descriptor itself is not a buffer; the table replaces the rest of the chain.
-      table = d->addr;
-      table_size = d->len / sizeof(VirtqDesc);
-      visited = 0;
-      in_indirect = true;
-      index = 0;
+      // The indirect descriptor itself is not a buffer.
+      at.enter_indirect(*d);
       continue;
     }
 
@@ -77,8 +90,8 @@ tl::expected<DescriptorChain, ChainError> walk_descriptor_chain(const GuestMemor
     (writable ? chain.writable_bytes : chain.readable_bytes) += d->len;
 
     if (!(d->flags & VIRTQ_DESC_F_NEXT)) return chain;
-    if (d->next >= table_size) return Err(ChainError::kNextOutOfRange);
-    index = d->next;
+    if (d->next >= at.size) return Err(ChainError::kNextOutOfRange);
+    at.index = d->next;
   }
 }
 
@@ -86,29 +99,21 @@ std::optional<ChainSegment> refused_chain_tail(const GuestMemory& mem, uint64_t 
                                                uint16_t queue_size, uint16_t head,
                                                bool indirect_ok) {
   if (head >= queue_size) return std::nullopt;
-  uint64_t table = desc_table_gpa;
-  uint32_t table_size = queue_size;
-  uint32_t visited = 0;
-  bool in_indirect = false;
-  uint32_t index = head;
+  TableCursor at{desc_table_gpa, queue_size, head};
   for (;;) {
-    if (++visited > table_size) return std::nullopt;  // a loop: no last descriptor
-    auto d = mem.read_obj<VirtqDesc>(table + uint64_t{index} * sizeof(VirtqDesc));
+    if (at.looped()) return std::nullopt;  // a loop: no last descriptor
+    auto d = mem.read_obj<VirtqDesc>(at.desc_gpa());
     if (!d) return std::nullopt;
     if (d->flags & VIRTQ_DESC_F_INDIRECT) {
-      if (!indirect_ok || in_indirect || (d->flags & VIRTQ_DESC_F_NEXT) ||
+      if (!indirect_ok || at.in_indirect || (d->flags & VIRTQ_DESC_F_NEXT) ||
           !indirect_length_ok(d->len))
         return std::nullopt;
-      table = d->addr;
-      table_size = d->len / sizeof(VirtqDesc);
-      visited = 0;
-      in_indirect = true;
-      index = 0;
+      at.enter_indirect(*d);
       continue;
     }
     if (d->flags & VIRTQ_DESC_F_NEXT) {
-      if (d->next >= table_size) return std::nullopt;
-      index = d->next;
+      if (d->next >= at.size) return std::nullopt;
+      at.index = d->next;
       continue;
     }
     if (!(d->flags & VIRTQ_DESC_F_WRITE) || d->len == 0) return std::nullopt;

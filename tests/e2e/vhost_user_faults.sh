@@ -9,20 +9,35 @@ vu_stats() {
 }
 stat_of() { echo "$1" | sed -n "s/^$2=//p" | head -n 1; }  # stat_of STATS KEY
 
-# kill_case NAME BACKEND(tern|qsd): the back-end SIGKILLed after the guest's 4th write and
-# restarted (the same image and socket) once the API has shown the disconnect.
+# kill_case NAME BACKEND(tern|qsd): the back-end SIGKILLed after the guest's 4th write, at a moment
+# its inflight region shows requests taken and not returned (vhost_user_inflight), and restarted
+# (the same image and socket) once the API has shown the disconnect: those requests complete
+# (resubmitted; tern's back-end logs "resubmitting N").
 kill_case() {
     k="$1"
     stage "$k"
     rm -f /tmp/$k.img /tmp/$k-plain.img
     truncate -s 64M /tmp/$k.img /tmp/$k-plain.img
     if [ "$2" = qsd ]; then start_qsd "$k" "/tmp/$k.img" "/tmp/$k.vu" on 1; else start_ternbe "$k" "/tmp/$k.img" "/tmp/$k.vu" 1; fi
-    start_tern "$k" 1 "tern.action=vu-fault tern.vu_mib=16" --disk vhost-user=/tmp/$k.vu --disk path=/tmp/$k-plain.img,serial=tern-plain
+    start_tern "$k" 1 "tern.action=vu-fault tern.vu_mib=16 tern.vu_passes=16" --disk vhost-user=/tmp/$k.vu --disk path=/tmp/$k-plain.img,serial=tern-plain
     wait_vm "$VU_WAIT" has /tmp/$k.out '^TERN-VU-CHUNK i=3 '
     check "$k-writing" $? "$(lines /tmp/$k.out '^TERN-VU-\(INFO\|CHUNK\|ERROR\)' | tail -n 4 | tr '\n' ' ')"
     s0=$(vu_stats /tmp/$k.sock)
     echo "$s0" | sed "s/^/VU-INFO $k stats before: /"
+    # Kill it while it holds requests: stopped (SIGSTOP), its inflight region counted, let go
+    # (SIGCONT) and stopped again until some are in flight; the guest writes all the while.
+    tries=0 held=""
+    while [ $tries -lt 150 ]; do
+        kill -STOP "$be_pid"
+        held=$(vhost_user_inflight "$be_pid")
+        [ "$(field "$held" inflight)" -ge 1 ] 2>/dev/null && break
+        kill -CONT "$be_pid"
+        tries=$((tries + 1))
+        sleep 0.02
+    done
+    check "$k-killed-holding-requests" "$([ "$(field "$held" inflight)" -ge 1 ] 2>/dev/null; echo $?)" "after $tries tries: $held"
     kill -9 "$be_pid"
+    kill -CONT "$be_pid" 2>/dev/null
     wait "$be_pid" 2>/dev/null
     stage "$k: back-end SIGKILLed"
     chunks0=$(grep -c '^TERN-VU-CHUNK' /tmp/$k.out)
@@ -48,6 +63,12 @@ kill_case() {
     gsum=$(field "$l" md5)
     ok=1; [ -n "$gsum" ] && [ "$(field "$l" reread)" = "$gsum" ] && [ "$(field "$l" failed)" = 0 ] && ok=0
     check "$k-guest-writes-resume" "$ok" "${l:-no TERN-VU-FAULT-DONE line}; $chunks0 chunks done at the kill; $(lines /tmp/$k.out '^TERN-VU-CHUNK i=[0-9]* rc=[1-9]' | head -n 3 | tr '\n' ' ')"
+    # The requests held at the kill were served again from the inflight region (else the guest's
+    # write would never complete, and the line above would be missing). tern's back-end says so.
+    if [ "$2" = tern ]; then
+        r=$(grep -a 'resubmitting [1-9][0-9]* inflight' "/tmp/$k-again.be" | head -n 1)
+        check "$k-resubmitted" "$([ -n "$r" ]; echo $?)" "${r:-no resubmitting line in the log of the restarted back-end} (held at the kill: $held)"
+    fi
     echo "$s2" | sed "s/^/VU-INFO $k stats after: /"
     check "$k-counts-reconnect" "$reconnect_rc" "GET /tern/stats: $(echo "$s2" | tr '\n' ' ')"
     wait_vm 30 has /tmp/$k.out '^TERN-VU-PLAIN'

@@ -8,12 +8,17 @@
 # Images live on L1's tmpfs; L1 checks them afterwards with e2fsck -fn and debugfs.
 # Interop cases (2 vCPUs, 2 queues; actions/vu-rw): the guest makes ext4, writes 64 MiB with
 #   O_DIRECT, half from each vCPU, syncs, reads it back; both queues' interrupts moved,
-#   /sys/block/vdX/mq has 2 queues, the image is clean and holds the bytes.
+#   /sys/block/vdX/mq has 2 queues, the image is clean and holds the bytes; then 2 x 2 MiB through
+#   the page cache, pages interleaved (writeback builds seg_max-segment requests), synced, re-read
+#   after dropping the caches, and in the image. QEMU's queue-size is given (128, its default) and tern's back-end
+#   must log no malformed chain and no broken ring: with seg_max larger than the ring QEMU picked,
+#   requests were refused and the guest, reading a stale status byte, lost the writes (issue 31).
 #   The data is L1's (random, generated once), copied from a second, read-only plain disk.
 #     qq  QEMU <-> qsd (the reference: checks the guest side and this harness)
 #     tq  tern <-> qsd          tt  tern <-> tern vhost-user-blk          qt  QEMU <-> tern vhost-user-blk
-# Read-only cases (actions/vu-ro): the guest sees ro=1, reads the seed file, writes are refused, the
-#   image is byte-identical afterwards.   qqro QEMU <-> qsd writable=off   tqro tern <-> qsd
+# Read-only cases (actions/vu-ro): the guest sees ro=1, reads the seed file, writes are refused (by
+#   the guest's kernel, and by the device: a write posted from user space gets IOERR), the image
+#   is byte-identical afterwards.   qqro QEMU <-> qsd writable=off   tqro tern <-> qsd
 #   writable=off   ttro tern <-> tern readonly=on
 # Refusals before boot, in bounded time, with the socket named: "fewer" (qsd exports 1 queue, tern
 #   asks for queues=2), "silent" (a back-end that accepts and never answers: the request named),
@@ -107,7 +112,8 @@ start_qsd() {
 # start_ternbe NAME IMG SOCK QUEUES [more --disk options]
 start_ternbe() {
     rm -f "$3"
-    "$T" vhost-user-blk --socket "$3" --disk "path=$2,queues=$4${5:+,$5}" >"/tmp/$1.be" 2>&1 </dev/null &
+    # At info: the log says when requests are resubmitted from the inflight region (case kill).
+    "$T" --log-level info vhost-user-blk --socket "$3" --disk "path=$2,queues=$4${5:+,$5}" >"/tmp/$1.be" 2>&1 </dev/null &
     be_pid=$!
     wait_for 30 test -S "$3"
     check "$1-backend-up" $? "tern vhost-user-blk --socket $3 --disk path=$2,queues=$4${5:+,$5}: $(tail -n 3 "/tmp/$1.be" | tr '\n' ' ')"
@@ -135,7 +141,7 @@ start_qemu() {
         -object memory-backend-memfd,id=mem,size=256M,share=on \
         -kernel "$TH_GUEST_KERNEL" -initrd "$TH_GUEST_INITRD" -append "$CMD $5" \
         -display none -nodefaults -serial "file:/tmp/$1.out" -no-reboot \
-        -chardev "socket,id=c0,path=$3" -device "vhost-user-blk-pci,chardev=c0,num-queues=$4" $src_args \
+        -chardev "socket,id=c0,path=$3" -device "vhost-user-blk-pci,chardev=c0,num-queues=$4,queue-size=128" $src_args \
         >"/tmp/$1.err" 2>&1 </dev/null &
     vm_pid=$!
 }
@@ -180,6 +186,13 @@ check_rw() {
     got=$(debugfs -R "cat /data" "$2" 2>/dev/null | md5sum | cut -d' ' -f1)
     ok=1; [ "$got" = "$src_md5" ] && [ "$size" = 67108864 ] && ok=0
     check "$1-image-bytes" "$ok" "/data in the image: $size bytes md5=$got (L1's data: md5=$src_md5)"
+    bl=$(line "$o" '^TERN-VU-BUFFERED')
+    ok=1; [ -n "$(field "$bl" md5)" ] && [ "$(field "$bl" reread)" = "$(field "$bl" md5)" ] && [ "$(field "$bl" reread_b)" = "$(field "$bl" md5_b)" ] && ok=0
+    check "$1-guest-buffered" "$ok" "${bl:-no TERN-VU-BUFFERED line} $(line "$o" '^TERN-VU-ERROR')"
+    ga=$(debugfs -R "cat /buffered-a" "$2" 2>/dev/null | md5sum | cut -d' ' -f1)
+    gb=$(debugfs -R "cat /buffered-b" "$2" 2>/dev/null | md5sum | cut -d' ' -f1)
+    ok=1; [ "$ga" = "$(field "$bl" md5)" ] && [ "$gb" = "$(field "$bl" md5_b)" ] && ok=0
+    check "$1-image-buffered" "$ok" "/buffered-a, -b in the image: md5=$ga $gb (the guest wrote $(field "$bl" md5) $(field "$bl" md5_b))"
     stage "$1 checked"
 }
 RW="tern.action=vu-rw tern.vu_mib=64 tern.vu_queues=2"
@@ -206,6 +219,10 @@ rw_case() {
     stage "$1 front-end ended"
     stop_backend "$1"
     check_rw "$1" "$img" 2 "$st"
+    if [ "$3" = tern ]; then
+        bad=$(grep -a 'malformed chain\|needs reset' "/tmp/$1.be" | head -n 3 | tr '\n' ' ')
+        check "$1-backend-log-clean" "$([ -z "$bad" ]; echo $?)" "tern vhost-user-blk's log: ${bad:-no malformed chain, no broken ring}"
+    fi
     show "$1"
     rm -f "$img"
 }
@@ -236,6 +253,10 @@ ro_case() {
     check "$1-guest-reads" "$([ "$l" = "TERN-VU-SEED $seed" ]; echo $?)" "${l:-no TERN-VU-SEED line} (want $seed)"
     l=$(line "$o" '^TERN-VU-RO')
     check "$1-writes-refused" "$([ "$l" = "TERN-VU-RO fs=refused raw=refused" ]; echo $?)" "${l:-no TERN-VU-RO line}"
+    # The guest kernel stopped those itself (it sees ro=1): a write posted from user space, past
+    # the guest's read-only flag, must be refused by the device (IOERR), the image unchanged.
+    l=$(line "$o" '^TERN-HOSTILE write1')
+    check "$1-device-refuses-write" "$([ "$(field "$l" status)" = 1 ]; echo $?)" "${l:-no TERN-HOSTILE write1 line} (want status=1: IOERR) $(line "$o" '^TERN-VU-ERROR')"
     check "$1-image-unchanged" "$([ -n "$ro_sha" ] && [ "$(sha /tmp/ro.img)" = "$ro_sha" ]; echo $?)" "sha256 $(sha /tmp/ro.img), before $ro_sha"
     check "$1-vm-exit" "$st" "front-end exit status $st"
     show "$1"

@@ -24,13 +24,18 @@ for t in mke2fs e2fsck debugfs; do th_need_cmd "$t" e2fsprogs; done
 
 work="$TH_CACHE/vhost-user-e2e"
 rm -rf "$work"
-# The guest: the actions plus mke2fs (busybox's makes no ext4) with its libraries.
+# The guest: the actions plus mke2fs (busybox's makes no ext4) with its libraries...
 mkdir -p "$work/guest" "$work/l1/testhost" "$work/l1/usr/local/bin"
 cp -a "$here/vhost_user_guest/." "$work/guest/"
 th_copy_with_libs "$(command -v mke2fs)" "$work/guest" /sbin/mke2fs
-# L1: the scenario's second half and a back-end that never answers (built here, static).
+# ... and a user-space virtio-blk driver: the read-only cases post a write the device must refuse.
+mkdir -p "$work/guest/bin"
+gcc -static -O2 -Wall -Wextra -Werror -o "$work/guest/bin/tern-hostile-blk" "$here/hostile_virtio/hostile_blk.c"
+# L1: the scenario's second half, a back-end that never answers and the inflight-region counter
+# (built here, static).
 cp "$here/vhost_user_faults.sh" "$work/l1/testhost/"
 gcc -static -O2 -Wall -Wextra -Werror -o "$work/l1/usr/local/bin/vhost_user_silent" "$here/vhost_user_silent.c"
+gcc -static -O2 -Wall -Wextra -Werror -o "$work/l1/usr/local/bin/vhost_user_inflight" "$here/vhost_user_inflight.c"
 
 CHECK_GUEST_EXTRA="$work/guest"
 # --stall: a test host left at 0% CPU (a TCG wedge at a nested guest's start) is killed after 120 s

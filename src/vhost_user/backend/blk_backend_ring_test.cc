@@ -20,8 +20,6 @@ using Buf = tern::testing::FakeVirtqueueDriver::Buf;
 constexpr uint16_t kQemuDefaultRing = 128;
 constexpr uint64_t kHeader = 0x10000, kStatus = 0x10080, kData = 0x20000;
 
-UniqueFd eventfd0() { return UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)); }
-
 /// A write of `segs` 512-byte segments at sector 0, the data filled with `fill`.
 std::vector<Buf> write_request(BackendRam& ram, uint32_t segs, uint8_t fill) {
   EXPECT_TRUE(ram.mem().write_obj(kHeader, virtio::VirtioBlkOuthdr{virtio::VIRTIO_BLK_T_OUT, 0, 0})
@@ -35,13 +33,11 @@ std::vector<Buf> write_request(BackendRam& ram, uint32_t segs, uint8_t fill) {
 }
 
 TEST(BlkBackendRingTest, SegMaxFitsQemusDefaultRingAndSuchARequestIsServed) {
-  BackendThread backend;
-  MiniFrontend fe(backend.connect());
-  ASSERT_NO_FATAL_FAILURE(fe.negotiate());
+  ServedRing r(kQemuDefaultRing);
+  [[maybe_unused]] auto& [backend, fe, ram, kick_fd, call_fd] = r;
+  ASSERT_NO_FATAL_FAILURE(r.negotiate());
   const uint32_t seg_max = fe.config().seg_max;  // read before the ring size is known, as QEMU does
-  BackendRam ram(kQemuDefaultRing);
-  UniqueFd kick_fd = eventfd0(), call_fd = eventfd0();
-  ASSERT_NO_FATAL_FAILURE(fe.start_ring(ram, 0, kick_fd.get(), call_fd.get()));
+  ASSERT_NO_FATAL_FAILURE(r.start());
   EXPECT_LE(seg_max + 2, kQemuDefaultRing);  // after SET_VRING_NUM 128
   EXPECT_EQ(fe.config().seg_max, seg_max);
   ASSERT_GT(seg_max, 0u);
@@ -72,12 +68,10 @@ TEST(BlkBackendRingTest, SegMaxFollowsASmallerQueueSize) {
 // A chain the walker refuses (a data buffer outside the memory table) is answered
 // VIRTIO_BLK_S_IOERR in its status byte: a guest reading the stale byte must not see a success.
 TEST(BlkBackendRingTest, ARefusedRequestIsAnsweredIoerrInItsStatusByte) {
-  BackendThread backend;
-  MiniFrontend fe(backend.connect());
-  ASSERT_NO_FATAL_FAILURE(fe.negotiate());
-  BackendRam ram;
-  UniqueFd kick_fd = eventfd0(), call_fd = eventfd0();
-  ASSERT_NO_FATAL_FAILURE(fe.start_ring(ram, 0, kick_fd.get(), call_fd.get()));
+  ServedRing r;
+  [[maybe_unused]] auto& [backend, fe, ram, kick_fd, call_fd] = r;
+  ASSERT_NO_FATAL_FAILURE(r.negotiate());
+  ASSERT_NO_FATAL_FAILURE(r.start());
   auto before = backend.read_image(0, 512);
   auto bufs = write_request(ram, 1, 0x33);
   bufs[1].gpa = kRamBytes + 0x1000;  // not in the memory table

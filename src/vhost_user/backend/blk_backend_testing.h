@@ -220,6 +220,20 @@ class MiniFrontend {
   Channel ch_;
 };
 
+/// A back-end on a thread, a front-end connected to it, guest RAM with a ring of `ring_size`, and
+/// the ring's kick and call eventfds: negotiate(), then start() serves ring 0.
+struct ServedRing {
+  explicit ServedRing(uint16_t ring_size = kRingSize) : ram(ring_size) {}
+  void negotiate() { fe.negotiate(); }
+  void start() { fe.start_ring(ram, 0, kick_fd.get(), call_fd.get()); }
+
+  BackendThread backend;
+  MiniFrontend fe{backend.connect()};
+  BackendRam ram;
+  UniqueFd kick_fd{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
+  UniqueFd call_fd{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
+};
+
 inline void kick(int fd) {
   uint64_t one = 1;
   EXPECT_EQ(::write(fd, &one, sizeof one), 8);

@@ -12,6 +12,9 @@
 //   TERN-HOSTILE budget requests=<n> ok=<n> ioerr=<n> other=<n>
 //   TERN-HOSTILE-DONE
 // Usage: tern-hostile-blk BDF [N]   (static: gcc -static -O2)
+//    or: tern-hostile-blk BDF write1   (tests/e2e/vhost_user_test.sh, a read-only disk): one
+//        512-byte WRITE of sector 0, not waiting for a go line; prints
+//        TERN-HOSTILE write1 status=<s> len=<used length>   (a read-only disk must answer 1 = IOERR)
 #include "virtio_user.h"
 
 static uint8_t* hdrs;      // 16 bytes per request at [i*16]; a 528-byte header+data at 0x800
@@ -50,7 +53,8 @@ static void kick_and_wait(unsigned n) {
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 2) die("usage: tern-hostile-blk BDF [requests]");
-  unsigned n = argc > 2 ? (unsigned)atoi(argv[2]) : 64;
+  int write1 = argc > 2 && strcmp(argv[2], "write1") == 0;
+  unsigned n = write1 ? 1 : argc > 2 ? (unsigned)atoi(argv[2]) : 64;
   vu_open(argv[1]);
   if (!devcfg) die("no virtio device capability");
   vu_init_queue(1u << 28, 256);  // VIRTIO_F_INDIRECT_DESC
@@ -69,6 +73,18 @@ int main(int argc, char** argv) {
     buf = pages(1);
     memset(buf, 0x5a, PAGE);
     buf_len = PAGE;
+  }
+  if (write1) {  // whatever the driver negotiated: a read-only disk never takes a write
+    static uint64_t wa[1];
+    static uint32_t wl[1];
+    wa[0] = phys(buf), wl[0] = 512;
+    post(0, 0, wa, wl, 1, 0);
+    kick_and_wait(1);
+    uint32_t id = 0, len = 0;
+    vu_used_elem(0, &id, &len);
+    printf("TERN-HOSTILE write1 status=%u len=%u\n", statuses[0], len);
+    C8(VU_STATUS) = 0;
+    return 0;
   }
   printf("TERN-HOSTILE-READY qsz=%u size_max=%u seg_max=%u capacity=%llu buf=%zu\n", qsz, size_max,
          seg_max, (unsigned long long)capacity, buf_len);
