@@ -21,5 +21,18 @@ cp -a "$here/rng_guest/." "$CHECK_GUEST_EXTRA/"
 gcc -static -O2 -Wall -Wextra -Werror -o "$CHECK_GUEST_EXTRA/bin/tern-hostile-rng" "$here/hostile_virtio/hostile_rng.c"
 CHECK_GUEST_MODULES=virtio_rng
 CHECK_RUN_ARGS=()
-if [[ "${E2E_RNG_VMM:-tern}" == qemu ]]; then CHECK_RUN_ARGS=(--with-qemu --env RNG_VMM=qemu); fi
+# Every check the scenario prints (cases 1-3; with tern also its API checks and case 4).
+CHECK_EXPECTED=(rng-current read-1mib save restored-reads restored-continues restored-stop hostile-ran
+    hostile-vmm-survives hostile-good hostile-readonly hostile-zerolen hostile-loop hostile-badnext
+    hostile-badhead hostile-oob hostile-overflow hostile-huge hostile-indirect hostile-jump
+    hostile-good-again hostile-disk-works hostile-rebound-current hostile-rebound-read
+    limited-read-1mib limited-exit)
+if [[ "${E2E_RNG_VMM:-tern}" == qemu ]]; then
+    CHECK_RUN_ARGS=(--with-qemu --env RNG_VMM=qemu)
+else
+    CHECK_EXPECTED+=(vm-config-entropy restored-vm-config-entropy limited-vm-config
+        bad-rng-zero-bandwidth bad-rng-unknown-key api-boot-source api-machine-config api-bad-entropy
+        api-entropy api-vm-config-entropy api-instance-start api-entropy-after-start api-rng-current
+        api-read-1mib api-exit)
+fi
 run_check_scenario rng RNG-CHECK
