@@ -26,8 +26,9 @@
 # "kill" / "killq" (actions/vu-fault): tern with a vhost-user disk (tern's back-end / qsd) and a
 #   plain --disk; the back-end is SIGKILLed in the middle of the guest's writes and restarted on the
 #   same socket: the guest's writes resume and complete with the right bytes (the front-end
-#   reconnects and the back-end resubmits from the inflight region: src/vhost_user/frontend/
-#   vhost_user_blk.h), the console and the plain disk keep working meanwhile, the API answers,
+#   reconnects; tern's back-end, killed while its inflight region showed requests, resubmits them
+#   and says so; qsd offers no INFLIGHT_SHMFD and serves them again from the ring restarted at
+#   used->idx: src/vhost_user/frontend/vhost_user_blk.h), the console and the plain disk keep working meanwhile, the API answers,
 #   tern's counters (GET /tern/stats) show the disconnect and the reconnect.
 # "snap" (actions/vu-snap): a VM with a vhost-user disk (qsd, kept running) is saved (tern snapshot
 #   --exit) and restored (tern restore --resume); the guest reads the file it wrote before and
