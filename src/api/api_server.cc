@@ -16,6 +16,7 @@
 #include "api/event_stream_queue.h"
 #include "base/fd.h"
 #include "base/log.h"
+#include "base/socket_path.h"
 
 namespace tern {
 
@@ -44,10 +45,9 @@ struct ApiServer::Impl {
   EventLog& events;
   ApiServerOptions opts;
   std::string path;
-  // The socket file this server bound (st_dev, st_ino right after bind): shutdown removes the
-  // path only while it still is this file, not a socket another tern bound there since.
-  dev_t bound_dev = 0;
-  ino_t bound_ino = 0;
+  // The socket file this server bound: shutdown removes the path only while it still is this
+  // file, not a socket another tern bound there since.
+  BoundSocketPath bound;
   std::thread thread;
   bool stopping = false;  // io thread only
   bool shut_down = false;  // caller's thread only
@@ -444,12 +444,8 @@ void ApiServer::shutdown(std::chrono::milliseconds grace) {
   if (impl_->thread.joinable()) impl_->thread.join();
   // Only our own socket file: after a `rm` of the path (or a clear_stale_socket() of another
   // tern that found it unanswered once this server stopped accepting), the path may name another
-  // server's socket. (Between the lstat and the unlink another bind could still slip in; the
-  // window is this one system call wide.)
-  struct stat st {};
-  if (::lstat(impl_->path.c_str(), &st) == 0 && st.st_dev == impl_->bound_dev &&
-      st.st_ino == impl_->bound_ino)
-    ::unlink(impl_->path.c_str());
+  // server's socket.
+  impl_->bound.remove();
 }
 
 namespace {
@@ -489,10 +485,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const std::string& socket_pa
   impl->acceptor.open(local(), ec);
   if (!ec) impl->acceptor.bind(local::endpoint(socket_path), ec);
   if (ec) return fail_code(ec.value(), "--api-sock", "bind " + socket_path);
-  struct stat bound {};
-  if (::lstat(socket_path.c_str(), &bound) != 0) return fail_errno("--api-sock", socket_path);
-  impl->bound_dev = bound.st_dev;
-  impl->bound_ino = bound.st_ino;
+  ASSIGN_OR_RETURN(impl->bound, BoundSocketPath::after_bind(socket_path, "--api-sock"));
   impl->acceptor.listen(64, ec);
   if (ec) return fail_code(ec.value(), "--api-sock", "listen " + socket_path);
   impl->accept();

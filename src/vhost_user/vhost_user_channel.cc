@@ -219,21 +219,22 @@ Result<Listener> Listener::listen(const std::string& path) {
   if (!s.valid()) return fail_errno("vhost-user listen", "socket");
   if (::bind(s.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) < 0)
     return fail_errno("vhost-user listen", "bind " + path);
+  ASSIGN_OR_RETURN(auto bound, BoundSocketPath::after_bind(path, "vhost-user listen"));
   if (::listen(s.get(), 1) < 0) {
     int e = errno;
-    ::unlink(path.c_str());
+    bound.remove();
     return fail_code(e, "vhost-user listen", path);
   }
-  return Listener(std::move(s), path);
+  return Listener(std::move(s), std::move(bound));
 }
 
 Listener::~Listener() {
-  if (sock_.valid() && !path_.empty()) ::unlink(path_.c_str());
+  if (sock_.valid()) bound_.remove();
 }
 
 Result<Channel> Listener::accept() {
   int fd = retry_eintr([&] { return ::accept4(sock_.get(), nullptr, nullptr, SOCK_CLOEXEC); });
-  if (fd < 0) return fail_errno("vhost-user accept", path_);
+  if (fd < 0) return fail_errno("vhost-user accept", bound_.path());
   return Channel(UniqueFd(fd));
 }
 

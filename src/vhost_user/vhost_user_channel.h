@@ -13,6 +13,7 @@
 #include <string>
 
 #include "base/fd.h"
+#include "base/socket_path.h"
 #include "base/result.h"
 #include "vhost_user/vhost_user_message.h"
 
@@ -57,12 +58,13 @@ class Listener {
   /// Accepts one connection (blocking).
   [[nodiscard]] Result<Channel> accept();
   [[nodiscard]] BorrowedFd fd() const { return sock_.borrow(); }
-  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] const std::string& path() const { return bound_.path(); }
 
  private:
-  Listener(UniqueFd sock, std::string path) : sock_(std::move(sock)), path_(std::move(path)) {}
+  Listener(UniqueFd sock, BoundSocketPath bound) : sock_(std::move(sock)), bound_(std::move(bound)) {}
   UniqueFd sock_;
-  std::string path_;
+  /// Removed at the end only while the path still names this listener's socket file.
+  BoundSocketPath bound_;
 };
 
 }  // namespace tern::vhost_user
