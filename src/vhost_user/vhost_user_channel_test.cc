@@ -202,6 +202,24 @@ TEST(VhostUserListener, ReplacesAStaleSocketButNotALiveOne) {
   EXPECT_TRUE(Channel::connect(path));
 }
 
+// After an `rm` of the path and another back-end listening there, the first one's end leaves the
+// second one's socket in place (issue 31 item 14: the same rule as the API socket).
+TEST(VhostUserListener, EndLeavesASocketAnotherListenerBoundAtThePath) {
+  tern::testing::TempDir dir;
+  std::string path = dir.path() + "/vu.sock";
+  auto first = Listener::listen(path);
+  ASSERT_TRUE(first) << first.error().message();
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  auto second = Listener::listen(path);
+  ASSERT_TRUE(second) << second.error().message();
+  first = fail("ended");  // the first listener goes away
+  struct stat st;
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0) << "the first listener removed the second one's socket";
+  auto c = Channel::connect(path);
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_TRUE(second->accept());
+}
+
 TEST(VhostUserListener, RefusesANonSocketFile) {
   tern::testing::TempDir dir;
   std::string path = dir.path() + "/disk.img";
