@@ -5,6 +5,7 @@
 // through a controller's admin queue.
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -20,23 +21,25 @@ namespace {
 
 using Kind = IoOp::Kind;
 
-/// Thread-pool engines that record their ops into `log`.
+/// Thread-pool engines that record their ops into `log` (and run `hook` as each is given).
 IoEngineFactory recording_engines(std::shared_ptr<std::vector<Kind>> log,
-                                  std::shared_ptr<std::mutex> mu) {
-  return [log, mu](BorrowedFd fd, unsigned depth) -> Result<std::unique_ptr<IoEngine>> {
+                                  std::shared_ptr<std::mutex> mu,
+                                  std::function<void(const IoOp&)> hook = {}) {
+  return [log, mu, hook](BorrowedFd fd, unsigned depth) -> Result<std::unique_ptr<IoEngine>> {
     ASSIGN_OR_RETURN(auto inner, ThreadPoolEngine::create(fd, depth));
     return std::unique_ptr<IoEngine>(
-        std::make_unique<tern::testing::RecordingEngine>(std::move(inner), log, mu));
+        std::make_unique<tern::testing::RecordingEngine>(std::move(inner), log, mu, hook));
   };
 }
 
 class NvmeIoWorkerDurabilityTest : public testing::NvmeIoWorkerFixture {
  protected:
-  /// A worker whose engine records its ops, reading WCE from wce_.
-  void start_recording() {
+  /// A worker whose engine records its ops (running `hook` as each is given), reading WCE from
+  /// wce_.
+  void start_recording(std::function<void(const IoOp&)> hook = {}) {
     start(IoEngineKind::kThreads, 16, 16);
     ctx_.volatile_write_cache = &wce_;
-    ctx_.engine_factory = recording_engines(log_, mu_);
+    ctx_.engine_factory = recording_engines(log_, mu_, std::move(hook));
     make_worker();
   }
   /// Runs `e` to its completion (expected successful); the engine ops it took, in order.
@@ -104,6 +107,22 @@ TEST_F(NvmeIoWorkerDurabilityTest, VolatileWriteCacheOffSyncsEveryWrite) {
   EXPECT_EQ(disk_bytes(8 * 512, 4096), std::vector<uint8_t>(4096, 0x42));
   wce_ = true;
   EXPECT_EQ(run(rw(kIoWrite, 5, 24, 8, 0)), (std::vector<Kind>{Kind::kWrite}));
+}
+
+// The host turns the volatile write cache off (Set Features WCE 0 completes) while a write it
+// sent with the cache on is still in flight: that write completes after the host was told the
+// cache is off, and the host sends no flush for it. It must be durable when it completes.
+TEST_F(NvmeIoWorkerDurabilityTest, WriteInFlightWhenTheCacheIsTurnedOffIsSynced) {
+  start_recording([this](const IoOp& op) {
+    if (op.kind == Kind::kWrite) wce_ = false;  // Set Features WCE 0, the write being in flight
+  });
+  std::memset(data(0), 0x77, 4096);
+  EXPECT_EQ(run(rw(kIoWrite, 1, 0, 8, 0)), (std::vector<Kind>{Kind::kWrite, Kind::kFdatasync}));
+  EXPECT_EQ(disk_bytes(0, 4096), std::vector<uint8_t>(4096, 0x77));
+  // The other way round: a write sent with the cache off that completes after it was turned on
+  // may be synced or not (the host flushes it if it cares); turned on, writes are not.
+  wce_ = true;
+  EXPECT_EQ(run(rw(kIoRead, 2, 0, 8, 1)), (std::vector<Kind>{Kind::kRead}));
 }
 
 // Set Features Volatile Write Cache WCE 0 through the admin queue reaches the I/O workers; a

@@ -28,8 +28,8 @@ struct NvmeIoSlot {
   uint16_t cid = 0;
   BlockOp::Kind kind = BlockOp::Kind::kRead;
   uint64_t bytes = 0;       ///< Payload bytes counted on success (read / write).
-  bool flush_after = false;  ///< A write to make durable (FUA, or WCE 0) whose kFlush has not
-                             ///< been issued yet.
+  bool fua = false;          ///< Force Unit Access (Write, Write Zeroes).
+  bool flushed = false;      ///< The kFlush making this write durable was issued.
 };
 
 /// One submission queue served by the worker.
@@ -72,6 +72,9 @@ struct NvmeIoWorker::Impl {
   void reap(NvmeSq& sq);
   /// Completes everything `sq` has in flight (blocking).
   void drain(NvmeSq& sq);
+  /// A completed write `s` is to be followed by a kFlush before its completion is posted (FUA,
+  /// or the volatile write cache off now).
+  [[nodiscard]] bool needs_flush_before_completion(const NvmeIoSlot& s) const;
   void on_done(NvmeSq& sq, uint16_t slot, BlockStatus status);
   void post(NvmeSq& sq, uint16_t cid, Status status);
   /// One interrupt for the completions posted since the last one.
