@@ -160,5 +160,31 @@ TEST(NvmeControllerDurability, SetFeaturesWceZeroFlushesEveryWrite) {
   EXPECT_EQ(write_ops(), (std::vector<Kind>{Kind::kWrite}));
 }
 
+// Writes the host completed with the volatile write cache on sit in it (the image's page cache)
+// until a flush; once the host turns the cache off it sends no flush, ever. Set Features WCE 0
+// flushes before it completes, once per turning off.
+TEST(NvmeControllerDurability, TurningTheCacheOffFlushesWhatItHolds) {
+  testing::NvmeTestMachine m;
+  testing::NvmeTestDriver d(m);
+  ASSERT_TRUE(d.enable(8));
+  auto q = d.create_pair(1, 8, 0);
+  std::memset(d.data(), 0x4E, 4096);
+  ASSERT_EQ(d.rw(q, true, 0, 8), kSuccess);  // completed with the cache on: no flush
+  EXPECT_EQ(d.counter("flushes"), 0u);
+  auto set_wce = [&](uint32_t wce) {
+    return d.admin_cmd(
+        {.opcode = kAdminSetFeatures, .cdw10 = kFeatVolatileWriteCache, .cdw11 = wce});
+  };
+  ASSERT_EQ(set_wce(0), kSuccess);
+  EXPECT_EQ(d.counter("flushes"), 1u);
+  EXPECT_EQ(m.image_bytes(0, 4096), std::vector<uint8_t>(4096, 0x4E));
+  ASSERT_EQ(set_wce(0), kSuccess);  // off already: nothing cached
+  EXPECT_EQ(d.counter("flushes"), 1u);
+  ASSERT_EQ(set_wce(1), kSuccess);
+  EXPECT_EQ(d.counter("flushes"), 1u);
+  ASSERT_EQ(set_wce(0), kSuccess);
+  EXPECT_EQ(d.counter("flushes"), 2u);
+}
+
 }  // namespace
 }  // namespace tern::nvme
