@@ -1,0 +1,146 @@
+// NvmeController snapshots taken while a hostile guest rings doorbells: out-of-range shadow and
+// MMIO values written just before the save, INTx with shadow doorbells, Volatile Write Cache off
+// across the restore.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "block/testing/recording_io_engine.h"
+#include "block/thread_pool_engine.h"
+#include "nvme/nvme_controller.h"
+#include "nvme/testing/nvme_test_driver.h"
+
+namespace tern::nvme {
+namespace {
+
+using testing::NvmeTestDriver;
+using testing::NvmeTestMachine;
+using Kind = IoOp::Kind;
+
+constexpr uint64_t kShadowGpa = 0x60000;
+
+IoEngineFactory recording(std::shared_ptr<std::vector<Kind>> log, std::shared_ptr<std::mutex> mu) {
+  return [log, mu](BorrowedFd fd, unsigned depth) -> Result<std::unique_ptr<IoEngine>> {
+    ASSIGN_OR_RETURN(auto inner, ThreadPoolEngine::create(fd, depth));
+    return std::unique_ptr<IoEngine>(
+        std::make_unique<tern::testing::RecordingEngine>(std::move(inner), log, mu));
+  };
+}
+
+void write_u32(NvmeTestMachine& m, uint64_t gpa, uint32_t v) { std::memcpy(m.ram + gpa, &v, 4); }
+
+// INTx, shadow doorbells, WCE 0. Just before the save the guest writes an SQ tail past the ring
+// into the shadow page (and rings its ioeventfd), a CQ head past the ring into the shadow page,
+// and MMIO CQ/SQ doorbells past the ring. The restored controller flags them as on the live
+// path, reads nothing outside the rings, keeps WCE 0 (writes flushed) and serves I/O once the
+// guest writes sane values again.
+TEST(NvmeSnapshotAttack, OutOfRangeDoorbellsJustBeforeTheSave) {
+  NvmeTestMachine m;
+  snap::ByteWriter w;
+  testing::NvmeHostQueue admin, q;
+  {
+    NvmeTestDriver d(m);
+    ASSERT_TRUE(d.enable(8));
+    q = d.create_pair(1, 8, 0);
+    std::memset(m.ram + kShadowGpa, 0, 8192);
+    d.set_shadow_gpa(kShadowGpa);
+    ASSERT_EQ(
+        d.admin_cmd({.opcode = kAdminDoorbellBufferConfig, .prp1 = kShadowGpa, .prp2 = kShadowGpa + 4096}),
+        kSuccess);
+    q.shadow = true;
+    ASSERT_EQ(d.admin_cmd({.opcode = kAdminSetFeatures, .cdw10 = kFeatVolatileWriteCache, .cdw11 = 0}),
+              kSuccess);
+    std::memset(d.data(), 0x19, 4096);
+    for (uint32_t i = 0; i < 5; ++i) {
+      d.submit(q, {.opcode = kIoWrite, .nsid = 1, .prp1 = testing::kNvmeDataGpa, .cdw10 = i});
+      ASSERT_TRUE(tern::testing::eventually([&] { return m.intx_level(); }));
+      auto e = d.reap_shadow(q);
+      ASSERT_TRUE(e);
+      ASSERT_EQ(testing::nvme_cqe_status(*e), kSuccess);
+    }
+    d.fn().quiesce();
+    write_u32(m, kShadowGpa + shadow_offset(1, false), 0xFFFF);
+    write_u32(m, kShadowGpa + shadow_offset(1, true), 1000);
+    d.signal_ioeventfd(doorbell_offset(1, false));
+    d.bar_write32(doorbell_offset(1, true), 77);
+    d.bar_write32(doorbell_offset(1, false), 9);
+    d.fn().save_state(w);
+    d.fn().unquiesce();
+    admin = d.admin();
+  }
+  auto log = std::make_shared<std::vector<Kind>>();
+  auto mu = std::make_shared<std::mutex>();
+  NvmeTestDriver d2(m, {}, recording(log, mu));
+  d2.set_shadow_gpa(kShadowGpa);
+  snap::ByteReader r(w.data(), "test");
+  auto restored = d2.fn().restore_state(r);
+  ASSERT_TRUE(restored) << restored.error().message();
+  d2.admin() = admin;
+  EXPECT_TRUE(tern::testing::eventually([&] { return d2.counter("invalid_doorbells") >= 2; }))
+      << d2.counter("invalid_doorbells");
+  // The guest repairs its shadow values.
+  write_u32(m, kShadowGpa + shadow_offset(1, true), q.cq_head);
+  std::memset(d2.data(), 0x2A, 4096);
+  {
+    std::lock_guard lock(*mu);
+    log->clear();
+  }
+  d2.submit(q, {.opcode = kIoWrite, .nsid = 1, .prp1 = testing::kNvmeDataGpa, .cdw10 = 20});
+  ASSERT_TRUE(tern::testing::eventually([&] { return m.intx_level(); }));
+  auto e = d2.reap_shadow(q);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(testing::nvme_cqe_status(*e), kSuccess);
+  EXPECT_TRUE(tern::testing::eventually([&] { return !m.intx_level(); }));
+  {
+    std::lock_guard lock(*mu);
+    EXPECT_EQ(*log, (std::vector<Kind>{Kind::kWrite, Kind::kFdatasync}));
+  }
+  EXPECT_EQ(m.image_bytes(20 * 512, 512), std::vector<uint8_t>(512, 0x2A));
+}
+
+// INTx and shadow doorbells, three CQs on the one line: the admin CQ, CQ 1 (IEN 1) and CQ 2
+// (IEN 0, polled; the host leaves its entries there). The polled CQ never holds the line up; CQ 1
+// raises it and drops it after each batch the host consumes, whatever the other queues hold.
+TEST(NvmeSnapshotAttack, IntxSharedLineWithAPolledQueue) {
+  NvmeTestMachine m;
+  NvmeTestDriver d(m);
+  ASSERT_TRUE(d.enable(8));
+  auto level = [&] { return m.intx_level(); };
+  auto q1 = d.create_pair(1, 8, 0);
+  ASSERT_EQ(d.create_cq(2, 8, 0, /*flags=*/1), kSuccess);  // PC 1, IEN 0
+  ASSERT_EQ(d.create_sq(2, 8, 2), kSuccess);
+  testing::NvmeHostQueue q2{.qid = 2,
+                            .sq_gpa = testing::nvme_io_sq_gpa(2),
+                            .cq_gpa = testing::nvme_io_cq_gpa(2),
+                            .entries = 8};
+  std::memset(m.ram + kShadowGpa, 0, 8192);
+  d.set_shadow_gpa(kShadowGpa);
+  ASSERT_EQ(d.admin_cmd({.opcode = kAdminDoorbellBufferConfig,
+                         .prp1 = kShadowGpa,
+                         .prp2 = kShadowGpa + 4096}),
+            kSuccess);
+  EXPECT_FALSE(level());
+  q1.shadow = q2.shadow = true;
+  for (uint32_t i = 0; i < 3; ++i) d.submit(q2, {.opcode = kIoFlush, .nsid = 1});
+  testing::NvmeHostQueue peek = q2;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(d.consume(peek));  // posted, left unconsumed
+  EXPECT_FALSE(level());
+  for (uint32_t i = 0; i < 20; ++i) {
+    SCOPED_TRACE("command " + std::to_string(i));
+    d.submit(q1, {.opcode = kIoFlush, .nsid = 1});
+    ASSERT_TRUE(tern::testing::eventually(level));
+    auto e = d.reap_shadow(q1);
+    ASSERT_TRUE(e);
+    ASSERT_TRUE(tern::testing::eventually([&] { return !level(); }));
+    if (i % 5 == 0) {
+      ASSERT_EQ(d.admin_cmd({.opcode = kAdminKeepAlive}), kSuccess);
+    }
+    EXPECT_FALSE(level());
+  }
+}
+
+}  // namespace
+}  // namespace tern::nvme
