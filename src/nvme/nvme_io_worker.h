@@ -156,6 +156,11 @@ class NvmeIoWorker {
   /// Before resume() on a worker created with the same CQ and add_sq()'d the same SQs: restores
   /// head/tail/phase of each ring (validated).
   [[nodiscard]] Result<void> restore(snap::ByteReader& r);
+  /// After restore(), before resume(), MMIO doorbells only: `head` is the last CQ head the host
+  /// wrote to the doorbell as the controller recorded it (its INTx copy). A snapshot from before
+  /// save() took the MMIO doorbells into the rings may hold an older head in the worker's part;
+  /// the host does not ring again for room it gave already. Ignored if ≥ the CQ's entries.
+  void restore_cq_head(uint32_t head);
 
   [[nodiscard]] const CqConfig& cq() const;
   /// SQ configs served, in qid order.

@@ -3,6 +3,7 @@
 // across the restore.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -140,6 +141,60 @@ TEST(NvmeSnapshotAttack, IntxSharedLineWithAPolledQueue) {
     }
     EXPECT_FALSE(level());
   }
+}
+
+// A snapshot taken before save() took the MMIO doorbells into the rings (an older tern): the
+// host consumed a full CQ and rang its head doorbell just before the VM paused, after the worker
+// last read it. The worker's saved CQ head is the old one; the controller's INTx copy of the
+// head (saved too) has the doorbell. Restored, the worker must not wait for room the host gave
+// already: the host has nothing left to consume and will not ring again.
+TEST(NvmeSnapshotAttack, OlderSnapshotWithAStaleCqHeadDoesNotStall) {
+  NvmeTestMachine m;
+  snap::ByteWriter w;
+  testing::NvmeHostQueue admin, q;
+  {
+    NvmeTestDriver d(m);
+    ASSERT_TRUE(d.enable(8));
+    ASSERT_EQ(d.create_cq(1, 4, 0), kSuccess);
+    ASSERT_EQ(d.create_sq(1, 8, 1), kSuccess);
+    q = testing::NvmeHostQueue{.qid = 1,
+                               .sq_gpa = testing::nvme_io_sq_gpa(1),
+                               .cq_gpa = testing::nvme_io_cq_gpa(1),
+                               .entries = 4};
+    testing::NvmeHostQueue sq = q;
+    sq.entries = 8;
+    for (int i = 0; i < 4; ++i) d.submit(sq, {.opcode = kIoFlush, .nsid = 1});
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(d.consume(q));  // the CQ is full: the 4th waits
+    d.fn().quiesce();
+    d.bar_write32(doorbell_offset(1, true), q.cq_head);  // rung just before the pause
+    d.fn().save_state(w);
+    admin = d.admin();
+  }  // destroyed quiesced: it posts nothing more into the RAM the restored one shares
+  // What an older tern saved: the worker's CQ head as it last read it (0).
+  std::vector<uint8_t> bytes(w.data().begin(), w.data().end());
+  uint8_t cq_record[10];
+  const uint16_t qid = 1;
+  const uint64_t gpa = testing::nvme_io_cq_gpa(1);
+  std::memcpy(cq_record, &qid, 2);
+  std::memcpy(cq_record + 2, &gpa, 8);
+  auto at = std::search(bytes.begin(), bytes.end(), cq_record, cq_record + 10);
+  ASSERT_NE(at, bytes.end());
+  // qid, gpa, entries, vector, IEN, SQ count, one SQ (qid, gpa, entries), blob length: CQ head.
+  const size_t head_at = (at - bytes.begin()) + 2 + 8 + 4 + 2 + 1 + 1 + (2 + 8 + 4) + 4;
+  uint32_t saved_head;
+  std::memcpy(&saved_head, bytes.data() + head_at, 4);
+  ASSERT_EQ(saved_head, 3u);
+  const uint32_t stale = 0;
+  std::memcpy(bytes.data() + head_at, &stale, 4);
+
+  NvmeTestDriver d2(m);
+  snap::ByteReader r(bytes, "test");
+  auto restored = d2.fn().restore_state(r);
+  ASSERT_TRUE(restored) << restored.error().message();
+  d2.admin() = admin;
+  auto e = d2.consume(q);  // the 4th completion, with no further doorbell from the host
+  ASSERT_TRUE(e);
+  EXPECT_EQ(testing::nvme_cqe_status(*e), kSuccess);
 }
 
 }  // namespace
