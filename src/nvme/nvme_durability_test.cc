@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "block/testing/recording_io_engine.h"
-#include "block/thread_pool_engine.h"
 #include "nvme/nvme_io_worker.h"
 #include "nvme/testing/nvme_io_worker_fixture.h"
 #include "nvme/testing/nvme_test_driver.h"
@@ -21,16 +20,7 @@ namespace {
 
 using Kind = IoOp::Kind;
 
-/// Thread-pool engines that record their ops into `log` (and run `hook` as each is given).
-IoEngineFactory recording_engines(std::shared_ptr<std::vector<Kind>> log,
-                                  std::shared_ptr<std::mutex> mu,
-                                  std::function<void(const IoOp&)> hook = {}) {
-  return [log, mu, hook](BorrowedFd fd, unsigned depth) -> Result<std::unique_ptr<IoEngine>> {
-    ASSIGN_OR_RETURN(auto inner, ThreadPoolEngine::create(fd, depth));
-    return std::unique_ptr<IoEngine>(
-        std::make_unique<tern::testing::RecordingEngine>(std::move(inner), log, mu, hook));
-  };
-}
+using tern::testing::recording_thread_pool_engines;
 
 class NvmeIoWorkerDurabilityTest : public testing::NvmeIoWorkerFixture {
  protected:
@@ -39,7 +29,7 @@ class NvmeIoWorkerDurabilityTest : public testing::NvmeIoWorkerFixture {
   void start_recording(std::function<void(const IoOp&)> hook = {}) {
     start(IoEngineKind::kThreads, 16, 16);
     ctx_.volatile_write_cache = &wce_;
-    ctx_.engine_factory = recording_engines(log_, mu_, std::move(hook));
+    ctx_.engine_factory = recording_thread_pool_engines(log_, mu_, std::move(hook));
     make_worker();
   }
   /// Runs `e` to its completion (expected successful); the engine ops it took, in order.
@@ -131,7 +121,7 @@ TEST(NvmeControllerDurability, SetFeaturesWceZeroFlushesEveryWrite) {
   auto log = std::make_shared<std::vector<Kind>>();
   auto mu = std::make_shared<std::mutex>();
   testing::NvmeTestMachine m;
-  testing::NvmeTestDriver d(m, {}, recording_engines(log, mu));
+  testing::NvmeTestDriver d(m, {}, recording_thread_pool_engines(log, mu));
   ASSERT_TRUE(d.enable(8));
   auto q = d.create_pair(1, 8, 0);
   std::memset(d.data(), 0x3D, 4096);

@@ -27,9 +27,9 @@ inline constexpr uint64_t kTagCompletion = uint64_t{3} << 32;
 struct NvmeIoSlot {
   uint16_t cid = 0;
   BlockOp::Kind kind = BlockOp::Kind::kRead;
-  uint64_t bytes = 0;       ///< Payload bytes counted on success (read / write).
-  bool fua = false;          ///< Force Unit Access (Write, Write Zeroes).
-  bool flushed = false;      ///< The kFlush making this write durable was issued.
+  uint64_t bytes = 0;    ///< Payload bytes counted on success (read / write).
+  bool fua = false;      ///< Force Unit Access (Write, Write Zeroes).
+  bool flushed = false;  ///< The kFlush making this write durable was issued.
 };
 
 /// One submission queue served by the worker.

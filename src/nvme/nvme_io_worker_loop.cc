@@ -315,8 +315,8 @@ bool NvmeIoWorker::Impl::needs_flush_before_completion(const NvmeIoSlot& s) cons
   // nothing, as asked.
   if (s.flushed || ctx.disk->cache() == CacheMode::kDirectSync) return false;
   if (s.kind != BlockOp::Kind::kWrite && s.kind != BlockOp::Kind::kWriteZeroes) return false;
-  return s.fua || (ctx.volatile_write_cache &&
-                   !ctx.volatile_write_cache->load(std::memory_order_acquire));
+  return s.fua ||
+         (ctx.volatile_write_cache && !ctx.volatile_write_cache->load(std::memory_order_acquire));
 }
 
 void NvmeIoWorker::Impl::on_done(NvmeSq& sq, uint16_t slot, BlockStatus status) {

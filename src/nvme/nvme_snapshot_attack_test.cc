@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "block/testing/recording_io_engine.h"
-#include "block/thread_pool_engine.h"
 #include "nvme/nvme_controller.h"
 #include "nvme/testing/nvme_test_driver.h"
 
@@ -23,15 +22,9 @@ using Kind = IoOp::Kind;
 
 constexpr uint64_t kShadowGpa = 0x60000;
 
-IoEngineFactory recording(std::shared_ptr<std::vector<Kind>> log, std::shared_ptr<std::mutex> mu) {
-  return [log, mu](BorrowedFd fd, unsigned depth) -> Result<std::unique_ptr<IoEngine>> {
-    ASSIGN_OR_RETURN(auto inner, ThreadPoolEngine::create(fd, depth));
-    return std::unique_ptr<IoEngine>(
-        std::make_unique<tern::testing::RecordingEngine>(std::move(inner), log, mu));
-  };
+void write_u32(NvmeTestMachine& m, uint64_t gpa, uint32_t v) {
+  std::memcpy(m.ram + gpa, &v, 4);
 }
-
-void write_u32(NvmeTestMachine& m, uint64_t gpa, uint32_t v) { std::memcpy(m.ram + gpa, &v, 4); }
 
 // INTx, shadow doorbells, WCE 0. Just before the save the guest writes an SQ tail past the ring
 // into the shadow page (and rings its ioeventfd), a CQ head past the ring into the shadow page,
@@ -46,14 +39,11 @@ TEST(NvmeSnapshotAttack, OutOfRangeDoorbellsJustBeforeTheSave) {
     NvmeTestDriver d(m);
     ASSERT_TRUE(d.enable(8));
     q = d.create_pair(1, 8, 0);
-    std::memset(m.ram + kShadowGpa, 0, 8192);
-    d.set_shadow_gpa(kShadowGpa);
-    ASSERT_EQ(
-        d.admin_cmd({.opcode = kAdminDoorbellBufferConfig, .prp1 = kShadowGpa, .prp2 = kShadowGpa + 4096}),
-        kSuccess);
+    ASSERT_EQ(d.doorbell_buffer_config(kShadowGpa), kSuccess);
     q.shadow = true;
-    ASSERT_EQ(d.admin_cmd({.opcode = kAdminSetFeatures, .cdw10 = kFeatVolatileWriteCache, .cdw11 = 0}),
-              kSuccess);
+    ASSERT_EQ(
+        d.admin_cmd({.opcode = kAdminSetFeatures, .cdw10 = kFeatVolatileWriteCache, .cdw11 = 0}),
+        kSuccess);
     std::memset(d.data(), 0x19, 4096);
     for (uint32_t i = 0; i < 5; ++i) {
       d.submit(q, {.opcode = kIoWrite, .nsid = 1, .prp1 = testing::kNvmeDataGpa, .cdw10 = i});
@@ -74,7 +64,7 @@ TEST(NvmeSnapshotAttack, OutOfRangeDoorbellsJustBeforeTheSave) {
   }
   auto log = std::make_shared<std::vector<Kind>>();
   auto mu = std::make_shared<std::mutex>();
-  NvmeTestDriver d2(m, {}, recording(log, mu));
+  NvmeTestDriver d2(m, {}, tern::testing::recording_thread_pool_engines(log, mu));
   d2.set_shadow_gpa(kShadowGpa);
   snap::ByteReader r(w.data(), "test");
   auto restored = d2.fn().restore_state(r);
@@ -117,12 +107,7 @@ TEST(NvmeSnapshotAttack, IntxSharedLineWithAPolledQueue) {
                             .sq_gpa = testing::nvme_io_sq_gpa(2),
                             .cq_gpa = testing::nvme_io_cq_gpa(2),
                             .entries = 8};
-  std::memset(m.ram + kShadowGpa, 0, 8192);
-  d.set_shadow_gpa(kShadowGpa);
-  ASSERT_EQ(d.admin_cmd({.opcode = kAdminDoorbellBufferConfig,
-                         .prp1 = kShadowGpa,
-                         .prp2 = kShadowGpa + 4096}),
-            kSuccess);
+  ASSERT_EQ(d.doorbell_buffer_config(kShadowGpa), kSuccess);
   EXPECT_FALSE(level());
   q1.shadow = q2.shadow = true;
   for (uint32_t i = 0; i < 3; ++i) d.submit(q2, {.opcode = kIoFlush, .nsid = 1});

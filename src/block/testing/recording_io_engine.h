@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "block/io_engine.h"
+#include "block/thread_pool_engine.h"
 
 namespace tern::testing {
 
@@ -18,8 +19,7 @@ namespace tern::testing {
 class RecordingEngine final : public IoEngine {
  public:
   RecordingEngine(std::unique_ptr<IoEngine> inner, std::shared_ptr<std::vector<IoOp::Kind>> log,
-                  std::shared_ptr<std::mutex> mu,
-                  std::function<void(const IoOp&)> on_enqueue = {})
+                  std::shared_ptr<std::mutex> mu, std::function<void(const IoOp&)> on_enqueue = {})
       : inner_(std::move(inner)),
         log_(std::move(log)),
         mu_(std::move(mu)),
@@ -44,5 +44,17 @@ class RecordingEngine final : public IoEngine {
   std::shared_ptr<std::mutex> mu_;
   std::function<void(const IoOp&)> on_enqueue_;
 };
+
+/// An IoEngineFactory of thread-pool engines wrapped in RecordingEngines sharing `log` and `mu`
+/// (and `on_enqueue`).
+inline IoEngineFactory recording_thread_pool_engines(
+    std::shared_ptr<std::vector<IoOp::Kind>> log, std::shared_ptr<std::mutex> mu,
+    std::function<void(const IoOp&)> on_enqueue = {}) {
+  return [log, mu, on_enqueue](BorrowedFd fd, unsigned depth) -> Result<std::unique_ptr<IoEngine>> {
+    ASSIGN_OR_RETURN(auto inner, ThreadPoolEngine::create(fd, depth));
+    return std::unique_ptr<IoEngine>(
+        std::make_unique<RecordingEngine>(std::move(inner), log, mu, on_enqueue));
+  };
+}
 
 }  // namespace tern::testing
