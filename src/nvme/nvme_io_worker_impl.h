@@ -66,6 +66,8 @@ struct NvmeIoWorker::Impl {
   /// INTx with shadow doorbells (InterruptSink::level_triggered()): CQ EventIdx = the host's
   /// head, so that the host rings the CQ head doorbell after it consumes what we signal.
   void arm_cq_head_doorbell();
+  /// Tells the controller this CQ's head and the phase tag at it (InterruptSink::shadow_cq_head).
+  void report_cq_head();
   void refresh_tail(NvmeSq& sq);
   /// Fetches, parses and submits while a CQ slot and an executor slot are free.
   void serve(NvmeSq& sq);

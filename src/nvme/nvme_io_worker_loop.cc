@@ -175,7 +175,14 @@ void NvmeIoWorker::Impl::refresh_cq_head() {
   bad_cq_shadow.reset();
   // INTx: the controller lowers the line when the host has consumed every entry; this head
   // may never reach it as an MMIO doorbell.
-  if (ctx.interrupts->level_triggered()) ctx.interrupts->shadow_cq_head(cq_config.qid);
+  if (ctx.interrupts->level_triggered()) report_cq_head();
+}
+
+void NvmeIoWorker::Impl::report_cq_head() {
+  // Entries in [head, tail) are unconsumed: written this lap (phase()) when head ≤ tail, the
+  // ones from head to the ring's end in the previous lap otherwise.
+  const uint32_t h = cq.head();
+  ctx.interrupts->shadow_cq_head(cq_config.qid, h, h <= cq.tail() ? cq.phase() : !cq.phase());
 }
 
 void NvmeIoWorker::Impl::arm_cq_head_doorbell() {
@@ -187,8 +194,10 @@ void NvmeIoWorker::Impl::arm_cq_head_doorbell() {
     const uint32_t h = cq.head();
     shadow.write_eventidx(*ctx.mem, cq_config.qid, true, h);
     refresh_cq_head();
-    if (cq.head() == h) return;
+    if (cq.head() == h) break;
   }
+  // Even if the head did not move: the controller's copy may be stale (MSI-X was on until now).
+  report_cq_head();
 }
 
 void NvmeIoWorker::Impl::refresh_tail(NvmeSq& sq) {

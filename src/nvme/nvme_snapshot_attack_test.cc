@@ -182,12 +182,12 @@ TEST(NvmeSnapshotAttack, OlderSnapshotWithAStaleCqHeadDoesNotStall) {
   EXPECT_EQ(testing::nvme_cqe_status(*e), kSuccess);
 }
 
-// KNOWN PROBLEM (not fixed, hence DISABLED_): with MSI-X on and shadow doorbells the controller
-// does not follow the host's CQ head (the host rings the MMIO doorbell only when EventIdx asks,
-// and the worker reports shadow heads only while INTx is in use), so its INTx phase for the CQ
-// goes stale after a lap. A guest that then turns MSI-X off without a controller reset (Linux
-// never does: it resets first) gets no INTx for its next completion.
-TEST(NvmeSnapshotAttack, DISABLED_MsixOffWithoutResetAfterShadowLapsKeepsIntx) {
+// With MSI-X on and shadow doorbells the host rings the MMIO CQ head doorbell only when EventIdx
+// asks, and the worker reported shadow heads only while INTx is in use: the controller's INTx
+// copy of the CQ's phase went stale after a lap. A guest that then turns MSI-X off without a
+// controller reset (Linux resets first; another guest may not) got no INTx for its next
+// completion. The worker now hands the controller its head and phase at each INTx signal.
+TEST(NvmeSnapshotAttack, MsixOffWithoutResetAfterShadowLapsKeepsIntx) {
   NvmeTestMachine m;
   NvmeTestDriver d(m);
   d.enable_msix(2);
