@@ -199,10 +199,15 @@ bool NvmeController::level_triggered() const {
   return !msix_->enabled();
 }
 
-void NvmeController::shadow_cq_head(uint16_t cqid) {
+void NvmeController::shadow_cq_head(uint16_t cqid, uint32_t head, bool head_phase) {
   std::lock_guard lock(mu_);
-  const IntxCq& c = intx_cq_[cqid];
-  intx_cq_head_locked(cqid, c.head);  // the shadow page has the head
+  IntxCq& c = intx_cq_[cqid];
+  if (!c.exists || head >= c.entries) return;
+  // The worker's phase is the truth (it posts the entries); the shadow page may hold a newer
+  // head, which intx_cq_head_locked() reads and tracks from here.
+  c.head = head;
+  c.head_phase = head_phase;
+  intx_cq_head_locked(cqid, head);
 }
 
 void NvmeController::intx_update_locked() {

@@ -125,7 +125,7 @@ class NvmeController final : public PciFunction, private InterruptSink {
   // ---- interrupts (nvme_controller.cc) ----
   void signal(uint16_t cqid, uint16_t vector) override;
   bool level_triggered() const override;
-  void shadow_cq_head(uint16_t cqid) override;
+  void shadow_cq_head(uint16_t cqid, uint32_t head, bool head_phase) override;
   void intx_update_locked();
   /// The host moved CQ `cqid`'s head to `head` (its doorbell; with shadow doorbells the shadow
   /// page's value wins): tracked, and the INTx line dropped if nothing is left to consume.

@@ -295,6 +295,10 @@ Result<void> NvmeController::restore_state(snap::ByteReader& r) {
     snap::ByteReader sub(s.worker, "restore " + dev + " CQ " + std::to_string(q) + " rings");
     TRY(worker->restore(sub));
     TRY(sub.expect_end());
+    // The CQ head the host last rang, as the controller recorded it: newer than the worker's in
+    // a snapshot whose save() did not take the MMIO doorbells yet. With shadow doorbells the
+    // shadow page (guest RAM) has the host's head.
+    if (!shadow.enabled()) worker->restore_cq_head(intx[q].head % s.cq.entries);
     if (shadow.enabled()) worker->set_shadow(shadow);
     publish_cq(q, worker, &s.cq);
     {

@@ -225,10 +225,7 @@ TEST(NvmeControllerInterrupts, IntxDropsWhenTheHostConsumesThroughShadowDoorbell
   ASSERT_TRUE(d.enable());
   auto level = [&] { return m.intx_level(); };
   auto q = d.create_pair(1, 8, 0);
-  std::memset(m.ram + 0x60000, 0, 8192);
-  d.set_shadow_gpa(0x60000);
-  ASSERT_EQ(d.admin_cmd({.opcode = kAdminDoorbellBufferConfig, .prp1 = 0x60000, .prp2 = 0x61000}),
-            kSuccess);
+  ASSERT_EQ(d.doorbell_buffer_config(0x60000), kSuccess);
   EXPECT_FALSE(level());
   q.shadow = true;
   std::memset(d.data(), 0x6B, 4096);

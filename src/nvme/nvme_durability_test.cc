@@ -5,12 +5,12 @@
 // through a controller's admin queue.
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "block/testing/recording_io_engine.h"
-#include "block/thread_pool_engine.h"
 #include "nvme/nvme_io_worker.h"
 #include "nvme/testing/nvme_io_worker_fixture.h"
 #include "nvme/testing/nvme_test_driver.h"
@@ -20,23 +20,16 @@ namespace {
 
 using Kind = IoOp::Kind;
 
-/// Thread-pool engines that record their ops into `log`.
-IoEngineFactory recording_engines(std::shared_ptr<std::vector<Kind>> log,
-                                  std::shared_ptr<std::mutex> mu) {
-  return [log, mu](BorrowedFd fd, unsigned depth) -> Result<std::unique_ptr<IoEngine>> {
-    ASSIGN_OR_RETURN(auto inner, ThreadPoolEngine::create(fd, depth));
-    return std::unique_ptr<IoEngine>(
-        std::make_unique<tern::testing::RecordingEngine>(std::move(inner), log, mu));
-  };
-}
+using tern::testing::recording_thread_pool_engines;
 
 class NvmeIoWorkerDurabilityTest : public testing::NvmeIoWorkerFixture {
  protected:
-  /// A worker whose engine records its ops, reading WCE from wce_.
-  void start_recording() {
+  /// A worker whose engine records its ops (running `hook` as each is given), reading WCE from
+  /// wce_.
+  void start_recording(std::function<void(const IoOp&)> hook = {}) {
     start(IoEngineKind::kThreads, 16, 16);
     ctx_.volatile_write_cache = &wce_;
-    ctx_.engine_factory = recording_engines(log_, mu_);
+    ctx_.engine_factory = recording_thread_pool_engines(log_, mu_, std::move(hook));
     make_worker();
   }
   /// Runs `e` to its completion (expected successful); the engine ops it took, in order.
@@ -106,13 +99,29 @@ TEST_F(NvmeIoWorkerDurabilityTest, VolatileWriteCacheOffSyncsEveryWrite) {
   EXPECT_EQ(run(rw(kIoWrite, 5, 24, 8, 0)), (std::vector<Kind>{Kind::kWrite}));
 }
 
+// The host turns the volatile write cache off (Set Features WCE 0 completes) while a write it
+// sent with the cache on is still in flight: that write completes after the host was told the
+// cache is off, and the host sends no flush for it. It must be durable when it completes.
+TEST_F(NvmeIoWorkerDurabilityTest, WriteInFlightWhenTheCacheIsTurnedOffIsSynced) {
+  start_recording([this](const IoOp& op) {
+    if (op.kind == Kind::kWrite) wce_ = false;  // Set Features WCE 0, the write being in flight
+  });
+  std::memset(data(0), 0x77, 4096);
+  EXPECT_EQ(run(rw(kIoWrite, 1, 0, 8, 0)), (std::vector<Kind>{Kind::kWrite, Kind::kFdatasync}));
+  EXPECT_EQ(disk_bytes(0, 4096), std::vector<uint8_t>(4096, 0x77));
+  // The other way round: a write sent with the cache off that completes after it was turned on
+  // may be synced or not (the host flushes it if it cares); turned on, writes are not.
+  wce_ = true;
+  EXPECT_EQ(run(rw(kIoRead, 2, 0, 8, 1)), (std::vector<Kind>{Kind::kRead}));
+}
+
 // Set Features Volatile Write Cache WCE 0 through the admin queue reaches the I/O workers; a
 // controller reset brings WCE back to its default, 1.
 TEST(NvmeControllerDurability, SetFeaturesWceZeroFlushesEveryWrite) {
   auto log = std::make_shared<std::vector<Kind>>();
   auto mu = std::make_shared<std::mutex>();
   testing::NvmeTestMachine m;
-  testing::NvmeTestDriver d(m, {}, recording_engines(log, mu));
+  testing::NvmeTestDriver d(m, {}, recording_thread_pool_engines(log, mu));
   ASSERT_TRUE(d.enable(8));
   auto q = d.create_pair(1, 8, 0);
   std::memset(d.data(), 0x3D, 4096);
@@ -139,6 +148,32 @@ TEST(NvmeControllerDurability, SetFeaturesWceZeroFlushesEveryWrite) {
   ASSERT_TRUE(d.enable(8));
   q = d.create_pair(1, 8, 0);
   EXPECT_EQ(write_ops(), (std::vector<Kind>{Kind::kWrite}));
+}
+
+// Writes the host completed with the volatile write cache on sit in it (the image's page cache)
+// until a flush; once the host turns the cache off it sends no flush, ever. Set Features WCE 0
+// flushes before it completes, once per turning off.
+TEST(NvmeControllerDurability, TurningTheCacheOffFlushesWhatItHolds) {
+  testing::NvmeTestMachine m;
+  testing::NvmeTestDriver d(m);
+  ASSERT_TRUE(d.enable(8));
+  auto q = d.create_pair(1, 8, 0);
+  std::memset(d.data(), 0x4E, 4096);
+  ASSERT_EQ(d.rw(q, true, 0, 8), kSuccess);  // completed with the cache on: no flush
+  EXPECT_EQ(d.counter("flushes"), 0u);
+  auto set_wce = [&](uint32_t wce) {
+    return d.admin_cmd(
+        {.opcode = kAdminSetFeatures, .cdw10 = kFeatVolatileWriteCache, .cdw11 = wce});
+  };
+  ASSERT_EQ(set_wce(0), kSuccess);
+  EXPECT_EQ(d.counter("flushes"), 1u);
+  EXPECT_EQ(m.image_bytes(0, 4096), std::vector<uint8_t>(4096, 0x4E));
+  ASSERT_EQ(set_wce(0), kSuccess);  // off already: nothing cached
+  EXPECT_EQ(d.counter("flushes"), 1u);
+  ASSERT_EQ(set_wce(1), kSuccess);
+  EXPECT_EQ(d.counter("flushes"), 1u);
+  ASSERT_EQ(set_wce(0), kSuccess);
+  EXPECT_EQ(d.counter("flushes"), 2u);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Set Features / Get Features (NVMe base spec 1.4 §5.21, §5.9, §5.21.1) and Get Log Page
 // (§5.14) on the admin thread. Features are stored and reported; none is saveable. Volatile Write
-// Cache is honoured: with WCE 0 the I/O workers make every write durable before completing it (a
-// flush after it; nvme_io_worker_loop.cc). Interrupt Coalescing is reported, not honoured:
-// completions are never delayed.
+// Cache is honoured: turning it off flushes the image, and with WCE 0 the I/O workers make every
+// write durable before completing it (a flush after it; nvme_io_worker_loop.cc). Interrupt
+// Coalescing is reported, not honoured: completions are never delayed.
 #include <algorithm>
 #include <cstring>
 
@@ -40,11 +40,25 @@ Status NvmeController::admin_set_features(const SubmissionEntry& sqe, uint32_t& 
       if (v & (1u << 16)) return kInvalidField;  // DULBE: no deallocated-block errors
       f.error_recovery = v & 0xFFFF;
       break;
-    case kFeatVolatileWriteCache:
+    case kFeatVolatileWriteCache: {
       if (!info_.volatile_write_cache) return kInvalidField;  // VWC 0 (cache=directsync)
+      const bool was_on = f.volatile_write_cache;
       f.volatile_write_cache = v & 1;
       write_cache_enabled_.store(f.volatile_write_cache, std::memory_order_release);
+      // Turned off: the host sends no flushes from now on, so what the cache holds (writes it
+      // completed with the cache on) is made durable before the command completes. Stored first,
+      // then flushed: a write completing after the store flushes itself (nvme_io_worker_loop.cc),
+      // one completed before it is in this flush.
+      if (was_on && !f.volatile_write_cache && disk_->disk().cache() != CacheMode::kUnsafe) {
+        io_counters_.flushes.fetch_add(1, std::memory_order_relaxed);
+        if (auto r = disk_->disk().flush(); !r) {
+          TERN_LOG_RATELIMITED(log_limit_, warn, "{}: write cache flush: {}", name(),
+                               r.error().message());
+          return kInternalError;  // WCE stays 0: every later write is flushed
+        }
+      }
       break;
+    }
     case kFeatNumberOfQueues: {
       const uint32_t nsqr = v & 0xFFFF, ncqr = v >> 16;
       if (nsqr == 0xFFFF || ncqr == 0xFFFF) return kInvalidField;

@@ -236,6 +236,13 @@ Result<void> NvmeIoWorker::restore(snap::ByteReader& r) {
   return {};
 }
 
+void NvmeIoWorker::restore_cq_head(uint32_t head) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mu);
+  if (m.shadow.enabled() || !m.cq.set_head(head)) return;
+  m.cq_mmio_head.store(head, std::memory_order_seq_cst);
+}
+
 const CqConfig& NvmeIoWorker::cq() const { return impl_->cq_config; }
 
 std::vector<SqConfig> NvmeIoWorker::sqs() const {

@@ -79,8 +79,11 @@ class InterruptSink {
   /// CQ's EventIdx at the head it knows (the host's next head update rings the MMIO doorbell)
   /// and reports every new shadow head it reads (shadow_cq_head()).
   [[nodiscard]] virtual bool level_triggered() const { return false; }
-  /// The worker read a new head of CQ `cqid` from the shadow page (level_triggered() only).
-  virtual void shadow_cq_head(uint16_t /*cqid*/) {}
+  /// The worker's view of CQ `cqid` (level_triggered() only): the host's `head` as last read
+  /// from the shadow page and the phase tag an unconsumed entry there carries (known from the
+  /// worker's tail and phase, so the controller's copy is right even if it missed laps while
+  /// MSI-X was on). Called at each new shadow head and at each signal.
+  virtual void shadow_cq_head(uint16_t /*cqid*/, uint32_t /*head*/, bool /*head_phase*/) {}
 };
 
 /// What a worker shares with its controller; every pointer outlives the worker.
@@ -156,6 +159,11 @@ class NvmeIoWorker {
   /// Before resume() on a worker created with the same CQ and add_sq()'d the same SQs: restores
   /// head/tail/phase of each ring (validated).
   [[nodiscard]] Result<void> restore(snap::ByteReader& r);
+  /// After restore(), before resume(), MMIO doorbells only: `head` is the last CQ head the host
+  /// wrote to the doorbell as the controller recorded it (its INTx copy). A snapshot from before
+  /// save() took the MMIO doorbells into the rings may hold an older head in the worker's part;
+  /// the host does not ring again for room it gave already. Ignored if ≥ the CQ's entries.
+  void restore_cq_head(uint32_t head);
 
   [[nodiscard]] const CqConfig& cq() const;
   /// SQ configs served, in qid order.

@@ -27,9 +27,9 @@ inline constexpr uint64_t kTagCompletion = uint64_t{3} << 32;
 struct NvmeIoSlot {
   uint16_t cid = 0;
   BlockOp::Kind kind = BlockOp::Kind::kRead;
-  uint64_t bytes = 0;       ///< Payload bytes counted on success (read / write).
-  bool flush_after = false;  ///< A write to make durable (FUA, or WCE 0) whose kFlush has not
-                             ///< been issued yet.
+  uint64_t bytes = 0;    ///< Payload bytes counted on success (read / write).
+  bool fua = false;      ///< Force Unit Access (Write, Write Zeroes).
+  bool flushed = false;  ///< The kFlush making this write durable was issued.
 };
 
 /// One submission queue served by the worker.
@@ -66,12 +66,17 @@ struct NvmeIoWorker::Impl {
   /// INTx with shadow doorbells (InterruptSink::level_triggered()): CQ EventIdx = the host's
   /// head, so that the host rings the CQ head doorbell after it consumes what we signal.
   void arm_cq_head_doorbell();
+  /// Tells the controller this CQ's head and the phase tag at it (InterruptSink::shadow_cq_head).
+  void report_cq_head();
   void refresh_tail(NvmeSq& sq);
   /// Fetches, parses and submits while a CQ slot and an executor slot are free.
   void serve(NvmeSq& sq);
   void reap(NvmeSq& sq);
   /// Completes everything `sq` has in flight (blocking).
   void drain(NvmeSq& sq);
+  /// A completed write `s` is to be followed by a kFlush before its completion is posted (FUA,
+  /// or the volatile write cache off now).
+  [[nodiscard]] bool needs_flush_before_completion(const NvmeIoSlot& s) const;
   void on_done(NvmeSq& sq, uint16_t slot, BlockStatus status);
   void post(NvmeSq& sq, uint16_t cid, Status status);
   /// One interrupt for the completions posted since the last one.

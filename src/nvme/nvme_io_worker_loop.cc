@@ -175,7 +175,14 @@ void NvmeIoWorker::Impl::refresh_cq_head() {
   bad_cq_shadow.reset();
   // INTx: the controller lowers the line when the host has consumed every entry; this head
   // may never reach it as an MMIO doorbell.
-  if (ctx.interrupts->level_triggered()) ctx.interrupts->shadow_cq_head(cq_config.qid);
+  if (ctx.interrupts->level_triggered()) report_cq_head();
+}
+
+void NvmeIoWorker::Impl::report_cq_head() {
+  // Entries in [head, tail) are unconsumed: written this lap (phase()) when head ≤ tail, the
+  // ones from head to the ring's end in the previous lap otherwise.
+  const uint32_t h = cq.head();
+  ctx.interrupts->shadow_cq_head(cq_config.qid, h, h <= cq.tail() ? cq.phase() : !cq.phase());
 }
 
 void NvmeIoWorker::Impl::arm_cq_head_doorbell() {
@@ -187,8 +194,10 @@ void NvmeIoWorker::Impl::arm_cq_head_doorbell() {
     const uint32_t h = cq.head();
     shadow.write_eventidx(*ctx.mem, cq_config.qid, true, h);
     refresh_cq_head();
-    if (cq.head() == h) return;
+    if (cq.head() == h) break;
   }
+  // Even if the head did not move: the controller's copy may be stale (MSI-X was on until now).
+  report_cq_head();
 }
 
 void NvmeIoWorker::Impl::refresh_tail(NvmeSq& sq) {
@@ -291,14 +300,7 @@ void NvmeIoWorker::Impl::serve(NvmeSq& sq) {
     s.kind = req->op.kind;
     bool data = s.kind == BlockOp::Kind::kRead || s.kind == BlockOp::Kind::kWrite;
     s.bytes = data ? req->op.len : 0;
-    // Durable before completion, by a flush after the write: FUA on a Write or Write Zeroes
-    // (§6.15, §6.16), and every write while the host has the volatile write cache off (WCE 0,
-    // §5.21.1.6: it sends no flushes then). cache=directsync writes already are (O_DSYNC, and the
-    // executor syncs its Write Zeroes); cache=unsafe's flush does nothing, as asked.
-    const bool writes = s.kind == BlockOp::Kind::kWrite || s.kind == BlockOp::Kind::kWriteZeroes;
-    const bool wce =
-        !ctx.volatile_write_cache || ctx.volatile_write_cache->load(std::memory_order_acquire);
-    s.flush_after = writes && (req->fua || !wce) && ctx.disk->cache() != CacheMode::kDirectSync;
+    s.fua = req->fua;
     req->op.tag = slot;
     if (auto now = sq.executor->submit(std::move(req->op))) {
       on_done(sq, slot, *now);
@@ -312,10 +314,25 @@ void NvmeIoWorker::Impl::serve(NvmeSq& sq) {
   }
 }
 
+bool NvmeIoWorker::Impl::needs_flush_before_completion(const NvmeIoSlot& s) const {
+  // Durable before completion, by a flush after the write: FUA on a Write or Write Zeroes
+  // (§6.15, §6.16), and every write while the host has the volatile write cache off (WCE 0,
+  // §5.21.1.6: it sends no flushes then). WCE is read when the write completes, not when it was
+  // fetched: a write in flight while Set Features turned the cache off completes after the host
+  // was told the cache is off, and the host will not flush it. cache=directsync writes already
+  // are durable (O_DSYNC, and the executor syncs its Write Zeroes); cache=unsafe's flush does
+  // nothing, as asked.
+  if (s.flushed || ctx.disk->cache() == CacheMode::kDirectSync) return false;
+  if (s.kind != BlockOp::Kind::kWrite && s.kind != BlockOp::Kind::kWriteZeroes) return false;
+  return s.fua ||
+         (ctx.volatile_write_cache && !ctx.volatile_write_cache->load(std::memory_order_acquire));
+}
+
 void NvmeIoWorker::Impl::on_done(NvmeSq& sq, uint16_t slot, BlockStatus status) {
   NvmeIoSlot& s = sq.slots[slot];
-  if (status == BlockStatus::kOk && s.flush_after && sq.executor->has_free_slot()) {
-    s.flush_after = false;
+  const bool flush_after = status == BlockStatus::kOk && needs_flush_before_completion(s);
+  if (flush_after && sq.executor->has_free_slot()) {
+    s.flushed = true;
     BlockOp flush;
     flush.kind = BlockOp::Kind::kFlush;
     flush.tag = slot;
@@ -326,7 +343,7 @@ void NvmeIoWorker::Impl::on_done(NvmeSq& sq, uint16_t slot, BlockStatus status) 
     }
     return;
   }
-  if (s.flush_after) status = BlockStatus::kHostError;  // no slot for the flush: cannot happen
+  if (flush_after) status = BlockStatus::kHostError;  // no slot for the flush: cannot happen
   Status st = block_status_to_nvme(s.kind, status);
   if (status == BlockStatus::kOk && s.bytes > 0)
     counters(sq.config.qid).bytes.fetch_add(s.bytes, std::memory_order_relaxed);

@@ -363,6 +363,13 @@ class NvmeTestDriver {
     shadow_gpa_ = gpa;
     eventidx_gpa_ = eventidx_gpa ? eventidx_gpa : gpa + 4096;
   }
+  /// Doorbell Buffer Config with the shadow page at `gpa` and EventIdx the page after it (both
+  /// zeroed first); its status.
+  Status doorbell_buffer_config(uint64_t gpa) {
+    std::memset(m_.ram + gpa, 0, 8192);
+    set_shadow_gpa(gpa);
+    return admin_cmd({.opcode = kAdminDoorbellBufferConfig, .prp1 = gpa, .prp2 = gpa + 4096});
+  }
   /// A device-wide counter by name (0 if absent).
   uint64_t counter(std::string_view name) {
     for (auto& [n, v] : fn_->counters().counters)
