@@ -60,7 +60,9 @@ extern "C" void on_interrupt(int signo) { g_interrupted = signo; }
 
 // While it lives, SIGINT, SIGTERM and SIGHUP only set g_interrupted: the client then resumes the
 // VM it paused before it exits, instead of dying and leaving the VM paused. A second signal acts
-// as usual (SA_RESETHAND: the user can still kill a client whose server never answers).
+// as usual (SA_RESETHAND: the user can still kill a client whose server never answers). A signal
+// the client was started with ignored (nohup's SIGHUP, a background job's SIGINT) stays ignored:
+// the user asked for it not to stop the client, so it must not resume the VM either.
 class InterruptGuard {
  public:
   InterruptGuard() {
@@ -69,10 +71,16 @@ class InterruptGuard {
     sa.sa_handler = on_interrupt;
     sa.sa_flags = SA_RESETHAND | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &sa, &previous_[i]);
+    for (size_t i = 0; i < kSignals.size(); ++i) {
+      if (::sigaction(kSignals[i], nullptr, &previous_[i]) != 0 ||
+          previous_[i].sa_handler == SIG_IGN)
+        continue;
+      installed_[i] = ::sigaction(kSignals[i], &sa, nullptr) == 0;
+    }
   }
   ~InterruptGuard() {
-    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
+    for (size_t i = 0; i < kSignals.size(); ++i)
+      if (installed_[i]) ::sigaction(kSignals[i], &previous_[i], nullptr);
   }
   InterruptGuard(const InterruptGuard&) = delete;
   InterruptGuard& operator=(const InterruptGuard&) = delete;
@@ -80,6 +88,7 @@ class InterruptGuard {
  private:
   static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
   std::array<struct sigaction, 3> previous_{};
+  std::array<bool, 3> installed_{};
 };
 
 }  // namespace

@@ -37,7 +37,8 @@ CLI::App* add_restore_command(CLI::App& app, RestoreOptions& o);
 /// keeps it paused or powers it off. A failed save resumes a VM it paused. Exit status 0 on
 /// success, 1 with the reason on stderr otherwise. SIGINT, SIGTERM or SIGHUP (Ctrl-C) while it
 /// runs: a save in progress is waited for (the API cannot cancel it), then the VM it paused is
-/// resumed (whatever --keep-paused or --exit said) and the status is 128 + the signal's number;
+/// resumed (whatever --keep-paused or --exit said) and the status is 128 + the signal's number
+/// (a signal ignored when the client started, as under nohup, stays ignored);
 /// a second signal acts as usual.
 int run_snapshot(const SnapshotOptions& o);
 

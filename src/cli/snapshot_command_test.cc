@@ -74,5 +74,42 @@ TEST(SnapshotCommand, InterruptWithExitDoesNotPowerOff) {
   EXPECT_EQ(vm_state(h), "Running");
 }
 
+// A VM someone else paused before the client ran: Ctrl-C during the save leaves it paused (the
+// client never resumes a VM it did not pause).
+TEST(SnapshotCommand, InterruptNeverResumesAVmItDidNotPause) {
+  ApiHarness h;
+  h.configure_and_start();
+  ASSERT_EQ(h.call("PATCH", "/vm", R"({"state":"Paused"})").status, 204);
+  h.machine->during_save = [] { ::raise(SIGINT); };
+  testing::TempDir dir;
+  EXPECT_EQ(run_snapshot(options(h, dir)), 128 + SIGINT);
+  EXPECT_EQ(h.machine->pauses, 1);
+  EXPECT_EQ(h.machine->resumes, 0);
+  EXPECT_EQ(vm_state(h), "Paused");
+}
+
+// A signal the client was started with ignored (nohup: SIGHUP; a background job of a
+// non-interactive shell: SIGINT) stays ignored: the terminal going away must not turn
+// --keep-paused (or --exit) into a resume. The disposition is the same afterwards.
+TEST(SnapshotCommand, AnIgnoredSignalStaysIgnored) {
+  struct sigaction ignore {};
+  struct sigaction before {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  ASSERT_EQ(::sigaction(SIGHUP, &ignore, &before), 0);
+  ApiHarness h;
+  h.configure_and_start();
+  h.machine->during_save = [] { ::raise(SIGHUP); };
+  testing::TempDir dir;
+  SnapshotOptions o = options(h, dir);
+  o.keep_paused = true;
+  EXPECT_EQ(run_snapshot(o), 0);
+  EXPECT_EQ(h.machine->resumes, 0);
+  EXPECT_EQ(vm_state(h), "Paused");
+  struct sigaction now {};
+  ASSERT_EQ(::sigaction(SIGHUP, &before, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_IGN);
+}
+
 }  // namespace
 }  // namespace tern

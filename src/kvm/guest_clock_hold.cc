@@ -14,9 +14,11 @@ Result<void> GuestClockHold::release(KvmVm& vm) {
   kvm_clock_data c{};
   c.clock = *held_ns_;
   c.flags = 0;  // as restore_vm_kvm_state(): no KVM_CLOCK_REALTIME (the stop stays unseen)
-  TRY(vm.set_clock(c));
+  // Forgotten even when KVM_SET_CLOCK fails: the caller lets the vCPUs run all the same, so the
+  // value is stale from now on. Kept, the next hold() would keep it too, and the release after
+  // that (or a snapshot of that pause) would set the guest's clock back by the time it ran.
   held_ns_.reset();
-  return {};
+  return vm.set_clock(c);
 }
 
 }  // namespace tern

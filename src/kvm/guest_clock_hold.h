@@ -23,8 +23,9 @@ class GuestClockHold {
   /// Holds `clock_ns` (a restored VM: the kvmclock its snapshot saved) without asking KVM.
   void hold_at(uint64_t clock_ns) { held_ns_ = clock_ns; }
   /// KVM_SET_CLOCK back to the held value (flags 0) and forgets it, before any vCPU runs again:
-  /// the guest's kvmclock goes on from where it stood. No-op when nothing is held. On error the
-  /// value stays held (a later release() may try again).
+  /// the guest's kvmclock goes on from where it stood. No-op when nothing is held. The value is
+  /// forgotten on error too (the vCPUs run on with KVM's clock; the next hold() takes the clock
+  /// then). Errors: the ioctl's.
   [[nodiscard]] Result<void> release(KvmVm& vm);
   /// The held kvmclock in ns, if any (a snapshot of a held VM saves this value).
   [[nodiscard]] std::optional<uint64_t> held_ns() const { return held_ns_; }

@@ -1,6 +1,7 @@
 // kvm tests: GuestClockHold stops the guest's kvmclock while tern holds the VM — after release()
 // it goes on from the held value, not from where KVM's clock ran meanwhile.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <optional>
@@ -70,6 +71,26 @@ TEST(GuestClockHold, HoldAtSetsTheSavedValueAtRelease) {
   const uint64_t after = c->now();
   EXPECT_GE(after, saved);
   EXPECT_LT(after, saved + kHeldNs);
+}
+
+// A release() that failed (KVM_SET_CLOCK refused) is followed by the vCPUs running all the same
+// (Vm::resume/start only log it): the held value is stale from then on. The next pause must hold
+// the clock of that pause, not the old value — else its resume (or a snapshot taken meanwhile)
+// would set the guest's kvmclock back by all the time the VM ran in between.
+TEST(GuestClockHold, AFailedReleaseIsNotHeldOverToTheNextPause) {
+  auto c = ClockVm::create();
+  if (!c) GTEST_SKIP() << "/dev/kvm not available";
+  UniqueFd not_kvm(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  ASSERT_TRUE(not_kvm.valid());
+  KvmVm refusing(std::move(not_kvm), 0);  // every VM ioctl fails (ENOTTY)
+  GuestClockHold hold;
+  ASSERT_TRUE(hold.hold(*c->vm));
+  const uint64_t first = *hold.held_ns();
+  EXPECT_FALSE(hold.release(refusing));
+  c->run_past(first + kHeldNs);  // the VM runs on, its clock unheld
+  ASSERT_TRUE(hold.hold(*c->vm));  // the next pause
+  ASSERT_TRUE(hold.held_ns());
+  EXPECT_GE(*hold.held_ns(), first + kHeldNs) << "the next pause held the first pause's clock";
 }
 
 }  // namespace

@@ -299,6 +299,7 @@ Result<void> BackendSession::start_vrings_locked(Base base) {
 void BackendSession::stop_vrings_locked(bool record) {
   Activation& a = *active_;
   if (record) a.paused_at.clear();
+  const uint64_t generation = generation_;
   for (Vring& v : a.vrings) {
     std::optional<uint32_t> answer;
     if (v.started && client_) {
@@ -310,6 +311,7 @@ void BackendSession::stop_vrings_locked(bool record) {
         drop_locked(b.error().message(), true);  // the other vrings stop with the socket
     }
     v.started = false;
+    if (!record) continue;  // a device reset: the answer is neither used nor judged
     // Read after the answer: a completion the back-end published before answering is counted.
     auto used = read_used_idx(*a.mem, v.config);
     uint16_t used_idx = used ? *used : v.config.position.next_used;
@@ -325,12 +327,15 @@ void BackendSession::stop_vrings_locked(bool record) {
       else
         drop_locked(checked.error().message(), true);
     }
-    if (!record) continue;
     // The back-end away (or GET_VRING_BASE failed or refused): like QEMU's vhost_virtqueue_stop,
     // both positions are the used ring's idx: what was taken but not completed is resubmitted by
     // the back-end from the inflight region when it comes back (or read again from the avail ring).
     a.paused_at.push_back({v.queue, QueuePosition{next_avail.value_or(used_idx), used_idx}});
   }
+  // Dropped on the way (a failed or refused answer): the vrings stopped before on that
+  // connection also start from the used ring's idx, as replay_locked() would set them.
+  if (record && generation_ != generation)
+    for (auto& [queue, pos] : a.paused_at) pos.next_avail = pos.next_used;
 }
 
 void BackendSession::deactivate() {

@@ -147,6 +147,7 @@ class BackendSession {
   std::optional<Activation> active_;
   bool stop_ = false;
   RateLimit log_limit_{3, std::chrono::seconds(60)};
+  RateLimit reconnected_log_limit_{3, std::chrono::seconds(60)};  // "reconnected" (info)
 
   std::atomic<bool> connected_{false};
   std::atomic<uint64_t> disconnects_{0}, reconnects_{0}, reconnect_attempts_{0},

@@ -80,8 +80,12 @@ bool BackendSession::try_reconnect() {
     return false;
   }
   reconnects_.fetch_add(1, std::memory_order_relaxed);
-  spdlog::info("{}: vhost-user back-end {} reconnected{}", name_, path_,
-               active_->paused ? " (queues start at resume)" : "; queues restarted");
+  // Rate-limited, on its own budget (a logged "lost" line still gets its "reconnected"): a
+  // back-end that hangs up after every replay is reconnected every reconnect_min for ever
+  // (each counted in backend_reconnects).
+  TERN_LOG_RATELIMITED(reconnected_log_limit_, info, "{}: vhost-user back-end {} reconnected{}",
+                       name_, path_,
+                       active_->paused ? " (queues start at resume)" : "; queues restarted");
   return true;
 }
 

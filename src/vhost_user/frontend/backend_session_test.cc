@@ -3,9 +3,12 @@
 // GET_VRING_BASE answer outside the ring refused, a back-end that came back with fewer features
 // (NEEDS_RESET), and call relaying vs irqfds.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <sstream>
 
 #include "base/testing/eventually.h"
 #include "vhost_user/frontend/testing/vu_blk_fixture.h"
@@ -93,6 +96,56 @@ TEST_F(SessionTest, GetVringBaseOutsideTheRingsWindowIsRefusedAndTheUsedIdxIsThe
   EXPECT_EQ(irq->needs_reset(), 0u);
 }
 
+// The connection dropped at a later vring's refused answer: the vrings stopped before it on that
+// connection get the used ring's idx too (their answers came from the same back-end, whose
+// successor would never resubmit what they claim to have taken), as a reconnect while paused
+// does — a snapshot saved before the reconnect must not hold the dropped back-end's word.
+TEST_F(SessionTest, ARefusedAnswerMakesEveryVringOfThatPauseStartFromTheUsedIdx) {
+  dev.reset();  // the fake serves one connection at a time: this device's is number 2
+  auto d = create(2);
+  ASSERT_TRUE(d) << d.error().message();
+  dev = std::move(*d);
+  ASSERT_TRUE(activate(*dev, ram, 2, dev->device_features(), irq));
+  ASSERT_TRUE(be.wait_for(VHOST_USER_SET_VRING_ENABLE, 2, 2));
+  be.locked([](auto& b) { b.vring_base = 7; });
+  for (uint16_t q = 0; q < 2; ++q) {
+    ram.set_used_idx(SharedRam::queue(q), 5);
+    ASSERT_TRUE(ram.mem().write_obj<uint16_t>(
+        SharedRam::queue(q).avail_gpa + virtio::avail_idx_offset(), q == 0 ? 7 : 6));
+  }
+  ASSERT_EQ(::unlink(sock.c_str()), 0);  // no reconnect (which would reset the positions)
+  dev->quiesce();
+  EXPECT_EQ(counter(*dev, "backend_protocol_errors"), 1u);  // vring 1's 7 is past avail 6
+  EXPECT_EQ(dev->queue_positions(), (std::vector<QueuePosition>{{5, 5}, {5, 5}}));
+}
+
+// A back-end that takes every reconnect and hangs up again (a crash loop, or one that dislikes
+// what it is sent) is reconnected every reconnect_min for ever: each "reconnected" line is
+// within the session's log rate limit (3 a minute), as the matching "lost" warnings are, so the
+// loop cannot flood the log.
+TEST_F(SessionTest, AFlappingBackendsReconnectsAreLoggedWithinTheRateLimit) {
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  sink->set_pattern("%v");
+  auto& sinks = spdlog::default_logger()->sinks();
+  sinks.push_back(sink);
+  activate_one();
+  constexpr int kFlaps = 8;
+  for (int c = 1; c <= kFlaps; ++c) {
+    be.hang_up();
+    ASSERT_TRUE(be.wait_for(VHOST_USER_SET_VRING_ENABLE, 1, c + 1));
+    ASSERT_TRUE(eventually([&] { return counter(*dev, "backend_reconnects") == uint64_t(c); }));
+  }
+  dev.reset();  // joins the monitor: nothing logs while the sink goes
+  sinks.pop_back();
+  const std::string text = log.str();
+  size_t lines = 0;
+  for (size_t at = text.find("reconnected"); at != std::string::npos;
+       at = text.find("reconnected", at + 1))
+    ++lines;
+  EXPECT_LE(lines, 3u) << text;
+}
+
 TEST_F(SessionTest, BackendKilledIsCountedAndTheReconnectReplaysFromTheUsedIdxWithTheInflightFd) {
   activate_one();
   const ino_t inflight = be.inflight_inode();
@@ -159,6 +212,24 @@ TEST_F(SessionTest, QueueWithAnIrqfdHandsTheIrqfdToTheBackend) {
   be.locked([&](auto& b) {
     EXPECT_EQ(inode(fd_of(b, VHOST_USER_SET_VRING_CALL, 1)), inode(irqfd.get()));
   });
+}
+
+// A device reset discards the GET_VRING_BASE answer (the next activation starts from the new
+// rings), so it is not checked against the ring: a driver that reset its device after writing
+// its avail idx below what the back-end took (the guest owns the avail ring) must not get a
+// well-behaved back-end counted as a protocol error and its connection dropped.
+TEST_F(SessionTest, DeviceResetDoesNotJudgeTheBackendByTheDriversAvailIdx) {
+  activate_one();
+  be.locked([](auto& b) { b.vring_base = 7; });  // took 5 and 6, not completed yet
+  ram.set_used_idx(SharedRam::queue(0), 5);
+  ASSERT_TRUE(
+      ram.mem().write_obj<uint16_t>(SharedRam::queue(0).avail_gpa + virtio::avail_idx_offset(), 5));
+  dev->reset();
+  ASSERT_TRUE(be.wait_for(VHOST_USER_GET_VRING_BASE, 1, 1));
+  EXPECT_EQ(counter(*dev, "backend_protocol_errors"), 0u);
+  EXPECT_EQ(counter(*dev, "backend_disconnects"), 0u);
+  activate_one();  // on the same connection
+  EXPECT_EQ(counter(*dev, "backend_reconnect_attempts"), 0u);
 }
 
 TEST_F(SessionTest, DeviceResetStopsTheVringsAndTheNextActivationGetsAFreshInflightRegion) {
