@@ -230,6 +230,8 @@ Result<DriveSpec> parse_vhost_user_drive(JsonReader& r, DriveSpec d, std::string
   if (socket.empty()) return fail(r.field("socket"), "empty path");
   if (socket.find('\0') != std::string::npos)
     return fail(r.field("socket"), "path contains a NUL byte");
+  // Absolute, as path_on_host: a snapshot names the same back-end wherever tern restore runs.
+  ASSIGN_OR_RETURN(socket, absolute_host_path(socket, r.field("socket")));
   if (socket.size() > kMaxVhostUserSocketBytes)
     return fail(r.field("socket"), "longer than " + std::to_string(kMaxVhostUserSocketBytes) +
                                        " bytes (sockaddr_un.sun_path)");

@@ -229,6 +229,19 @@ TEST(ApiParser, RelativeDrivePathIsKeptAbsolute) {
   EXPECT_EQ(to_json(*d)["path_on_host"], image);
 }
 
+TEST(ApiParser, RelativeVhostUserSocketIsKeptAbsolute) {
+  testing::TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string cwd = std::filesystem::canonical(dir.path()).string();
+  testing::ScopedWorkingDirectory in(dir.path());
+  auto d = parse_drive(
+      nlohmann::json::parse(R"({"drive_id": "vu", "is_root_device": false, "socket": "blk.sock"})"),
+      "drive");
+  ASSERT_TRUE(d) << d.error().message();
+  EXPECT_EQ(d->disk.vhost_user_socket, cwd + "/blk.sock");
+  EXPECT_EQ(to_json(*d)["socket"], cwd + "/blk.sock");
+}
+
 TEST(ApiParser, DriveJsonRoundTrip) {
   auto vu = parse_drive(
       nlohmann::json::parse(

@@ -134,9 +134,14 @@ Result<DiskConfig> parse_disk_option(std::string_view text) {
     return fail("--disk path",
                 "missing (--disk path=FILE[,...] or --disk vhost-user=SOCKET[,...])");
   }
-  TRY(validate_disk_config(c));
   // Kept absolute: the VM's configuration (GET /vm/config, a snapshot's machine section) must
-  // name the same image whatever directory a later `tern restore` runs in.
+  // name the same image, or back-end socket, whatever directory a later `tern restore` runs in.
+  // (Before validation: an absolute socket path must still fit sockaddr_un.sun_path.)
+  if (have_socket) {
+    ASSIGN_OR_RETURN(c.vhost_user_socket, absolute_host_path(c.vhost_user_socket,
+                                                             "--disk vhost-user=" + c.vhost_user_socket));
+  }
+  TRY(validate_disk_config(c));
   if (have_path) {
     ASSIGN_OR_RETURN(c.path, absolute_host_path(c.path, "--disk path=" + c.path));
   }
