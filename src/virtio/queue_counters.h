@@ -15,8 +15,8 @@ namespace tern::virtio {
 ///   signals between two reads are coalesced by the eventfd but still add up here);
 /// - requests: chains popped from the available ring, valid or malformed (a fatal ring error is
 ///   not a request);
-/// - interrupts: calls to VirtioInterrupt::signal_used_queue (one per used-ring publish that the
-///   driver asked to hear of, EVENT_IDX used_event / VIRTQ_AVAIL_F_NO_INTERRUPT);
+/// - interrupts: signal_used_queue calls, one per used-ring publish the driver asked to hear of
+///   (EVENT_IDX / NO_INTERRUPT); not a restore's one per queue (VirtioDeviceBase::activate);
 /// - interrupts_suppressed: used-ring publishes that added >= 1 entry but needed no notification;
 ///   so interrupts + interrupts_suppressed + interrupts_coalesced = publishes that added entries
 ///   (<= requests: a batch of completions is one publish);

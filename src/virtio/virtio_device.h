@@ -56,6 +56,10 @@ struct VirtqueueConfig {
   /// Where activate() starts: {0, 0} after feature negotiation; a snapshot restore starts the
   /// queue mid-stream at the positions queue_positions() reported when it was saved.
   QueuePosition position{};
+  /// activate() resumes the queue from a snapshot (set by the transport's restore_state, never
+  /// by a DRIVER_OK): the device owes the driver one used-buffer notification per enabled
+  /// queue before the guest runs (VirtioDeviceBase::activate, docs/snapshots.md). Not saved.
+  bool restored = false;
 };
 
 /// A virtio device, independent of the transport.

@@ -78,6 +78,23 @@ Result<void> VirtioDeviceBase::activate(const GuestMemory& mem, uint64_t acked_f
     }
     external_ = std::move(*ext);
   }
+  // Snapshot restore rule: each enabled queue of a restored device gets one used-buffer
+  // notification now, unconditionally, on the restoring thread (before any vCPU runs: the MSI
+  // lands in a LAPIC already restored, a masked vector sets its PBA bit, INTx raises ISR). The
+  // snapshot does not carry a notification the device owed or sent at the save (one held by
+  // coalesce_us, or an interrupt not yet in the saved LAPIC), and with VIRTIO_F_EVENT_IDX a lost
+  // one stalls the queue for good: used->idx is already past the driver's used_event, so every
+  // later completion is suppressed (vring_need_event) while the driver waits for the first.
+  // A spurious notification is harmless (§2.7.7.1: the driver MUST handle them; it re-reads
+  // used->idx), and the device's suppression state need not be saved (QEMU's virtio_load()
+  // clears signalled_used_valid for the same reason). External queues (vhost-net, vhost-user)
+  // too: their back-end starts afresh and knows nothing of the save either. Not in the queue's
+  // `interrupts` counter (that counts used-ring publishes, ≤ requests); the transport's
+  // interrupts_sent has it.
+  for (uint16_t i = 0; i < queues.size(); ++i) {
+    if (!queues[i].enabled || !queues[i].restored) continue;
+    interrupt->signal_used_queue(i);
+  }
   interrupt_ = std::move(interrupt);
   return {};
 }

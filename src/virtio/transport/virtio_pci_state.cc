@@ -190,8 +190,9 @@ Result<void> VirtioPciTransport::restore_state(snap::ByteReader& r) {
   for (uint16_t i = 0; i < nq; ++i) queues_[i].config = qs[i];
   move_ioeventfds_locked();
   if (activated) {
-    // Before any vCPU runs (restore): directly, not through the activator.
-    auto started = start_device_locked(/*via_activator=*/false);
+    // Before any vCPU runs (restore): directly, not through the activator; the queues are
+    // marked restored, so the device sends each enabled one a used-buffer notification.
+    auto started = start_device_locked(/*restoring=*/true);
     if (!started) return fail("restore " + dev, "activate: " + started.error().message());
     activated_ = true;
   }

@@ -135,6 +135,9 @@ TEST(VirtioPciState, RoundTripRestoresRegistersBarsMsixAndActivation) {
   EXPECT_EQ(b.dev->queues[0].size, 128);
   EXPECT_EQ(b.dev->queues[0].used_gpa, 0x12000u);
   EXPECT_EQ(b.dev->queues[0].position, (QueuePosition{7, 5}));
+  // Marked restored (the device owes each enabled queue a notification); a DRIVER_OK is not.
+  EXPECT_TRUE(b.dev->queues[0].restored);
+  EXPECT_FALSE(a.dev->queues[0].restored);
   EXPECT_FALSE(b.dev->queues[1].enabled);
   EXPECT_EQ(b.dev->queues[1].position, QueuePosition{});
 

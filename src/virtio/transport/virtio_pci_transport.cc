@@ -444,7 +444,7 @@ void VirtioPciTransport::activate_locked() {
     interrupt_->set_needs_reset();
     return;
   }
-  auto r = start_device_locked(/*via_activator=*/true);
+  auto r = start_device_locked(/*restoring=*/false);
   if (!r) {
     TERN_LOG_RATELIMITED(log_limit_, warn, "{}: activation failed: {}", name(),
                          r.error().message());
@@ -455,11 +455,12 @@ void VirtioPciTransport::activate_locked() {
   spdlog::debug("{}: DRIVER_OK, features {:#x}", name(), driver_features_);
 }
 
-Result<void> VirtioPciTransport::start_device_locked(bool via_activator) {
+Result<void> VirtioPciTransport::start_device_locked(bool restoring) {
   std::vector<VirtqueueConfig> queues;
   std::vector<UniqueFd> kicks;
   for (size_t i = 0; i < queues_.size(); ++i) {
     queues.push_back(queues_[i].config);
+    queues.back().restored = restoring;
     int fd = ::fcntl(kicks_[i].get(), F_DUPFD_CLOEXEC, 0);
     if (fd < 0) return fail_errno("fcntl(F_DUPFD_CLOEXEC)", "queue kick eventfd");
     kicks.emplace_back(fd);
@@ -472,10 +473,10 @@ Result<void> VirtioPciTransport::start_device_locked(bool via_activator) {
     r = device_->activate(mem_, features, std::move(queues), std::move(kicks), interrupt_);
     if (!r) device_->reset();
   };
-  if (via_activator)
-    run_device_work(work);
-  else
+  if (restoring)
     work();
+  else
+    run_device_work(work);
   return r;
 }
 
@@ -494,7 +495,7 @@ void VirtioPciTransport::reset_locked() {
   driver_features_ = 0;
   queue_select_ = 0;
   for (auto& q : queues_)
-    q.config = VirtqueueConfig{device_->max_queue_size(), 0, 0, 0, false, {}};
+    q.config = VirtqueueConfig{device_->max_queue_size(), 0, 0, 0, false, {}, false};
   interrupt_->reset();
 }
 

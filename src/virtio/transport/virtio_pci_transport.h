@@ -125,8 +125,10 @@ class VirtioPciTransport final : public PciFunction {
   void write_status(uint8_t v);
   void reset_locked();
   void activate_locked();
-  /// Starts the device with the configured queues; through the activator when `via_activator`.
-  [[nodiscard]] Result<void> start_device_locked(bool via_activator);
+  /// Starts the device with the configured queues: a DRIVER_OK through the activator, or a
+  /// snapshot restore (`restoring`) directly, before any vCPU runs, with every queue marked
+  /// VirtqueueConfig::restored (the device then owes each enabled queue a notification).
+  [[nodiscard]] Result<void> start_device_locked(bool restoring);
   /// Runs device activation/reset work through the activator (inline without one).
   void run_device_work(const DeviceActivator::Work& work);
   void move_ioeventfds_locked();
