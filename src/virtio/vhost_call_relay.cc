@@ -89,9 +89,14 @@ void VhostCallRelay::relay(size_t i) {
   interrupt_->signal_used_queue(c.queue);
 }
 
+void VhostCallRelay::account_used_now() {
+  for (size_t i = 0; i < calls_.size(); ++i) account_used(i);
+}
+
 void VhostCallRelay::account_used(size_t i) {
   const Call& c = calls_[i];
   if (!c.counters || !options_.mem) return;
+  std::lock_guard lock(used_mu_);
   auto idx = options_.mem->read_obj<uint16_t>(c.used_gpa + used_idx_offset());
   if (!idx) return;
   // Free-running 16-bit index (§2.7.8): the difference modulo 2^16 is what was added.

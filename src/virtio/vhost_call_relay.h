@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -70,6 +71,10 @@ class VhostCallRelay {
   VhostCallRelay(const VhostCallRelay&) = delete;
   VhostCallRelay& operator=(const VhostCallRelay&) = delete;
 
+  /// Adds every tracked used ring's progress to its counters now (any thread): for a back-end
+  /// whose calls bypass the relay (a direct irqfd), `requests` is still true when read.
+  void account_used_now();
+
   /// Notifications relayed so far (all queues).
   [[nodiscard]] uint64_t relayed() const { return relayed_.load(std::memory_order_relaxed); }
 
@@ -78,12 +83,13 @@ class VhostCallRelay {
                  std::string name, Options options, UniqueFd epoll, UniqueFd stop);
   void run();
   void relay(size_t i);          // reads calls_[i].fd; signals if it had a count
-  void account_used(size_t i);   // adds calls_[i]'s used-ring progress to its counters
+  void account_used(size_t i);   // adds calls_[i]'s used-ring progress to its counters (used_mu_)
   void error(const ErrorFd& e);  // reads e.fd; on_error if it had a count
 
   const std::vector<Call> calls_;
   const Options options_;
-  std::vector<uint16_t> used_seen_;  // per call: the used idx last accounted (relay thread)
+  std::mutex used_mu_;               // account_used(): relay thread, account_used_now(), dtor
+  std::vector<uint16_t> used_seen_;  // per call: the used idx last accounted
   const std::shared_ptr<VirtioInterrupt> interrupt_;
   const std::string name_;
   UniqueFd epoll_;

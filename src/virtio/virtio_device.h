@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -37,6 +38,23 @@ class VirtioInterrupt {
   /// the transport cannot): the backend must then relay its call eventfd to signal_used_queue().
   /// Valid for the current activation; a vector masked meanwhile is not honoured by the fd.
   [[nodiscard]] virtual BorrowedFd queue_irqfd(uint16_t /*queue*/) const { return BorrowedFd(-1); }
+  /// What watch_queue_irqfd() tells: the irqfd to signal queue `queue`'s notification with
+  /// now, or BorrowedFd(-1) when a direct write would not be honoured (MSI-X disabled, the
+  /// function or the vector masked): the backend must then call signal_used_queue() (which sets
+  /// the vector's Pending bit, or uses INTx).
+  using IrqfdWatch = std::function<void(BorrowedFd irqfd)>;
+  /// For a backend that signals by itself (vhost's "guest notifier mask", as QEMU's
+  /// virtio_pci_vector_mask/unmask): calls `fn` with the current irqfd before returning, then
+  /// at each change, on the thread that changed it (a vCPU), under the transport's MSI-X lock:
+  /// `fn` must not call back into this interrupt. An irqfd it is given has its MSI route. It
+  /// follows the vector `queue` has now (vectors are set before DRIVER_OK). Returns an id for
+  /// unwatch_queue_irqfd(), or 0 when the transport cannot (no MSI-X vector for `queue`, INTx
+  /// only, a test double): then always signal_used_queue().
+  [[nodiscard]] virtual uint64_t watch_queue_irqfd(uint16_t /*queue*/, IrqfdWatch /*fn*/) {
+    return 0;
+  }
+  /// Once this returns, watch `id`'s function runs no more (0 and unknown ids are ignored).
+  virtual void unwatch_queue_irqfd(uint64_t /*id*/) {}
 };
 
 /// Where the device is in a virtqueue's rings (free-running 16-bit indices, §2.7).

@@ -154,6 +154,10 @@ DeviceCounters VirtioDeviceBase::counters() const {
   DeviceCounters c;
   c.name = name_;
   c.kind = std::string(kind());
+  {
+    std::lock_guard lock(mu_);
+    if (external_) external_->sync_counters();
+  }
   for (uint16_t i = 0; i < num_queues_; ++i) c.queues.push_back(queues_[i]->snapshot(i));
   device_counters(c.counters);
   return c;

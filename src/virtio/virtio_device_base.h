@@ -41,6 +41,9 @@ class ExternalQueues {
   virtual std::vector<std::pair<uint16_t, QueuePosition>> pause() = 0;
   /// Restarts after pause() from the paused positions. An error makes the device need reset.
   [[nodiscard]] virtual Result<void> resume() = 0;
+  /// Brings the per-queue counters the backend keeps up to date (counters() calls it, under
+  /// the device mutex), for counts the backend gathers lazily (vhost-net's used entries).
+  virtual void sync_counters() {}
 };
 
 /// See the file comment.

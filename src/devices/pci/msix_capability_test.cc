@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <vector>
 
 #include "devices/pci/pci_registers.h"
 #include "devices/testing/fake_pci_platform.h"
@@ -116,6 +119,52 @@ TEST(MsixCapabilityTest, BarAccessesReachTableAndPbaOnlyInTheirBars) {
   EXPECT_EQ(pba, 0u);
   EXPECT_FALSE(
       cap.bar_read(*table, 2, 0x2000, std::span<uint8_t>(reinterpret_cast<uint8_t*>(&pba), 8)));
+}
+
+// The mask notifier behind vhost's direct irqfd (QEMU's guest notifier mask): told the state
+// at once, then each change of the vector's deliverability (vector mask bit, Enable, Function
+// Mask, reset), after the Pending bit was sent; the route exists whenever it says deliverable.
+TEST(MsixTableTest, MaskNotifierFollowsVectorFunctionMaskAndEnable) {
+  FakePciPlatform platform;
+  auto table = MsixTable::create(2, platform).value();
+  std::vector<bool> told;
+  uint64_t id = table->add_mask_notifier(1, [&](bool deliverable) { told.push_back(deliverable); });
+  ASSERT_NE(id, 0u);
+  EXPECT_EQ(told, std::vector<bool>{false});  // reset state: masked, MSI-X disabled
+  EXPECT_EQ(table->add_mask_notifier(2, [](bool) {}), 0u);  // no such vector
+  table->set_control(true, false);
+  EXPECT_EQ(told.size(), 1u);  // still masked
+  uint32_t ctrl = 0;  // unmask vector 1 (its Vector Control word, offset 12)
+  table->table_write(16 + 12, std::span<const uint8_t>(reinterpret_cast<uint8_t*>(&ctrl), 4));
+  EXPECT_EQ(told, (std::vector<bool>{false, true}));
+  EXPECT_EQ(platform.routes.count(table->gsi(1)), 1u) << "deliverable without an MSI route";
+  table->table_write(16 + 8, std::span<const uint8_t>(reinterpret_cast<uint8_t*>(&ctrl), 4));
+  EXPECT_EQ(told.size(), 2u) << "a data write is not a state change";
+  table->table_write(0 + 12, std::span<const uint8_t>(reinterpret_cast<uint8_t*>(&ctrl), 4));
+  EXPECT_EQ(told.size(), 2u) << "another vector's change is not told";
+  table->set_control(true, true);  // Function Mask
+  table->set_control(true, false);
+  table->set_control(false, false);  // MSI-X disabled
+  table->set_control(true, false);
+  ctrl = pci::kMsixVectorMasked;
+  table->table_write(16 + 12, std::span<const uint8_t>(reinterpret_cast<uint8_t*>(&ctrl), 4));
+  EXPECT_EQ(told, (std::vector<bool>{false, true, false, true, false, true, false}));
+  // Masked: a fire sets the Pending bit; the unmask sends it before telling the notifier.
+  EXPECT_TRUE(table->fire(1));
+  EXPECT_TRUE(table->pending(1));
+  uint64_t count = 0;
+  ctrl = 0;
+  table->table_write(16 + 12, std::span<const uint8_t>(reinterpret_cast<uint8_t*>(&ctrl), 4));
+  EXPECT_EQ(told.back(), true);
+  EXPECT_FALSE(table->pending(1));
+  EXPECT_EQ(::read(table->irqfd(1).get(), &count, sizeof count), 8);
+  table->reset();
+  EXPECT_EQ(told.back(), false);
+  table->remove_mask_notifier(id);
+  size_t before = told.size();
+  table->set_control(true, false);
+  table->table_write(16 + 12, std::span<const uint8_t>(reinterpret_cast<uint8_t*>(&ctrl), 4));
+  EXPECT_EQ(told.size(), before) << "a removed notifier ran";
 }
 
 }  // namespace

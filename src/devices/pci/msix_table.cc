@@ -61,6 +61,7 @@ void MsixTable::table_write(uint64_t offset, std::span<const uint8_t> data) {
     if (!masked) route_locked(e);  // newly unmasked, or address/data changed while unmasked
     if (was_masked && !masked && e.pending && deliverable_locked(e)) signal_locked(e);
   }
+  notify_locked();
 }
 
 void MsixTable::pba_read(uint64_t offset, std::span<uint8_t> data) const {
@@ -80,6 +81,7 @@ void MsixTable::set_control(bool enabled, bool function_mask) {
   enabled_ = enabled;
   function_mask_ = function_mask;
   flush_pending_locked();
+  notify_locked();
 }
 
 bool MsixTable::enabled() const {
@@ -119,6 +121,30 @@ void MsixTable::reset() {
     e.addr_lo = e.addr_hi = e.data = 0;
     e.control = pci::kMsixVectorMasked;
     e.pending = false;
+  }
+  notify_locked();
+}
+
+uint64_t MsixTable::add_mask_notifier(uint16_t v, MaskNotifier fn) {
+  std::lock_guard lock(mu_);
+  if (v >= entries_.size() || !fn) return 0;
+  Notifier n{next_notifier_id_++, v, deliverable_locked(entries_[v]), std::move(fn)};
+  n.fn(n.deliverable);
+  notifiers_.push_back(std::move(n));
+  return notifiers_.back().id;
+}
+
+void MsixTable::remove_mask_notifier(uint64_t id) {
+  std::lock_guard lock(mu_);
+  std::erase_if(notifiers_, [id](const Notifier& n) { return n.id == id; });
+}
+
+void MsixTable::notify_locked() {
+  for (Notifier& n : notifiers_) {
+    bool now = deliverable_locked(entries_[n.vector]);
+    if (now == n.deliverable) continue;
+    n.deliverable = now;
+    n.fn(now);
   }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -58,6 +59,18 @@ class MsixTable {
   /// Masks every vector, clears addresses, data and pending bits (function reset).
   void reset();
 
+  /// Told whether a vector is deliverable: MSI-X enabled, function and vector unmasked (its
+  /// MSI route installed: a vector is routed when unmasked). Called under the table's lock, on
+  /// the thread that changed the state (a vCPU writing the table or the Message Control bits),
+  /// after the Pending bit was sent: the notifier must not call back into this table (nor into
+  /// anything that fires it). The mechanism behind QEMU's "guest notifier mask" for vhost.
+  using MaskNotifier = std::function<void(bool deliverable)>;
+  /// Calls `fn` with vector `v`'s current state before returning, then at every change of it.
+  /// Returns the id for remove_mask_notifier(); 0 (nothing added) for a vector outside the table.
+  [[nodiscard]] uint64_t add_mask_notifier(uint16_t v, MaskNotifier fn);
+  /// Once this returns, the notifier `id` runs no more (unknown ids are ignored).
+  void remove_mask_notifier(uint64_t id);
+
   /// Snapshot: per vector address, data, vector control and pending bit. Enable and Function
   /// Mask are PCI config space state (restored through set_control()).
   void save_state(snap::ByteWriter& w) const;
@@ -84,6 +97,14 @@ class MsixTable {
   void route_locked(Entry& e);
   void signal_locked(Entry& e);
   void flush_pending_locked();
+  void notify_locked();  // calls the notifiers whose vector's deliverability changed
+
+  struct Notifier {
+    uint64_t id = 0;
+    uint16_t vector = 0;
+    bool deliverable = false;  // as last told
+    MaskNotifier fn;
+  };
 
   PciPlatform& platform_;
   mutable std::mutex mu_;
@@ -91,6 +112,8 @@ class MsixTable {
   bool enabled_ = false;
   bool function_mask_ = false;
   uint64_t route_errors_ = 0;
+  std::vector<Notifier> notifiers_;
+  uint64_t next_notifier_id_ = 1;
   RateLimit log_limit_{5};
 };
 

@@ -84,6 +84,7 @@ Result<void> MsixTable::restore_state(snap::ByteReader& r, std::string_view devi
     // A masked vector gets its route when the guest unmasks it (table_write), as live.
     if (!(e.control & pci::kMsixVectorMasked)) route_locked(e);
   }
+  notify_locked();
   return {};
 }
 

@@ -34,7 +34,9 @@ struct Vring {
   VirtqueueConfig config;
   VhostVringAddr addr;
   UniqueFd kick;
-  UniqueFd call;          // our call eventfd (VHOST_SET_VRING_CALL), relayed
+  UniqueFd call;          // our call eventfd, relayed: vhost's call fd while not direct
+  uint64_t watch = 0;     // VirtioInterrupt::watch_queue_irqfd id (0: always relayed)
+  bool direct = false;    // vhost's call fd is the vector's irqfd (set under the MSI-X lock)
   UniqueFd err;           // our error eventfd (VHOST_SET_VRING_ERR), watched by the relay
   bool backend = false;   // the tap is attached (VHOST_NET_SET_BACKEND fd, not yet -1)
 };
@@ -59,6 +61,7 @@ class VhostNetQueues final : public ExternalQueues {
   // nothing touches guest memory or the call fds once this returns; then the relay thread
   // stops and the vhost fds, kick and call eventfds close (member order).
   ~VhostNetQueues() override {
+    unwatch();  // no mask notifier runs (nor touches a vhost fd) after this
     remove_backends();
     relay_.reset();
   }
@@ -67,6 +70,9 @@ class VhostNetQueues final : public ExternalQueues {
                      std::vector<BorrowedFd> taps);
   std::vector<std::pair<uint16_t, QueuePosition>> pause() override;
   Result<void> resume() override;
+  void sync_counters() override {
+    if (relay_) relay_->account_used_now();
+  }
 
  private:
   Result<void> setup_instance(Instance& in, uint64_t acked,
@@ -74,6 +80,9 @@ class VhostNetQueues final : public ExternalQueues {
   Result<void> attach_backends();
   void remove_backends();
   Result<void> start_relay();
+  void watch();
+  void unwatch();
+  void switch_call(VhostNetFd& fd, Vring& r, BorrowedFd irqfd);  // under the MSI-X lock
   void vring_error(uint16_t queue);  // relay thread: vhost refused a chain of `queue`
 
   const GuestMemory& mem_;
@@ -124,6 +133,7 @@ Result<void> VhostNetQueues::start(uint64_t acked, std::vector<ExternalQueue> qu
   // The relay runs before the backends attach, so no call is written before someone reads it
   // (an eventfd keeps its count anyway: this only avoids a late first interrupt).
   TRY(start_relay());
+  watch();
   return attach_backends();
 }
 
@@ -158,7 +168,8 @@ Result<void> VhostNetQueues::setup_instance(Instance& in, uint64_t acked,
     TRY(v.set_vring_addr(r.index, r.addr));
     TRY(v.set_vring_base(r.index, r.config.position.next_avail));
     TRY(v.set_vring_kick(r.index, r.kick.borrow()));
-    // Our own eventfds, read by VhostCallRelay (never the MSI-X vector's irqfd: see the header).
+    // Our own eventfds, read by VhostCallRelay; watch() then gives vhost the MSI-X vector's
+    // irqfd instead while that vector is deliverable (see the header).
     auto call = make_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (!call) return fail_code(call.error().errnum, name_, "vhost-net: call eventfd");
     auto err = make_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -188,6 +199,59 @@ Result<void> VhostNetQueues::start_relay() {
   ASSIGN_OR_RETURN(relay_,
                    VhostCallRelay::start(std::move(calls), interrupt_, name_, std::move(options)));
   return {};
+}
+
+// QEMU's "guest notifier mask" (virtio_pci_vector_mask/unmask, vhost_virtqueue_mask): vhost
+// signals the vector's KVM irqfd directly while the vector is deliverable, tern's relayed call
+// eventfd otherwise. A transport that cannot watch its vectors (INTx, no vector): relayed.
+void VhostNetQueues::watch() {
+  for (Instance& in : instances_)
+    for (Vring& r : in.vrings)
+      r.watch = interrupt_->watch_queue_irqfd(
+          r.queue, [this, &fd = *in.fd, &r](BorrowedFd irqfd) { switch_call(fd, r, irqfd); });
+}
+
+void VhostNetQueues::unwatch() {
+  for (Instance& in : instances_)
+    for (Vring& r : in.vrings) {
+      interrupt_->unwatch_queue_irqfd(r.watch);
+      r.watch = 0;
+    }
+}
+
+// Runs on the thread that changed the vector (a vCPU, or start()), under the MSI-X table's lock:
+// it must not call into the interrupt (signal_used_queue would take that lock again).
+// Ordering rules (KVM irqfd, drivers/vhost/vhost.c):
+// - VHOST_SET_VRING_CALL takes the vring's mutex, which vhost's worker holds while it signals
+//   (vhost_signal from handle_tx/handle_rx): once the ioctl returns, every later call goes to
+//   the new fd. A call written to the irqfd just before a mask was sent while vhost still had
+//   it: an interrupt raised before the mask, as from any device.
+// - Mask (irqfd = -1): the relay fd from now on; the relay thread's signal_used_queue() finds
+//   the vector masked (or MSI-X disabled) and sets its Pending bit (or uses INTx).
+// - Unmask: the table has installed the vector's MSI route and sent its Pending bit before
+//   calling here. Switch FIRST, then drain the relay fd: a call vhost wrote there before the
+//   switch is either still in the fd (read here and written to the now deliverable irqfd), or
+//   was taken by the relay thread, whose signal_used_queue() waits for the table's lock we hold
+//   and then fires the unmasked vector (or had fired it before: the Pending bit just sent).
+//   Draining before the switch would lose a call written between the two.
+void VhostNetQueues::switch_call(VhostNetFd& fd, Vring& r, BorrowedFd irqfd) {
+  const bool direct = irqfd.get() >= 0;
+  if (direct == r.direct) return;
+  if (auto s = fd.set_vring_call(r.index, direct ? irqfd : r.call.borrow()); !s) {
+    // Not direct: vhost keeps the relay fd (still correct). Not masked: vhost keeps the irqfd.
+    TERN_LOG_RATELIMITED(log_limit_, error, "{}: queue {}: {}", name_, r.queue,
+                         s.error().message());
+    return;
+  }
+  r.direct = direct;
+  if (!direct) return;
+  uint64_t count = 0;
+  if (::read(r.call.get(), &count, sizeof count) != sizeof count || count == 0) return;
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(irqfd.get(), &one, sizeof one);  // EAGAIN: one pending
+  virtio::QueueCounters* c =
+      r.queue < observer_.queue_counters.size() ? observer_.queue_counters[r.queue] : nullptr;
+  if (c) virtio::QueueCounters::add(c->interrupts);
 }
 
 // vhost-net found a chain it cannot use (e.g. a device-writable buffer in a TX chain: "Unexpected

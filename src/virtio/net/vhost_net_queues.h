@@ -10,12 +10,13 @@
 // _KICK (the queue's ioeventfd), _CALL (tern's eventfd, relayed: see below), _ERR (tern's
 // eventfd, watched), and VHOST_NET_SET_BACKEND (the tap fd) last.
 //
-// Calls are always relayed through tern (VhostCallRelay), never handed to vhost as the MSI-X
-// vector's KVM irqfd: an irqfd written by vhost bypasses the vector's mask bit and Pending bit
-// (PCI 3.0 §6.8.2) and, for a vector the guest never unmasked, has no MSI route (the interrupt
-// is lost), and tern could not count it. Through signal_used_queue() a masked vector's
-// interrupt becomes its Pending bit and is sent at unmask, and interrupts_sent and the queue's
-// interrupts/requests counters are true. The cost is one tern thread wake-up per interrupt.
+// Calls (QEMU's "guest notifier mask"): while a queue's MSI-X vector is deliverable (MSI-X
+// enabled, function and vector unmasked: its MSI route exists), vhost's call fd is the vector's
+// KVM irqfd (VirtioInterrupt::watch_queue_irqfd), so the interrupt does not wake tern. While it
+// is masked (or MSI-X disabled) the call fd is tern's eventfd, read by VhostCallRelay and raised
+// through signal_used_queue(): the vector's Pending bit (PCI 3.0 §6.8.2), sent at unmask, or
+// INTx. The switch happens on the vCPU that changes the mask; its ordering rules are next to
+// VhostNetQueues::switch_call(). Interrupts KVM injects from the irqfd are not counted.
 #pragma once
 
 #include <functional>
@@ -44,7 +45,8 @@ namespace tern::net {
 /// What the vhost-net glue reports to its device (each part optional).
 struct VhostNetObserver {
   /// By device queue index (shorter, or null entries: not counted): the queue's live counters.
-  /// The relay adds one `interrupts` per relayed call and the used ring's progress to `requests`.
+  /// The relay adds one `interrupts` per call that went through tern (not the direct irqfd ones)
+  /// and the used ring's progress to `requests` (also brought up to date by sync_counters()).
   std::vector<virtio::QueueCounters*> queue_counters;
   /// Called on the relay thread each time vhost signals queue `queue`'s error eventfd (it
   /// refused a malformed chain and will not return it), after the device was marked NEEDS_RESET.
@@ -54,8 +56,9 @@ struct VhostNetObserver {
 /// Starts vhost-net for `queues`: the enabled RX/TX queues of pairs 0..taps.size()-1 (queue 2k
 /// = receiveq k, 2k+1 = transmitq k, in index order), with `taps[k]` the tap fd of pair k (the
 /// device keeps owning it). `acked` are the driver's features (the ring and net header bits go
-/// to VHOST_SET_FEATURES). A relay thread reads every vring's call eventfd and calls
-/// interrupt->signal_used_queue(i) (see the file comment), and watches every vring's error
+/// to VHOST_SET_FEATURES). A vring's calls go to its vector's irqfd while that is deliverable,
+/// else a relay thread reads its call eventfd and calls interrupt->signal_used_queue(i) (see
+/// the file comment); the relay also watches every vring's error
 /// eventfd: vhost refused a malformed chain on that vring (and never returns it), so the device is
 /// marked DEVICE_NEEDS_RESET (interrupt->set_needs_reset(): virtio 1.2 §2.1.2, the driver resets
 /// it), logged once at warn (then rate-limited) and reported to `observer`. pause() stops the

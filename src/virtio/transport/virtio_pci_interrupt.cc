@@ -27,6 +27,18 @@ BorrowedFd VirtioPciInterrupt::queue_irqfd(uint16_t queue) const {
   return msix_->irqfd(v);
 }
 
+uint64_t VirtioPciInterrupt::watch_queue_irqfd(uint16_t queue, IrqfdWatch fn) {
+  uint16_t v = queue_vector(queue);  // our lock is released before the table's is taken
+  if (v >= msix_->size() || !fn) return 0;
+  BorrowedFd irqfd = msix_->irqfd(v);
+  return msix_->add_mask_notifier(
+      v, [irqfd, fn = std::move(fn)](bool deliverable) { fn(deliverable ? irqfd : BorrowedFd(-1)); });
+}
+
+void VirtioPciInterrupt::unwatch_queue_irqfd(uint64_t id) {
+  if (id != 0) msix_->remove_mask_notifier(id);
+}
+
 void VirtioPciInterrupt::signal_config_change() {
   config_raised_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(mu_);

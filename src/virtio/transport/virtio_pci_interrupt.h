@@ -32,6 +32,10 @@ class VirtioPciInterrupt final : public VirtioInterrupt {
   /// the vector is in the table; BorrowedFd(-1) otherwise (INTx, VIRTIO_MSI_NO_VECTOR). Writing
   /// it bypasses the vector's mask bit and PBA (VirtioInterrupt::queue_irqfd).
   [[nodiscard]] BorrowedFd queue_irqfd(uint16_t queue) const override;
+  /// The vector's MsixTable mask notifier: fn(irqfd) while it is deliverable, fn(-1) otherwise.
+  /// 0 for a queue with no vector in the table (VirtioInterrupt::watch_queue_irqfd).
+  [[nodiscard]] uint64_t watch_queue_irqfd(uint16_t queue, IrqfdWatch fn) override;
+  void unwatch_queue_irqfd(uint64_t id) override;
 
   /// ISR status read (§4.1.4.5): returns the bits and clears them, lowering INTx.
   uint8_t read_and_clear_isr();

@@ -105,5 +105,30 @@ TEST(VirtioPciInterrupt, QueueIrqfdIsTheVectorsIrqfdOnlyWithMsix) {
   EXPECT_LT(r.irq->queue_irqfd(0).get(), 0);
 }
 
+// watch_queue_irqfd(): the queue's vector irqfd while it is deliverable, -1 while it is masked
+// or MSI-X is disabled (vhost's call then goes through signal_used_queue()), at once and at each
+// change; nothing for a queue without a vector; nothing after unwatch.
+TEST(VirtioPciInterrupt, WatchQueueIrqfdFollowsTheVectorsMask) {
+  Rig r;
+  std::vector<int> told;
+  auto watch = [&](BorrowedFd fd) { told.push_back(fd.get()); };
+  EXPECT_EQ(r.irq->watch_queue_irqfd(0, watch), 0u);  // no vector yet
+  r.arm();
+  uint64_t id = r.irq->watch_queue_irqfd(0, watch);
+  ASSERT_NE(id, 0u);
+  const int irqfd = r.irq->msix().irqfd(0).get();
+  EXPECT_EQ(told, std::vector<int>{irqfd});
+  uint32_t masked = pci::kMsixVectorMasked;
+  r.irq->msix().table_write(12, std::span(reinterpret_cast<const uint8_t*>(&masked), 4));
+  r.irq->msix().set_control(false, false);  // stays undeliverable: not told again
+  r.irq->msix().set_control(true, false);
+  uint32_t unmasked = 0;
+  r.irq->msix().table_write(12, std::span(reinterpret_cast<const uint8_t*>(&unmasked), 4));
+  EXPECT_EQ(told, (std::vector<int>{irqfd, -1, irqfd}));
+  r.irq->unwatch_queue_irqfd(id);
+  r.irq->msix().set_control(false, false);
+  EXPECT_EQ(told.size(), 3u);
+}
+
 }  // namespace
 }  // namespace tern
