@@ -119,6 +119,9 @@ TEST(DiskOptionTest, ErrorsNameTheField) {
   EXPECT_NE(msg("path=a,queues=2x").find("--disk queues=2x"), std::string::npos);
   EXPECT_NE(msg("path=a,io=aio").find("--disk io=aio"), std::string::npos);
   EXPECT_NE(msg("path=a,serial=123456789012345678901").find("--disk serial="), std::string::npos);
+  // Named for the interface, whichever order the keys come in (it named virtio for NVMe disks).
+  EXPECT_NE(msg("path=a,serial=123456789012345678901,interface=nvme").find("NVMe"),
+            std::string::npos);
   EXPECT_NE(msg("path=a,size=1G").find("--disk size"), std::string::npos);
   EXPECT_NE(msg("path=a,path=b").find("more than once"), std::string::npos);
   EXPECT_NE(msg("disk.img").find("not key=value"), std::string::npos);
