@@ -46,7 +46,10 @@ void VirtioPciInterrupt::signal_config_change() {
 }
 
 void VirtioPciInterrupt::set_needs_reset() {
-  needs_reset_.store(true);
+  // One configuration-change notification per transition (virtio 1.2 §2.1.2): callers that
+  // report the same broken state again (vhost-net signals its vring error eventfd at every
+  // packet that meets a bad chain) must not send the guest a notification each time.
+  if (needs_reset_.exchange(true)) return;
   signal_config_change();
 }
 
