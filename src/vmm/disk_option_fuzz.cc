@@ -2,7 +2,7 @@
 // (parse_disk_option: path= or vhost-user=), sizes (--memory, --rate-limit: parse_size) and the
 // cache-mode and I/O-engine names. Nothing may crash. What parse_disk_option accepts is checked
 // against the text itself (an independent split of its items: the image path is the given path= value, made
-// absolute; the socket is the given vhost-user= value) and must round-trip: the DiskConfig
+// absolute; the socket is the given vhost-user= value, made absolute too) and must round-trip: the DiskConfig
 // rendered back to an option string parses to the same DiskConfig. A size parse_size accepts,
 // written again in KiB or MiB, parses back to the same number of bytes.
 #include <cstddef>
@@ -89,21 +89,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto socket = item(text, "vhost-user");
     // Exactly one of path= and vhost-user= was given, and the DiskConfig holds that value.
     FUZZ_CHECK(path.has_value() != socket.has_value());
+    // A given path or socket is kept as given when absolute, else made absolute against the
+    // current directory: the same file as cwd/given.
+    auto kept_absolute = [](const std::string& got, std::string_view given) {
+      if (given.front() == '/') {
+        FUZZ_CHECK(got == given);
+      } else {
+        FUZZ_CHECK(!got.empty() && got.front() == '/');
+        FUZZ_CHECK(normal(got) == normal(cwd() + "/" + std::string(given)));
+      }
+    };
     if (socket) {
-      FUZZ_CHECK(d->vhost_user_socket == *socket && d->path.empty());
+      FUZZ_CHECK(!socket->empty() && d->path.empty());
+      kept_absolute(d->vhost_user_socket, *socket);
       // A vhost-user disk leaves the image's keys to its back-end: none may have been given.
       for (const char* key : {"cache", "readonly", "serial", "io", "locking"})
         FUZZ_CHECK(!item(text, key).has_value());
     } else {
       FUZZ_CHECK(d->vhost_user_socket.empty() && !path->empty());
-      std::string_view given = *path;
-      if (given.front() == '/') {
-        FUZZ_CHECK(d->path == given);
-      } else {
-        // Made absolute against the current directory: the same file as cwd/given.
-        FUZZ_CHECK(d->path.front() == '/');
-        FUZZ_CHECK(normal(d->path) == normal(cwd() + "/" + std::string(given)));
-      }
+      kept_absolute(d->path, *path);
     }
     if (auto serial = item(text, "serial")) FUZZ_CHECK(d->serial == *serial);
     FUZZ_CHECK(d->serial.size() <= kVirtioBlkIdBytes);
