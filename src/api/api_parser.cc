@@ -9,6 +9,7 @@
 
 #include "api/json_reader.h"
 #include "base/host_path.h"
+#include "config/boot_source_check.h"
 #include "config/device_surface.h"
 
 namespace tern {
@@ -63,17 +64,33 @@ Result<void> reject_unsupported(JsonReader& r, const std::string& name, const st
 Result<BootSource> parse_boot_source(const nlohmann::json& j, const std::string& where) {
   ASSIGN_OR_RETURN(JsonReader r, JsonReader::open(j, where));
   BootSource b;
-  ASSIGN_OR_RETURN(b.kernel_image_path, r.required_string("kernel_image_path"));
+  ASSIGN_OR_RETURN(auto kernel, r.optional_string("kernel_image_path"));
   ASSIGN_OR_RETURN(b.initrd_path, r.optional_string("initrd_path"));
   ASSIGN_OR_RETURN(b.boot_args, r.optional_string("boot_args"));
   ASSIGN_OR_RETURN(auto protocol, r.optional_string("boot_protocol"));
+  // tern extensions: firmware instead of a kernel (docs/firmware.md).
+  ASSIGN_OR_RETURN(b.firmware_path, r.optional_string("firmware_path"));
+  ASSIGN_OR_RETURN(b.firmware_vars_path, r.optional_string("firmware_vars_path"));
   TRY(r.finish());
+  if (kernel) {
+    if (kernel->empty()) return fail(r.field("kernel_image_path"), "empty path");
+    b.kernel_image_path = *kernel;
+  } else if (!b.firmware_path) {
+    return fail(r.field("kernel_image_path"), "missing required field");
+  }
   if (protocol) {
     auto p = parse_boot_protocol(*protocol);
     if (!p)
       return fail(r.field("boot_protocol"),
                   "\"" + *protocol + "\" is not one of \"auto\", \"pvh\", \"bzimage\"");
     b.boot_protocol = *p;
+  }
+  TRY(check_boot_source(b, json_boot_source_names(where)));
+  if (b.firmware_path) {
+    TRY(check_readable_file(*b.firmware_path, r.field("firmware_path")));
+    if (b.firmware_vars_path)
+      TRY(check_readable_file(*b.firmware_vars_path, r.field("firmware_vars_path")));
+    return b;
   }
   TRY(check_readable_file(b.kernel_image_path, r.field("kernel_image_path")));
   if (b.initrd_path) TRY(check_readable_file(*b.initrd_path, r.field("initrd_path")));
@@ -314,7 +331,11 @@ nlohmann::json to_json(const MachineConfig& m) {
 }
 
 nlohmann::json to_json(const BootSource& b) {
-  nlohmann::json j = {{"kernel_image_path", b.kernel_image_path}};
+  nlohmann::json j = nlohmann::json::object();
+  if (!b.kernel_image_path.empty() || !b.firmware_path)
+    j["kernel_image_path"] = b.kernel_image_path;
+  if (b.firmware_path) j["firmware_path"] = *b.firmware_path;
+  if (b.firmware_vars_path) j["firmware_vars_path"] = *b.firmware_vars_path;
   if (b.initrd_path) j["initrd_path"] = *b.initrd_path;
   if (b.boot_args) j["boot_args"] = *b.boot_args;
   if (b.boot_protocol != BootProtocol::kAuto)

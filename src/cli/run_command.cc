@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "base/size.h"
 #include "cli/vmm_runner.h"
+#include "config/boot_source_check.h"
 #include "stats/stats_table.h"
 #include "vmm/control_loop.h"
 #include "vmm/devices/device_surfaces.h"
@@ -20,11 +21,19 @@ namespace tern {
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   CLI::App* run = app.add_subcommand(
-      "run", "Boot a Linux kernel (bzImage or vmlinux) and run it until it stops");
+      "run",
+      "Boot a Linux kernel (bzImage or vmlinux), or firmware and its disks, until it stops");
   run->add_option("--kernel", o.kernel,
                   "Kernel image: a bzImage (x86 boot protocol >= 2.12) or an uncompressed vmlinux "
-                  "(ELF)")
-      ->required();
+                  "(ELF). Required unless --firmware is given");
+  run->add_option("--firmware", o.firmware,
+                  "Boot firmware instead of a kernel: a BIOS (/usr/share/seabios/bios-256k.bin) or "
+                  "a UEFI code volume (/usr/share/OVMF/OVMF_CODE_4M.fd), mapped below 4 GiB and "
+                  "run from the reset vector; it boots the disks' own bootloader "
+                  "(docs/firmware.md). Cannot be combined with --kernel, --initrd, --cmdline");
+  run->add_option("--firmware-vars", o.firmware_vars,
+                  "UEFI variable store for a UEFI --firmware (a per-VM copy of "
+                  "/usr/share/OVMF/OVMF_VARS_4M.fd); variables the guest sets persist in it");
   run->add_option("--boot-protocol", o.boot_protocol,
                   "How the kernel is entered: pvh (uncompressed at its PVH entry, "
                   "XEN_ELFNOTE_PHYS32_ENTRY; a bzImage's payload is decompressed by tern: gzip, "
@@ -111,6 +120,9 @@ Result<VmResources> run_resources(const RunOptions& o) {
   if (!protocol)
     return fail("--boot-protocol", "\"" + o.boot_protocol + "\" is not one of auto, pvh, bzimage");
   boot.boot_protocol = *protocol;
+  if (!o.firmware.empty()) boot.firmware_path = o.firmware;
+  if (!o.firmware_vars.empty()) boot.firmware_vars_path = o.firmware_vars;
+  TRY(check_boot_source(boot, cli_boot_source_names()));
   r.boot = std::move(boot);
   ASSIGN_OR_RETURN(r.memory_bytes, parse_size(o.memory, "--memory"));
   r.vcpus = o.cpus;

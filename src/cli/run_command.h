@@ -16,6 +16,8 @@ namespace tern {
 /// Raw `tern run` options as typed by the user (validated by run_vm()).
 struct RunOptions {
   std::string kernel;
+  std::string firmware;       ///< --firmware PATH (instead of --kernel).
+  std::string firmware_vars;  ///< --firmware-vars PATH (UEFI variable store).
   std::string boot_protocol = "auto";  ///< --boot-protocol: auto, pvh, bzimage.
   std::string initrd;
   std::string cmdline;

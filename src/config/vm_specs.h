@@ -41,13 +41,20 @@ enum class BootProtocol { kAuto, kPvh, kBzImage };
   return std::nullopt;
 }
 
-/// PUT /boot-source (Firecracker BootSource, plus tern's "boot_protocol").
+/// PUT /boot-source (Firecracker BootSource, plus tern's "boot_protocol", "firmware_path" and
+/// "firmware_vars_path"). Exactly one of kernel_image_path (non-empty) and firmware_path is given.
 struct BootSource {
-  std::string kernel_image_path;
+  std::string kernel_image_path;  ///< Empty for a firmware boot.
   std::optional<std::string> initrd_path;
   std::optional<std::string> boot_args;  ///< Absent: tern's default command line.
   /// tern extension "boot_protocol" (absent: kAuto; GET renders it only when not kAuto).
   BootProtocol boot_protocol = BootProtocol::kAuto;
+  /// tern extension "firmware_path" (--firmware): a BIOS or UEFI image mapped below 4 GiB and run
+  /// from the reset vector instead of a kernel (docs/firmware.md).
+  std::optional<std::string> firmware_path;
+  /// tern extension "firmware_vars_path" (--firmware-vars): the UEFI variable store (pflash),
+  /// only with a UEFI firmware_path.
+  std::optional<std::string> firmware_vars_path;
 };
 
 /// PUT|PATCH /machine-config (Firecracker MachineConfiguration), with Firecracker's defaults.

@@ -156,6 +156,32 @@ Result<void> prepare_kernel(const VmConfig& c, BootInputs& in) {
   return {};
 }
 
+/// Reads and checks --firmware and --firmware-vars (firmware/firmware_image.h).
+Result<void> prepare_firmware(const VmConfig& c, BootInputs& in) {
+  const std::string& path = *c.firmware_path;
+  ASSIGN_OR_RETURN(in.firmware,
+                   read_to_buffer(path, firmware::kMaxFirmwareBytes + 1, "--firmware"));
+  auto info = firmware::check_firmware_image(in.firmware.bytes());
+  if (!info) return fail("--firmware", path + ": " + info.error().message());
+  in.firmware_info = *info;
+  if (!c.firmware_vars_path) return {};
+  const std::string& vars = *c.firmware_vars_path;
+  if (info->kind != firmware::FirmwareKind::kUefi)
+    return fail("--firmware-vars", "needs a UEFI --firmware (" + path +
+                                       " is a BIOS: it keeps no variable store)");
+  // The store is written by the guest: it must exist and be writable (tern never creates one
+  // from a guessed template; copy /usr/share/OVMF/OVMF_VARS_4M.fd).
+  auto fd = open_file(vars, O_RDWR | O_CLOEXEC);
+  if (!fd) return fail("--firmware-vars", fd.error().message());
+  struct stat st {};
+  if (::fstat(fd->get(), &st) != 0) return fail("--firmware-vars", Error{"fstat", vars, errno}.message());
+  if (!S_ISREG(st.st_mode)) return fail("--firmware-vars", vars + ": not a regular file");
+  if (auto fits = firmware::check_firmware_fits(*info, static_cast<uint64_t>(st.st_size)); !fits)
+    return fail("--firmware-vars", vars + ": " + fits.error().message());
+  in.firmware_vars_bytes = static_cast<uint64_t>(st.st_size);
+  return {};
+}
+
 }  // namespace
 
 uint64_t max_decompressed_kernel_bytes(uint64_t ram_bytes) {
@@ -183,6 +209,12 @@ Result<BootInputs> prepare_boot(const VmConfig& c) {
   if (!console) return tl::unexpected(console.error());
   in.console = *console;
 
+  if (c.firmware_path) {
+    // The firmware loads its bootloader from the disks: no kernel, initrd or command line.
+    TRY(prepare_firmware(c, in));
+    ASSIGN_OR_RETURN(in.devices, make_devices(c.devices));
+    return in;
+  }
   if (c.kernel_path.empty()) return fail("--kernel", "no kernel image given");
   TRY(prepare_kernel(c, in));
 

@@ -10,6 +10,7 @@
 #include "arch/x86/elf_kernel.h"
 #include "base/host_buffer.h"
 #include "base/result.h"
+#include "firmware/firmware_image.h"
 #include "devices/console/console_target.h"
 #include "vmm/devices/made_device.h"
 #include "config/vm_specs.h"
@@ -33,6 +34,11 @@ struct BootInputs {
   HostBuffer elf_image;
   x86::ElfKernel elf;
   HostBuffer initrd;  ///< Empty when there is no initrd.
+  /// --firmware: the image (page-aligned: mapped read-only into the guest as it is) and what
+  /// check_firmware_image() found; empty for a kernel boot.
+  HostBuffer firmware;
+  firmware::FirmwareInfo firmware_info;
+  uint64_t firmware_vars_bytes = 0;  ///< --firmware-vars: the store's size; 0 without one.
   ConsoleTarget console;
   /// One device per config.devices entry, in order, made by the device registry (disk images
   /// already open): virtio devices and PCI function models (NVMe disks).
@@ -49,7 +55,10 @@ struct BootInputs {
 /// host can back, an initrd that cannot be placed under initrd_addr_max, a vCPU count of 0 or
 /// beyond what the MP table/APIC IDs allow, a malformed console target, a disk image that is
 /// missing, not writable without readonly=on, or on a filesystem without O_DIRECT for cache=none
-/// (--disk; see VirtioBlock::create), an rng rate limit the device refuses (--rng).
+/// (--disk; see VirtioBlock::create), an rng rate limit the device refuses (--rng). With
+/// config.firmware_path: a file that is not firmware (check_firmware_image), a --firmware-vars
+/// with a BIOS, or a store that is missing, not writable, not a regular file, of a size that is
+/// no multiple of 4 KiB or does not fit below the image in the 16 MiB under 4 GiB.
 [[nodiscard]] Result<BootInputs> prepare_boot(const VmConfig& config);
 
 /// The most a bzImage payload may decompress to (bytes) for a guest with `ram_bytes` of RAM: its

@@ -32,8 +32,9 @@ Result<std::unique_ptr<Vm>> Vm::create(const BootInputs& inputs) {
 }
 
 Result<void> Vm::build(const BootInputs& in) {
+  if (in.config.firmware_path) return build_firmware(in);
   const VmConfig& c = in.config;
-  TRY(build_kvm(c.vcpus));
+  TRY(build_kvm(c.vcpus, x86::kTssAddr, x86::kIdentityMapAddr));
   // 2. Guest RAM and memslots.
   auto specs = x86::ram_regions(c.memory_bytes);
   ASSIGN_OR_RETURN(MemoryBackend backend,
@@ -106,7 +107,7 @@ Result<void> Vm::build(const BootInputs& in) {
   return {};
 }
 
-Result<void> Vm::build_kvm(uint32_t vcpus) {
+Result<void> Vm::build_kvm(uint32_t vcpus, uint64_t tss_addr, uint64_t identity_map_addr) {
   // 1. KVM: capabilities first, so a host that cannot run us says why.
   auto sys = KvmSystem::open();
   if (!sys) return fail("/dev/kvm", sys.error().message());
@@ -125,8 +126,8 @@ Result<void> Vm::build_kvm(uint32_t vcpus) {
   vm_.emplace(std::move(vm));
   // Order: TSS and identity map before the irqchip and any vCPU (VMX requirement); irqchip before
   // the PIT and before vCPUs are created, so each vCPU gets an in-kernel LAPIC.
-  TRY(vm_->set_tss_addr(x86::kTssAddr));
-  TRY(vm_->set_identity_map_addr(x86::kIdentityMapAddr));
+  TRY(vm_->set_tss_addr(tss_addr));
+  TRY(vm_->set_identity_map_addr(identity_map_addr));
   TRY(vm_->create_irqchip());
   TRY(vm_->create_pit2());
   ASSIGN_OR_RETURN(supported_cpuid_, kvm_->supported_cpuid());

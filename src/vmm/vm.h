@@ -8,6 +8,7 @@
 
 #include "base/result.h"
 #include "devices/device_activator.h"
+#include "firmware/firmware_rom.h"
 #include "bus/bus.h"
 #include "kvm/guest_clock_hold.h"
 #include "kvm/kvm_system.h"
@@ -87,8 +88,15 @@ class Vm {
   Vm() = default;
   Result<void> build(const BootInputs& in);
   Result<void> build_restored(const RestoreInputs& in);
+  /// build() for a firmware boot (--firmware; vm_firmware.cc): RAM, the image read-only below
+  /// 4 GiB and its last 128 KiB at 0xE0000, devices, vCPUs in the RESET state.
+  Result<void> build_firmware(const BootInputs& in);
+  /// Maps `in.firmware` (vm_firmware.cc). After add_memory().
+  Result<void> map_firmware(const BootInputs& in);
   // The pieces both builds share, in the order they run.
-  Result<void> build_kvm(uint32_t vcpus);
+  /// KVM system and VM, irqchip, PIT; KVM's TSS and identity-map pages at `tss_addr` and
+  /// `identity_map_addr` (outside RAM and every device or firmware range).
+  Result<void> build_kvm(uint32_t vcpus, uint64_t tss_addr, uint64_t identity_map_addr);
   Result<void> add_memory(GuestMemory mem);
   Result<void> build_devices(const ConsoleTarget& console, const std::vector<MadeDevice>& devices);
   /// Creates vCPU `id` of `count` with its CPUID; returns it (owned by its VcpuThread).
@@ -117,6 +125,8 @@ class Vm {
   DeviceActivator activator_;        // before pci_: its transports use it until destroyed
   std::unique_ptr<PciDevices> pci_;  // after memory_/vm_: its devices use both until destroyed
   std::vector<std::unique_ptr<VcpuThread>> vcpus_;
+  HostBuffer firmware_image_;  // --firmware: what the read-only memslot maps (outlives vm_ use)
+  std::shared_ptr<firmware::FirmwareRom> firmware_rom_;
   std::unique_ptr<VmStats> stats_;  // last: refers to the buses, pci_ and vCPUs above
 };
 

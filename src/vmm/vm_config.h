@@ -18,6 +18,10 @@ struct VmConfig {
   std::string kernel_path;  ///< bzImage (x86 boot protocol ≥ 2.12, 64-bit) or vmlinux (ELF).
   BootProtocol boot_protocol = BootProtocol::kAuto;  ///< --boot-protocol (boot_inputs.h).
   std::optional<std::string> initrd_path;
+  /// --firmware: boot this BIOS/UEFI image instead of a kernel (kernel_path then empty).
+  std::optional<std::string> firmware_path;
+  /// --firmware-vars: the UEFI variable store file (only with a UEFI firmware_path).
+  std::optional<std::string> firmware_vars_path;
   std::string cmdline;                    ///< Final kernel command line (defaults applied).
   uint64_t memory_bytes = 512ull << 20;   ///< Guest RAM in bytes (multiple of 4 KiB).
   uint32_t vcpus = 1;

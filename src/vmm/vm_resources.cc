@@ -55,6 +55,8 @@ Result<VmConfig> VmResources::vm_config() const {
     c.kernel_path = boot->kernel_image_path;
     c.boot_protocol = boot->boot_protocol;
     c.initrd_path = boot->initrd_path;
+    c.firmware_path = boot->firmware_path;
+    c.firmware_vars_path = boot->firmware_vars_path;
     c.cmdline = boot->boot_args ? with_default_console(*boot->boot_args) : kDefaultCmdline;
   } else {
     c.cmdline = kDefaultCmdline;

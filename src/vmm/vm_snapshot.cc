@@ -64,7 +64,7 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
   const snap::MachineState& m = in.machine;
   // 1. KVM VM with its in-kernel irqchip and PIT, exactly as a boot creates them.
   spdlog::debug("restore: KVM VM");
-  TRY(build_kvm(m.vcpus));
+  TRY(build_kvm(m.vcpus, x86::kTssAddr, x86::kIdentityMapAddr));
   spdlog::debug("restore: memory");
   // 2. RAM at the same guest-physical layout. anon: the memory file mapped MAP_PRIVATE; pages
   //    are read on first touch, so this costs the same for 128 MiB and 128 GiB. memfd /

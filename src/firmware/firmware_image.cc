@@ -1,0 +1,69 @@
+#include "firmware/firmware_image.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tern::firmware {
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+constexpr size_t kResetVectorBytes = 16;
+// EFI_FIRMWARE_VOLUME_HEADER (PI spec vol. 3 §3.2.1): Signature "_FVH" at offset 40.
+constexpr size_t kFvSignatureOffset = 40;
+
+bool is_jump(uint8_t op) { return op == 0xEA || op == 0xE9 || op == 0xEB; }
+
+/// Whether the 16 reset-vector bytes start with a jump the way x86 firmware does.
+bool has_reset_jump(std::span<const uint8_t> v) {
+  size_t i = 0;
+  while (i < v.size() && v[i] == 0x90) ++i;  // NOP padding (OVMF: 90 90 E9 ...)
+  if (i < v.size() && is_jump(v[i])) return true;
+  // OVMF's protected-mode-aware vector: mov eax, cr0; test al, 1; jz ...; jmp ...
+  if (v.size() >= 3 && v[0] == 0x0F && v[1] == 0x20 && v[2] == 0xC0)
+    return std::any_of(v.begin() + 3, v.end(), is_jump);
+  return false;
+}
+
+}  // namespace
+
+const char* firmware_kind_name(FirmwareKind k) {
+  return k == FirmwareKind::kUefi ? "uefi" : "bios";
+}
+
+Result<FirmwareInfo> check_firmware_image(std::span<const uint8_t> image) {
+  const uint64_t size = image.size();
+  if (size == 0) return fail("not firmware", "the file is empty");
+  if (size % kPage != 0)
+    return fail("not firmware", "its size (" + std::to_string(size) +
+                                    " bytes) is not a multiple of 4 KiB");
+  if (size > kMaxFirmwareBytes)
+    return fail("not firmware", "it is larger than 16 MiB (" + std::to_string(size) + " bytes)");
+  auto vector = image.last(kResetVectorBytes);
+  if (!has_reset_jump(vector))
+    return fail("not firmware",
+                "no x86 reset-vector jump in its last 16 bytes (the code at 0xFFFFFFF0)");
+  FirmwareInfo info;
+  info.size = size;
+  if (size >= kFvSignatureOffset + 4 &&
+      std::memcmp(image.data() + kFvSignatureOffset, "_FVH", 4) == 0)
+    info.kind = FirmwareKind::kUefi;
+  return info;
+}
+
+Result<void> check_firmware_fits(const FirmwareInfo& fw, uint64_t vars_bytes) {
+  if (vars_bytes == 0 || vars_bytes % kPage != 0)
+    return fail("firmware vars", "its size (" + std::to_string(vars_bytes) +
+                                     " bytes) is not a non-zero multiple of 4 KiB");
+  if (fw.size + vars_bytes > kMaxFirmwareBytes)
+    return fail("firmware vars", "firmware (" + std::to_string(fw.size) + " bytes) and variable store (" +
+                                     std::to_string(vars_bytes) +
+                                     " bytes) together exceed the 16 MiB below 4 GiB");
+  return {};
+}
+
+std::span<const uint8_t> isa_bios_alias(std::span<const uint8_t> image) {
+  return image.last(std::min<size_t>(image.size(), kIsaBiosAliasBytes));
+}
+
+}  // namespace tern::firmware
