@@ -24,7 +24,7 @@ inline constexpr uint32_t kLoaderAllocate = 1;     ///< {file, le32 align, u8 zo
 inline constexpr uint32_t kLoaderAddPointer = 2;   ///< {dest_file, src_file, le32 offset, u8 size}
 inline constexpr uint32_t kLoaderAddChecksum = 3;  ///< {file, le32 offset, le32 start, le32 length}
 inline constexpr uint8_t kLoaderZoneHigh = 1;      ///< Anywhere in RAM below 4 GiB.
-inline constexpr uint8_t kLoaderZoneFseg = 2;      ///< 0xF0000..0xFFFFF (where OSes scan for the RSDP).
+inline constexpr uint8_t kLoaderZoneFseg = 2;  ///< 0xF0000..0xFFFFF (where OSes scan for the RSDP).
 
 /// The three files, built from one relocatable table image.
 struct AcpiFwCfgFiles {

@@ -93,10 +93,10 @@ class FwCfgDevice final : public BusDevice {
   [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
 
  private:
-  uint8_t next_data_byte();                  // mu_ held
-  void select(uint16_t key);                 // mu_ held
-  void write_dma_register(uint64_t offset, std::span<const uint8_t> data);  // mu_ held
-  void run_dma(uint64_t descriptor_gpa);     // mu_ held
+  uint8_t next_data_byte();                                                   // mu_ held
+  void select(uint16_t key);                                                  // mu_ held
+  void write_dma_register(uint64_t offset, std::span<const uint8_t> data);    // mu_ held
+  void run_dma(uint64_t descriptor_gpa);                                      // mu_ held
   uint32_t execute_dma(uint32_t control, uint32_t length, uint64_t address);  // mu_ held
 
   const GuestMemory& mem_;
