@@ -52,7 +52,7 @@ struct FwCfgMachine {
 /// PciRoot(0x0)/Pci(S,F)/HD(; SeaBIOS boot.c matches the prefix "/pci@i0cf8/*@S[,F]"), NVMe
 /// "/pci@i0cf8/nvme@S[,F]" (OVMF's generic PCI prefix PciRoot(0x0)/Pci(S,F), which covers every
 /// namespace whatever the controller's PCI ID; SeaBIOS as above), then "HALT" (SeaBIOS: boot
-/// nothing that is not listed). Empty for an empty list.
+/// nothing that is not listed). Empty for an empty list. The file adds a NUL (OVMF requires it).
 [[nodiscard]] std::string boot_order_file(const std::vector<BootDevice>& order);
 
 /// The item table for `m`:

@@ -32,17 +32,19 @@ namespace tern {
 ///
 /// DMA (fw_cfg.rst "Guest-side DMA Interface"): the FWCfgDmaAccess {be32 control, be32 length,
 /// be64 address} at the written address is read through GuestMemory; control bits ERROR (0),
-/// READ (1), SKIP (2), SELECT (3, key in bits 31:16), WRITE (4). SELECT selects first; then READ
-/// copies min(length, bytes left in the item) item bytes to `address` and fills the rest of the
-/// `length` bytes with 0 (as the data port reads past the end), advancing the offset by the
-/// bytes copied; SKIP advances the offset by `length`, capped at the item's end. On success
-/// control is written back as 0; on failure as the ERROR bit, with nothing transferred:
-/// - WRITE (items are read-only to the guest, as QEMU's are unless a device makes one writable),
-/// - ERROR or a bit above 4 set in the request's bits 15:0 (QEMU ignores unknown bits; we refuse
-///   them so a guest's mistake is visible), READ together with SKIP,
-/// - [address, address + length) outside guest RAM, not inside one RAM region, or wrapping.
+/// READ (1), SKIP (2), SELECT (3, key in bits 31:16), WRITE (4). The request is checked first,
+/// then executed: SELECT selects; READ (which wins over SKIP and WRITE, in the spec's order)
+/// copies min(length, bytes left in the item) item bytes to `address` — never more than the item
+/// holds — and fills the rest of the `length` bytes with 0 (as the data port reads past the end),
+/// advancing the offset by the bytes copied; SKIP advances the offset by `length`, capped at the
+/// item's end. Control is written back as 0 on success, or as the ERROR bit with nothing done
+/// (not even SELECT) when:
+/// - WRITE is set without READ (items are read-only to the guest),
+/// - ERROR or a bit in 15:5 is set (QEMU ignores unknown bits; refusing them makes a guest's
+///   mistake visible),
+/// - a READ's [address, address + length) is outside guest RAM, spans two RAM regions, or wraps.
 /// A descriptor that itself is not in RAM is counted (dma_unreachable) and nothing is done: there
-/// is nowhere to report the error. Every failure is counted and logged at a limited rate.
+/// is nowhere to report the error. Failures are counted and logged at a limited rate.
 ///
 /// Thread-safety: read()/write() and the state calls may run concurrently from any thread (one
 /// mutex). `mem` must outlive the device.
