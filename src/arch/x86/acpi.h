@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "arch/x86/acpi_build.h"
 #include "base/result.h"
 #include "memory/guest_memory.h"
 
@@ -38,5 +39,9 @@ struct AcpiTablesInfo {
 /// Errors (op "ACPI tables") before writing anything when num_vcpus is out of range, the tables
 /// would reach kResetVectorAddr, or `mem` does not back [kAcpiStart, kBiosEnd).
 [[nodiscard]] Result<AcpiTablesInfo> write_acpi_tables(const GuestMemory& mem, uint32_t num_vcpus);
+/// As above for `config` (a PM block elsewhere than kAcpiPm1aEvtPort, a PM timer); the default
+/// AcpiConfig gives exactly the tables above.
+[[nodiscard]] Result<AcpiTablesInfo> write_acpi_tables(const GuestMemory& mem,
+                                                       const AcpiConfig& config);
 
 }  // namespace tern::x86

@@ -2,9 +2,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
-
 #include <cstring>
 #include <map>
 #include <string>
@@ -105,13 +105,13 @@ TEST(Acpi, FadtFieldsAtSpecOffsets) {
   const uint64_t f = walk(m).by_sig["FACP"];
   ASSERT_NE(f, 0u);
   EXPECT_EQ(check_table(m, f, "FACP"), 276u);
-  EXPECT_EQ(m.bytes[f + 8], 6);            // revision
-  EXPECT_EQ(m.get<uint16_t>(f + 46), kAcpiSciIrq);  // SCI_INT
-  EXPECT_EQ(m.get<uint32_t>(f + 48), 0u);           // SMI_CMD: none, always in ACPI mode
-  EXPECT_EQ(m.get<uint32_t>(f + 56), kAcpiPm1aEvtPort);  // PM1a_EVT_BLK
-  EXPECT_EQ(m.get<uint32_t>(f + 64), kAcpiPm1aCntPort);  // PM1a_CNT_BLK
-  EXPECT_EQ(m.bytes[f + 88], 4);                         // PM1_EVT_LEN
-  EXPECT_EQ(m.bytes[f + 89], 2);                         // PM1_CNT_LEN
+  EXPECT_EQ(m.bytes[f + 8], 6);                              // revision
+  EXPECT_EQ(m.get<uint16_t>(f + 46), kAcpiSciIrq);           // SCI_INT
+  EXPECT_EQ(m.get<uint32_t>(f + 48), 0u);                    // SMI_CMD: none, always in ACPI mode
+  EXPECT_EQ(m.get<uint32_t>(f + 56), kAcpiPm1aEvtPort);      // PM1a_EVT_BLK
+  EXPECT_EQ(m.get<uint32_t>(f + 64), kAcpiPm1aCntPort);      // PM1a_CNT_BLK
+  EXPECT_EQ(m.bytes[f + 88], 4);                             // PM1_EVT_LEN
+  EXPECT_EQ(m.bytes[f + 89], 2);                             // PM1_CNT_LEN
   EXPECT_EQ(m.get<uint16_t>(f + 109), (1 << 1) | (1 << 2));  // IAPC_BOOT_ARCH: 8042, no VGA
   const uint32_t flags = m.get<uint32_t>(f + 112);
   EXPECT_EQ(flags & (1u << 20), 0u);  // not HW_REDUCED_ACPI: Linux keeps the legacy PIC
@@ -150,8 +150,8 @@ TEST(Acpi, DsdtDefinesS5) {
       std::vector<uint8_t>(&m.bytes[d + 36], &m.bytes[d + 36 + 13]),
       ElementsAre(0x08, '_', 'S', '5', '_', 0x12, 0x07, 0x04, 0x0A, 0x05, 0x00, 0x00, 0x00));
   // Then the PCI host bridge, to the end of the table.
-  const auto pci = acpi::aml_pci_root(static_cast<uint32_t>(kPciMmioStart),
-                                      static_cast<uint32_t>(kPciMmioEnd));
+  const auto pci =
+      acpi::aml_pci_root(static_cast<uint32_t>(kPciMmioStart), static_cast<uint32_t>(kPciMmioEnd));
   EXPECT_EQ(std::vector<uint8_t>(&m.bytes[d + 36 + 13], &m.bytes[d + len]), pci);
 }
 
@@ -259,6 +259,20 @@ TEST(Acpi, FailsWhenTheAreaIsNotRam) {
   auto r = write_acpi_tables(mem, 1);
   ASSERT_FALSE(r);
   EXPECT_THAT(r.error().message(), HasSubstr("ACPI tables"));
+}
+
+/// The direct-boot tables are byte-for-byte what tern wrote before the image builder was split
+/// out for fw_cfg (CRC-32 of [kAcpiStart, end) recorded from that version).
+TEST(Acpi, DirectBootBytesUnchanged) {
+  const std::map<uint32_t, uint32_t> want = {
+      {1, 3731196133u}, {2, 2008781053u}, {7, 2051862688u}, {254, 3285918473u}};
+  for (auto [vcpus, crc] : want) {
+    LowMem m;
+    auto info = write_acpi_tables(m.mem(), vcpus);
+    ASSERT_TRUE(info.has_value());
+    auto bytes = m.span(kAcpiStart, info->end - kAcpiStart);
+    EXPECT_EQ(crc32(0, bytes.data(), static_cast<uInt>(bytes.size())), crc) << vcpus << " vCPUs";
+  }
 }
 
 }  // namespace
