@@ -63,6 +63,26 @@ inline constexpr uint8_t kAcpiResetValue = 0x01;
 inline constexpr uint32_t kAcpiSciIrq = 9;  ///< FADT SCI_INT (never raised: no ACPI events yet).
 inline constexpr uint8_t kAcpiS5SleepType = 5;  ///< SLP_TYP of \_S5_ in the DSDT.
 
+// The PC chipset of firmware boots (devices/pci/pc_chipset.h: i440FX + PIIX3 + PIIX4 PM, as QEMU's
+// `-M pc`). Direct kernel boots do not have it and keep the ports above.
+/// PIIX4 PM I/O block (PMBA): SeaBIOS and OVMF both program PMBA = 0xB000. PM1a_EVT_BLK at +0
+/// (PMSTS, PMEN), PM1a_CNT_BLK at +4 (PMCNTRL), PM_TMR_BLK at +8 (PMTMR) — the FADT's values for
+/// firmware boots.
+inline constexpr uint16_t kPiix4PmBase = 0xB000;
+inline constexpr uint16_t kPiix4PmBlockSize = 0x40;  ///< PMBA decodes 64 bytes (bits 15:6).
+inline constexpr uint16_t kPiix4Pm1aEvtPort = kPiix4PmBase + 0;
+inline constexpr uint16_t kPiix4Pm1aCntPort = kPiix4PmBase + 4;
+inline constexpr uint16_t kPiix4PmTimerPort = kPiix4PmBase + 8;
+/// ACPI PM timer frequency (ACPI 6.x §4.8.3.3): 3.579545 MHz, 24 bits (FADT TMR_VAL_EXT = 0).
+inline constexpr uint64_t kAcpiPmTimerHz = 3'579'545;
+/// PIIX3 Reset Control register (RC, I/O 0xCF9, one byte): the FADT RESET_REG of firmware boots.
+inline constexpr uint16_t kResetControlPort = 0xCF9;
+inline constexpr uint8_t kResetControlHardReset = 0x06;  ///< SYS_RST | RST_CPU.
+/// Edge/Level Control Registers ELCR1 (IRQ 0-7) and ELCR2 (IRQ 8-15).
+inline constexpr uint16_t kElcrPort = 0x4D0;
+/// SCI of the PIIX4 PM function (SeaBIOS writes 9 into its Interrupt Line; QEMU hard-wires it).
+inline constexpr uint32_t kPiix4SciIrq = 9;
+
 /// Guest RAM regions for `ram_bytes` of memory: [0, min(ram, 3 GiB)) and, when larger, the rest
 /// from 4 GiB. `ram_bytes` must be a non-zero multiple of 4 KiB.
 inline std::vector<RegionSpec> ram_regions(uint64_t ram_bytes) {

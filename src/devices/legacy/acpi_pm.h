@@ -44,6 +44,9 @@ class AcpiPm final : public ByteIoDevice {
   [[nodiscard]] std::string_view name() const override { return "acpi-pm"; }
   [[nodiscard]] Stats stats() const;
 
+  /// Power-on values: PM1_STS 0, PM1_EN 0, PM1_CNT SCI_EN (reboot in place).
+  void reset();
+
   /// Snapshot: PM1_STS (WAK_STS), PM1_EN, PM1_CNT. Version 1.
   void save_state(snap::ByteWriter& w) const;
   /// Restores what save_state() wrote (PM1_CNT with SLP_EN set is refused); errors name

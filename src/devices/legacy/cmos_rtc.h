@@ -46,6 +46,13 @@ class CmosRtc final : public ByteIoDevice {
   [[nodiscard]] std::string_view name() const override { return "cmos-rtc"; }
   [[nodiscard]] bool nmi_masked() const;
 
+  /// CMOS RAM byte `index` (0..127) as stored (time registers are not computed here).
+  [[nodiscard]] uint8_t ram(uint8_t index) const;
+  /// Stores `value` at CMOS RAM byte `index` (0..127) without the register semantics of a guest
+  /// write (the VMM's initialisation of BIOS bytes; see cmos_memory.h). Indices past 127 are
+  /// ignored.
+  void set_ram(uint8_t index, uint8_t value);
+
   /// Snapshot: index register and NMI mask, the 128 bytes of CMOS RAM, the guest's offset from
   /// the host clock (seconds) and the frozen time while register B's SET bit is on. The clock
   /// itself is the host's: a restored guest sees the current time plus its own offset. Version 1.

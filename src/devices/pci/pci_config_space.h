@@ -68,6 +68,10 @@ class PciConfigSpace {
   [[nodiscard]] uint8_t read8(uint32_t off) const { return bytes_[off]; }
   [[nodiscard]] uint16_t read16(uint32_t off) const;
   [[nodiscard]] uint32_t read32(uint32_t off) const;
+  /// Makes the bits set in `mask` of byte `off` guest-writable (device-specific registers, e.g.
+  /// a chipset's PAM or PIRQ route registers; 0 makes the byte read-only again).
+  void set_write_mask(uint32_t off, uint8_t mask) { wmask_[off] = mask; }
+  [[nodiscard]] uint8_t write_mask(uint32_t off) const { return wmask_[off]; }
   /// Device-side stores (ignore write masks), e.g. status bits.
   void set8(uint32_t off, uint8_t v) { bytes_[off] = v; }
   void set16(uint32_t off, uint16_t v);

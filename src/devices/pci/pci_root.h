@@ -25,16 +25,30 @@ namespace tern {
 /// every BAR read all-ones and are counted.
 ///
 /// Config mechanism #1 (PCI 3.0 §3.2.2.3.2): a dword write to 0xCF8 selects bus/device/function/
-/// register with bit 31 set; 0xCFC-0xCFF then access that dword. Only bus 0 function 0 exists;
-/// everything else reads all-ones. Slot 0 is the host bridge (Red Hat 1b36:0008, class 0600).
+/// register with bit 31 set; 0xCFC-0xCFF then access that dword. Only bus 0 exists; absent
+/// functions read all-ones. Slot 0 is the host bridge (Red Hat 1b36:0008, class 0600, unless
+/// set_host_bridge chose another). Functions 1-7 of a slot exist only through add_function().
 class PciRoot {
  public:
   /// The MMIO window BARs are placed in (guest-physical).
   PciRoot(uint64_t mmio_base, uint64_t mmio_size);
   ~PciRoot();
 
-  /// Puts `dev` in the next free slot (1..31) and returns the slot. Before vCPUs run only.
+  /// Puts `dev` at function 0 of the next slot (1..31) with no function in it and returns the
+  /// slot. Before vCPUs run only.
   [[nodiscard]] Result<uint8_t> add(std::shared_ptr<PciDevice> dev);
+  /// Puts `dev` at `slot` (0..31) function `function` (0..7); the slot then reports itself
+  /// multi-function (header type bit 7 of function 0) when any function other than 0 is
+  /// present. Errors: out of range, or the place is taken (00:00.0 is the host bridge: use
+  /// set_host_bridge). Before vCPUs run only.
+  [[nodiscard]] Result<void> add_function(uint8_t slot, uint8_t function,
+                                          std::shared_ptr<PciDevice> dev);
+  /// Replaces the default host bridge (Red Hat 1b36:0008) at 00:00.0, e.g. with the i440FX of
+  /// firmware boots. Before vCPUs run only.
+  void set_host_bridge(std::shared_ptr<PciDevice> bridge);
+  /// Byte accesses to port 0xCF9 go to `rc` (the PIIX3 Reset Control register) instead of
+  /// reading all-ones; 32-bit accesses at 0xCF8 stay CONFIG_ADDRESS. Before vCPUs run only.
+  void set_reset_control(std::shared_ptr<BusDevice> rc);
   /// Reserves `size` bytes (a power of two) of the MMIO window, size-aligned, for a BAR's initial
   /// (firmware) address. Before vCPUs run only.
   [[nodiscard]] Result<uint64_t> allocate_mmio(uint64_t size);
@@ -54,7 +68,9 @@ class PciRoot {
   [[nodiscard]] uint64_t mmio_base() const { return mmio_base_; }
   [[nodiscard]] uint64_t mmio_size() const { return mmio_size_; }
   /// Snapshot (version 1): the CONFIG_ADDRESS register (0xCF8) and the host bridge's config
-  /// space. The functions in slots 1-31 save their own state.
+  /// space. Restore checks and applies its standard header (00h-3Fh); device-specific registers
+  /// (40h-FFh: the i440FX's PAM/SMRAM) belong to the bridge's own state (PcChipset). The
+  /// functions in slots 1-31 save their own state.
   void save_state(snap::ByteWriter& w) const;
   /// Restores save_state()'s bytes; errors name "pci-root" and the field.
   [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
@@ -82,9 +98,13 @@ class PciRoot {
   };
   void mmio_access(uint64_t gpa, std::span<uint8_t> rd, std::span<const uint8_t> wr, bool write);
   void refresh_mappings();
+  /// The function at slot/function, or null. Before vCPUs run the arrays change; after, const.
+  [[nodiscard]] PciDevice* function_at(uint8_t slot, uint8_t function) const;
 
   uint64_t mmio_base_, mmio_size_, next_mmio_;
-  std::array<std::shared_ptr<PciDevice>, 32> slots_;
+  std::array<std::shared_ptr<PciDevice>, 32> slots_;  // function 0 of each slot
+  std::array<std::array<std::shared_ptr<PciDevice>, 7>, 32> more_functions_;  // functions 1-7
+  std::shared_ptr<BusDevice> reset_control_;  // port 0xCF9 (byte accesses); may be null
   mutable std::mutex config_mu_;  // serialises config mechanism accesses and mapping rebuilds
   uint32_t config_address_ = 0;
   std::shared_mutex map_mu_;
