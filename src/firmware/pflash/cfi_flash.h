@@ -85,9 +85,11 @@ class CfiFlash {
 
   /// Power-on state: read-array mode, status 0x80 (contents and counters kept).
   void reset();
-  /// Sets mode and status from a saved state. False (nothing changed) when `mode` is not a Mode
-  /// value.
-  [[nodiscard]] bool restore(uint8_t mode, uint8_t status);
+  /// The address a pending block erase (0x20) was written to.
+  [[nodiscard]] uint64_t erase_offset() const { return erase_offset_; }
+  /// Sets mode, status and the pending erase address from a saved state. False (nothing
+  /// changed) when `mode` is not a Mode value or `erase_offset` is past the end.
+  [[nodiscard]] bool restore(uint8_t mode, uint8_t status, uint64_t erase_offset);
 
   /// The CFI query table (byte-addressed from offset 0), filled from the geometry.
   [[nodiscard]] std::span<const uint8_t> query_table() const { return cfi_; }

@@ -60,7 +60,7 @@ struct OvmfVarsSpec {
   std::chrono::milliseconds quiet{250};  ///< idle time before a store is written to the file
 };
 
-class PflashDevice : public BusDevice, public std::enable_shared_from_this<PflashDevice> {
+class PflashDevice : public BusDevice {
  public:
   /// Device counters (any thread).
   struct Stats {
@@ -107,7 +107,6 @@ class PflashDevice : public BusDevice, public std::enable_shared_from_this<Pflas
   Result<void> set_romd(bool mapped);  // mu_ held
   void after_write(bool was_array);    // mu_ held
   void persister_loop();
-  Result<void> store_if_dirty();
 
   KvmVm* vm_ = nullptr;
   uint32_t slot_ = 0;
@@ -119,17 +118,16 @@ class PflashDevice : public BusDevice, public std::enable_shared_from_this<Pflas
   std::unique_ptr<CfiFlash> flash_;
   std::chrono::milliseconds quiet_{250};
 
-  mutable std::mutex mu_;  // flash_, storage bytes, slot_mapped_, romd_flips_, dirty_, last_write_
+  mutable std::mutex mu_;  // flash_, storage bytes, slot_mapped_, romd_flips_, the generations
   uint64_t romd_flips_ = 0;
-  bool dirty_ = false;
-  uint64_t dirty_gen_ = 0;  // bumped by every change; stores compare it
+  uint64_t dirty_gen_ = 0;      // bumped by every change of the contents
+  uint64_t persisted_gen_ = 0;  // the generation the file holds
   std::chrono::steady_clock::time_point last_write_{};
   std::condition_variable cv_;
   bool stopping_ = false;
 
-  std::mutex file_mu_;  // file_, stores_, store_errors_ (taken before mu_, never inside it)
+  mutable std::mutex file_mu_;  // file_, stores_, store_errors_ (taken before mu_, never inside)
   std::unique_ptr<VarsFile> file_;
-  uint64_t stored_gen_ = 0;
   uint64_t stores_ = 0;
   uint64_t store_errors_ = 0;
   std::thread persister_;
