@@ -15,8 +15,9 @@
 command -v curl >/dev/null || { echo "API-CHECK name=setup FAIL curl not in the test host"; exit 2; }
 fails=0
 
-check() {  # check NAME CONDITION-RESULT DETAIL
+check() {  # check NAME CONDITION-RESULT DETAIL; returns CONDITION-RESULT
     if [ "$2" = 0 ]; then echo "API-CHECK name=$1 PASS $3"; else echo "API-CHECK name=$1 FAIL $3"; fails=$((fails + 1)); fi
+    return "$2"
 }
 
 # wait_for SECONDS COMMAND...: poll COMMAND every 0.1 s until it succeeds; 1 on timeout.
@@ -40,13 +41,43 @@ api() {  # api METHOD PATH [BODY] -> prints "<status> <body>"
 }
 
 status_of() { echo "$1" | awk '{ print $NF }'; }
-ticks() { grep -c '^TERN-TICK' "$1" 2>/dev/null || echo 0; }
+ticks() { n=$(grep -c '^TERN-TICK [0-9]' "$1" 2>/dev/null); echo "${n:-0}"; }
 ticks_above() { [ "$(ticks "$1")" -gt "$2" ]; }
 has() { grep -q "$2" "$1" 2>/dev/null; }
 # vcpu_runs: each vCPU's KVM_RUN returns (tern's exits.kvm_run_returns) and in-kernel exits (KVM's
 # binary stats "exits") from GET /tern/stats, as one line; empty if neither could be read.
 vcpu_runs() {
     api GET /tern/stats | tr ',{}' '\n\n\n' | sed -n 's/^ *"\(kvm_run_returns\|exits\)": *\([0-9][0-9]*\) *$/\1=\2/p' | tr '\n' ' '
+}
+
+# dump_stall WHY: when the guest stopped making progress (its ticks stalled), what L1 sees, as
+# "API-DUMP" lines in the log (never a check): tern's stats (per vCPU: KVM_RUN returns, KVM's own
+# exit/halt counters), each tern thread's state, wait channel and kernel stack, KVM's debugfs
+# counters and lapic timers (the L2 guest's timer is an hrtimer in L1: apic_timer_fn in
+# /proc/timer_list, with its expiry against L1's "now"), L1's clocksource, interrupts and dmesg.
+# Twice, 2 s apart, so what moves shows. Tells a vCPU blocked in tern from one halted inside KVM
+# waiting for a timer that L1 never fires.
+dump_stall() {
+    for round in 1 2; do
+        echo "API-DUMP ==== $1 (round $round) L1 uptime $(cut -d' ' -f1 /proc/uptime)"
+        echo "API-DUMP stats $(api GET /tern/stats | tr -d '\n ')"
+        for t in /proc/"$tern_pid"/task/*; do
+            echo "API-DUMP task ${t##*/} $(cat "$t/comm" 2>/dev/null) state=$(awk '{ print $3 }' "$t/stat" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null) utime+stime=$(awk '{ print $14 + $15 }' "$t/stat" 2>/dev/null) stack: $(tr '\n' ' ' <"$t/stack" 2>/dev/null)"
+        done
+        for d in /sys/kernel/debug/kvm/"$tern_pid"-*; do
+            [ -d "$d" ] || continue
+            echo "API-DUMP kvm-debugfs $d $(cd "$d" && for f in *; do [ -f "$f" ] && printf '%s=%s ' "$f" "$(cat "$f" 2>/dev/null)"; done)"
+            for v in "$d"/vcpu*; do
+                echo "API-DUMP kvm-debugfs ${v##*/} $(cd "$v" && for f in *; do [ -f "$f" ] && printf '%s=%s ' "$f" "$(cat "$f" 2>/dev/null)"; done)"
+            done
+        done
+        echo "API-DUMP timer_list $(grep -e '^now at' -e 'apic_timer_fn' -A 1 /proc/timer_list 2>/dev/null | tr '\n' ' ')"
+        echo "API-DUMP l1-interrupts $(grep -e LOC -e CAL -e 'timer' /proc/interrupts | tr -s ' \n' '  ')"
+        sleep 2  # the second round shows what moved in 2 s (nothing to wait for)
+    done
+    echo "API-DUMP l1-clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource) of $(cat /sys/devices/system/clocksource/clocksource0/available_clocksource)"
+    dmesg | tail -n 40 | sed 's/^/API-DUMP l1-dmesg /'
+    echo "API-DUMP console tail"; tail -n 5 "$CON" | sed 's/^/API-DUMP console /'
 }
 
 # ---- case 1: configured purely through the API ----
@@ -92,7 +123,7 @@ check guest-marker $? "$(grep -a TERN-GUEST-MARKER "$CON" | head -n 1)"
 wait_for 30 has "$CON" 'TERN-TICK-DISK size=16384 ro=0'
 check guest-sees-drive $? "$(grep -a TERN-TICK-DISK "$CON" | head -n 1)"
 wait_for 60 ticks_above "$CON" 5
-check ticking $? "ticks=$(ticks "$CON")"
+check ticking $? "ticks=$(ticks "$CON")" || dump_stall ticking
 
 "$TH_TERN" ctl --api-sock "$S" events >/tmp/events1.log 2>&1 &
 events_pid=$!
@@ -102,7 +133,7 @@ events_pid=$!
 r0=$(vcpu_runs)
 wait_for 30 ticks_above "$CON" $(($(ticks "$CON") + 3))
 r1=$(vcpu_runs)
-[ -n "$r0" ] && [ "$r0" != "$r1" ]; check running-vcpu-runs-move $? "running: [$r0] -> [$r1]"
+[ -n "$r0" ] && [ "$r0" != "$r1" ]; check running-vcpu-runs-move $? "running: [$r0] -> [$r1]" || dump_stall running-vcpu-runs-move
 r=$(api PATCH /vm '{
         "state": "Paused"
     }')
@@ -122,7 +153,7 @@ r=$(api PATCH /vm '{
     }')
 [ "$(status_of "$r")" = 204 ]; check resume $? "$r"
 wait_for 30 ticks_above "$CON" $((n2 + 5))
-check resumed-ticks $? "ticks $n2 -> $(ticks "$CON")"
+check resumed-ticks $? "ticks $n2 -> $(ticks "$CON")" || dump_stall resumed-ticks
 r=$(api PATCH /vm '{"state": "Resumed"}')
 [ "$(status_of "$r")" = 400 ] && echo "$r" | grep -q Running; check resume-while-running $? "$r"
 
@@ -172,7 +203,7 @@ EOC
 "$TH_TERN" --config-file /tmp/vm_config.json --api-sock "$S" >"$CON" 2>/tmp/tern2.err </dev/null &
 tern_pid=$!
 wait_for "$API_WAIT" ticks_above "$CON" 3
-check config-file-boot $? "$(grep -a TERN-GUEST-MARKER "$CON" | head -n 1)"
+check config-file-boot $? "$(grep -a TERN-GUEST-MARKER "$CON" | head -n 1)" || dump_stall config-file-boot
 "$TH_TERN" ctl --api-sock "$S" pause; check ctl-pause $? ""
 "$TH_TERN" ctl --api-sock "$S" info | grep -q Paused; check ctl-info-paused $? ""
 "$TH_TERN" ctl --api-sock "$S" resume; check ctl-resume $? ""
