@@ -168,7 +168,7 @@ has "$CON" TERN-GUEST-CTRL-ALT-DEL; check guest-saw-ctrl-alt-del $? "$(grep -a T
 wait "$events_pid"  # the events client ends when tern closes the stream
 grep -q '"reason":"reboot"' /tmp/events1.log; check event-reboot $? "$(tr '\n' ' ' </tmp/events1.log)"
 grep -q '"state":"Paused"' /tmp/events1.log; check event-paused $? ""
-echo "--- case 1 console tail"; tail -n 5 "$CON"
+echo "--- case 1 console tail"; grep -a TERN-TICK-CLOCK "$CON"; tail -n 5 "$CON"
 
 # ---- case 2: --config-file (Firecracker's config shape) + tern ctl ----
 S=/tmp/api2.sock
@@ -240,5 +240,7 @@ wait "$tern_pid"
 st=$?
 [ "$st" = 0 ]; check run-power-off-status $? "tern exit status $st; stderr: $(tr '\n' ' ' </tmp/tern3.err)"
 
+# L1's clock (what the nested guests' timers and kvmclock are built on), for every run's log.
+echo "API-INFO l1-clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource); $(dmesg | grep -i -e 'clocksource' -e 'tsc' | tail -n 8 | tr '\n' ';')"
 echo "API-SUMMARY fails=$fails"
 [ "$fails" = 0 ]
