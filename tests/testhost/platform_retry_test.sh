@@ -3,14 +3,17 @@
 # did in tcg_handle_interrupt with an L2 guest in SeaBIOS) before the scenario's verdict is an
 # emulator failure: run.sh exits 125 with a TESTHOST-QEMU-ABORT log line naming the assertion, and
 # th_run_retrying boots L1 once more. An abort after TESTHOST-DONE keeps the scenario's verdict, and
-# a scenario's own failure is not retried. --tcg-thread / TH_TCG_THREAD reach QEMU's -accel.
-# L1's QEMU is a fake one (first on PATH); no nested guest runs. Usage: tests/testhost/qemu_abort_retry_test.sh
+# a scenario's own failure is not retried. A scenario that found its nested guest wedged in L1's
+# KVM (a TESTHOST-L2-WEDGED line, status 125: tests/e2e/api_scenario.sh) is booted once more; a
+# scenario's 125 without that line is its verdict. --tcg-thread / TH_TCG_THREAD reach QEMU's -accel.
+# L1's QEMU is a fake one (first on PATH); no nested guest runs. Usage: tests/testhost/platform_retry_test.sh
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source "$repo/testhost/lib.sh"
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
-# The fake L1: FAKE_MODE abort (markers, glib's assertion, SIGABRT), done-then-abort, fail (rc=1).
+# The fake L1: FAKE_MODE abort (markers, glib's assertion, SIGABRT), done-then-abort, fail (rc=1),
+# l2-wedged (TESTHOST-L2-WEDGED, rc=125), rc125 (rc=125 alone).
 cat >"$dir/qemu-system-x86_64" <<'FAKE'
 #!/usr/bin/env bash
 ulimit -c 0
@@ -22,6 +25,8 @@ case "$FAKE_MODE" in
     abort) ;;
     done-then-abort) echo "TESTHOST-DONE rc=0" ;;
     fail) echo "TESTHOST-DONE rc=1"; exit 0 ;;
+    l2-wedged) echo "TESTHOST-L2-WEDGED ticking: every vCPU halted in KVM"; echo "TESTHOST-DONE rc=125"; exit 0 ;;
+    rc125) echo "TESTHOST-DONE rc=125"; exit 0 ;;
 esac
 echo "**" >&2
 echo "ERROR:../accel/tcg/tcg-accel-ops.c:80:tcg_handle_interrupt: assertion failed: (qemu_mutex_iothread_locked())" >&2
@@ -67,4 +72,12 @@ rm -f "$dir/args-fail"
 TH_TCG_THREAD=one run fail
 expect "a bad TH_TCG_THREAD is refused naming it (got $rc)" grep -q "TH_TCG_THREAD) wants single or multi, got 'one'" "$dir/fail.err"
 expect "... before QEMU starts" test ! -e "$dir/args-fail"
+run l2-wedged
+expect "a nested guest wedged in L1's KVM: 125 after the second time (got $rc)" test "$rc" = 125
+expect "... booted once more" test "$(wc -l <"$dir/args-l2-wedged")" = 2
+expect "... the retry quoting the wedge" grep -q 'RETRY: the test host wedged (run.sh exited 125.*L2-WEDGED ticking' "$dir/l2-wedged.err"
+expect "... the first log kept" grep -q '^TESTHOST-L2-WEDGED' "$dir/l2-wedged.log.wedged"
+run rc125
+expect "a scenario's own 125 is its verdict (got $rc)" test "$rc" = 125
+expect "... not retried" test "$(wc -l <"$dir/args-rc125")" = 1
 ((fails == 0)) || { for f in "$dir"/*.err; do echo "--- $f:"; cat "$f"; done; exit 1; }
