@@ -3,7 +3,7 @@
 # streams its console to stdout and to a log file, and exits with the scenario's exit code.
 #
 # Usage: run.sh --scenario FILE [--memory MB] [--timeout SEC] [--log FILE] [--interactive]
-#               [--disk FILE] [--disk-snapshot] [--stall SEC] [--pidfile FILE]
+#               [--disk FILE] [--disk-snapshot] [--stall SEC] [--pidfile FILE] [--tcg-thread single|multi]
 #               [--with-qemu] [--with-qsd] [--with-debian-initrd] [--tern PATH | --no-tern]
 #               [--guest-initramfs FILE] [--guest-modules LIST] [--modules LIST] [--extra DIR]
 #               [--env NAME=VALUE]... [--bin PATH]...
@@ -20,16 +20,24 @@
 #   --stall SEC     kill L1 when its QEMU used no CPU for SEC seconds (a wedged nested guest); exit 125
 #   --with-debian-initrd  Debian's initrd of the guest kernel in L1 as $TH_DEBIAN_INITRD (build-l1.sh)
 #   --pidfile FILE  write L1's QEMU pid there (e.g. to read its host CPU time while it runs)
+#   --tcg-thread single|multi  L1's -accel tcg,thread= (default: TH_TCG_THREAD, else QEMU's own:
+#                   multi on x86). single avoids QEMU 7.2's tcg_handle_interrupt BQL assertion (abort)
+#                   seen with an L2 guest in firmware (SeaBIOS -> GRUB); docs/ci.md has its cost
 #   --with-qemu, --with-qsd, --tern PATH, --no-tern, --guest-initramfs FILE, --guest-modules LIST
 #   (modules the default busybox guest loads, e.g. "virtio_ring virtio ... virtio_blk" for a
 #   --disk in tern), --modules LIST (modules L1 loads), --extra DIR, --env NAME=VALUE, --bin PATH:
 #                   passed to build-l1.sh, whose header says what each does
-# Exit: the scenario's rc from "TESTHOST-DONE rc=N"; 124 on timeout; 1 if L1 failed before that.
-# Environment: TESTHOST_CPU overrides the L1 CPU model (default EPYC,+svm,+npt).
+# Exit: the scenario's rc from "TESTHOST-DONE rc=N"; 124 on timeout; 125 when L1 wedged (--stall) or
+# its QEMU aborted (SIGABRT, e.g. a TCG assertion) before TESTHOST-DONE: the emulator failed, not the
+# test (a TESTHOST-QEMU-ABORT log line says so; th_run_retrying boots it once more); 1 if L1 failed
+# before TESTHOST-DONE otherwise (a panic, TESTHOST-ERROR).
+# Environment: TESTHOST_CPU overrides the L1 CPU model (default EPYC,+svm,+npt); TH_TCG_THREAD is
+# the default of --tcg-thread (so e2e tests and benchmarks pass it through run.sh unchanged).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 scenario="" memory=6144 timeout=900 log="" interactive=0 build_args=() disk="" disk_snapshot="" stall=0 pidfile=""
+tcg_thread="${TH_TCG_THREAD:-}"
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --scenario) scenario="$2"; shift 2 ;;
@@ -41,6 +49,7 @@ while [[ $# -gt 0 ]]; do
         --disk-snapshot) disk_snapshot=",snapshot=on"; shift ;;
         --stall) stall="$2"; shift 2 ;;
         --pidfile) pidfile="$2"; shift 2 ;;
+        --tcg-thread) tcg_thread="$2"; shift 2 ;;
         --with-qemu | --with-qsd | --with-debian-initrd | --no-tern) build_args+=("$1"); shift ;;
         --tern | --guest-initramfs | --guest-modules | --modules | --extra | --env | --bin) build_args+=("$1" "$2"); shift 2 ;;
         -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
@@ -50,6 +59,8 @@ done
 [[ -n "$scenario" ]] || th_die "usage: $0 --scenario FILE [options]; see --help"
 [[ -z "$disk" || -f "$disk" ]] || th_die "--disk: not a file: $disk"
 [[ "$stall" =~ ^[0-9]+$ ]] || th_die "--stall wants whole seconds, got '$stall'"
+[[ -z "$tcg_thread" || "$tcg_thread" == single || "$tcg_thread" == multi ]] ||
+    th_die "--tcg-thread (or TH_TCG_THREAD) wants single or multi, got '$tcg_thread'"
 th_need_cmd qemu-system-x86_64 qemu-system-x86
 th_need_cmd timeout coreutils
 
@@ -76,7 +87,7 @@ trap 'exit 143' TERM
 
 th_log "building test host initramfs (kernel $ver)"
 "$TH_DIR/build-l1.sh" "$l1" --scenario "$scenario" ${build_args[@]+"${build_args[@]}"}
-th_log "booting test host: TCG, ${memory} MiB, 1 vCPU, $(du -m "$l1" | cut -f1) MiB initramfs; log: $log"
+th_log "booting test host: TCG${tcg_thread:+ (thread=$tcg_thread)}, ${memory} MiB, 1 vCPU, $(du -m "$l1" | cut -f1) MiB initramfs; log: $log"
 
 stdin=/dev/null
 [[ "$interactive" == 0 ]] || stdin=/dev/stdin
@@ -117,7 +128,7 @@ if ((stall > 0)); then stall_watch "$stall" & watch_pid=$!; fi
 # the terminal stop it with SIGTTIN/SIGTTOU).
 fg=()
 [[ "$interactive" == 0 ]] || fg=(--foreground)
-qemu=(timeout ${fg[@]+"${fg[@]}"} -k 10 "$timeout" qemu-system-x86_64 -accel tcg -cpu "${TESTHOST_CPU:-EPYC,+svm,+npt}" -smp 1 -m "$memory"
+qemu=(timeout ${fg[@]+"${fg[@]}"} -k 10 "$timeout" qemu-system-x86_64 -accel "tcg${tcg_thread:+,thread=$tcg_thread}" -cpu "${TESTHOST_CPU:-EPYC,+svm,+npt}" -smp 1 -m "$memory"
     -kernel "$kernel" -initrd "$l1" -append "console=ttyS0 panic=-1 quiet no_timer_check" ${disk_args[@]+"${disk_args[@]}"}
     -display none -nodefaults -serial stdio -no-reboot -pidfile "$pidfile")
 # TCG lacks a few EPYC features (rdseed, sha-ni, ...); kvm-amd does not need them.
@@ -148,11 +159,22 @@ if [[ -e "$stalled" ]]; then
     exit 125
 fi
 
+done_line="$(grep -a '^TESTHOST-DONE rc=' "$log" | tail -n 1 | tr -d '\r' || true)"  # raw with --interactive
+# QEMU (L1) aborted before the scenario's verdict: 134 is SIGABRT (timeout re-raises the signal
+# its child died of), e.g. glib's "ERROR:...: assertion failed: (...)" in TCG. The emulator failed,
+# not the test: exit 125 like a wedge, so th_run_retrying boots L1 once more (an abort after
+# TESTHOST-DONE changes nothing: the verdict stands).
+if [[ -z "$done_line" && "$qemu_rc" == 134 ]]; then
+    what="$(grep -a -m 1 -E '^(Bail out! )?ERROR:.*assertion failed|^qemu-system[^:]*: .*Assertion .* failed' "$log" | tr -d '\r' || true)"
+    echo "TESTHOST-QEMU-ABORT qemu status $qemu_rc (SIGABRT) before TESTHOST-DONE: ${what:-no assertion line}" >>"$log"
+    th_log "ABORTED: the test host's QEMU aborted (status $qemu_rc${what:+: $what}); an emulator failure, not the test's (log: $log)"
+    exit 125
+fi
+
 if [[ "$qemu_rc" == 124 || "$qemu_rc" == 137 ]]; then
     th_log "TIMEOUT: test host still running after ${timeout}s; killed (log: $log)"
     exit 124
 fi
-done_line="$(grep -a '^TESTHOST-DONE rc=' "$log" | tail -n 1 | tr -d '\r' || true)"  # raw with --interactive
 if [[ -z "$done_line" ]]; then
     err="$(grep -a '^TESTHOST-ERROR' "$log" | head -n 1 || true)"
     th_log "FAILED: test host ended (qemu status $qemu_rc) without TESTHOST-DONE${err:+: $err} (log: $log)"

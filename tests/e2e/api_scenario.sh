@@ -10,13 +10,17 @@
 # Case 2 (tern --config-file + --api-sock): boots at once; tern ctl pause/resume/power-off: status 0.
 # Case 3 (tern run --disk x2 --cpus 2 --memory 384M --api-sock, issue #9): GET /vm/config lists both
 #   CLI drives (path_on_host, is_read_only) and the machine config; GET /machine-config agrees.
+# A guest whose ticks stall gets its state dumped (dump_stall, API-DUMP lines); one wedged in L1's
+# KVM before any pause (l2_timer_wedged) ends the scenario with TESTHOST-L2-WEDGED and status 125,
+# which th_run_retrying (testhost/lib.sh) answers by booting the test host once more.
 : "${API_WAIT:=120}"
 [ -n "$TH_TERN" ] || { echo "API-CHECK name=setup FAIL tern binary not in the test host"; exit 2; }
 command -v curl >/dev/null || { echo "API-CHECK name=setup FAIL curl not in the test host"; exit 2; }
 fails=0
 
-check() {  # check NAME CONDITION-RESULT DETAIL
+check() {  # check NAME CONDITION-RESULT DETAIL; returns CONDITION-RESULT
     if [ "$2" = 0 ]; then echo "API-CHECK name=$1 PASS $3"; else echo "API-CHECK name=$1 FAIL $3"; fails=$((fails + 1)); fi
+    return "$2"
 }
 
 # wait_for SECONDS COMMAND...: poll COMMAND every 0.1 s until it succeeds; 1 on timeout.
@@ -40,13 +44,67 @@ api() {  # api METHOD PATH [BODY] -> prints "<status> <body>"
 }
 
 status_of() { echo "$1" | awk '{ print $NF }'; }
-ticks() { grep -c '^TERN-TICK' "$1" 2>/dev/null || echo 0; }
+ticks() { n=$(grep -c '^TERN-TICK [0-9]' "$1" 2>/dev/null); echo "${n:-0}"; }
 ticks_above() { [ "$(ticks "$1")" -gt "$2" ]; }
 has() { grep -q "$2" "$1" 2>/dev/null; }
 # vcpu_runs: each vCPU's KVM_RUN returns (tern's exits.kvm_run_returns) and in-kernel exits (KVM's
 # binary stats "exits") from GET /tern/stats, as one line; empty if neither could be read.
 vcpu_runs() {
     api GET /tern/stats | tr ',{}' '\n\n\n' | sed -n 's/^ *"\(kvm_run_returns\|exits\)": *\([0-9][0-9]*\) *$/\1=\2/p' | tr '\n' ' '
+}
+
+# dump_stall WHY: when the guest stopped making progress (its ticks stalled), what L1 sees, as
+# "API-DUMP" lines in the log (never a check): tern's stats (per vCPU: KVM_RUN returns, KVM's own
+# exit/halt counters), each tern thread's state, wait channel and kernel stack, KVM's debugfs
+# counters and lapic timers (the L2 guest's timer is an hrtimer in L1: apic_timer_fn in
+# /proc/timer_list, with its expiry against L1's "now"), L1's clocksource, interrupts and dmesg.
+# Twice, 2 s apart, so what moves shows. Tells a vCPU blocked in tern from one halted inside KVM
+# waiting for a timer that L1 never fires.
+dump_stall() {
+    for round in 1 2; do
+        echo "API-DUMP ==== $1 (round $round) L1 uptime $(cut -d' ' -f1 /proc/uptime)"
+        echo "API-DUMP stats $(api GET /tern/stats | tr -d '\n ')"
+        for t in /proc/"$tern_pid"/task/*; do
+            echo "API-DUMP task ${t##*/} $(cat "$t/comm" 2>/dev/null) state=$(awk '{ print $3 }' "$t/stat" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null) utime+stime=$(awk '{ print $14 + $15 }' "$t/stat" 2>/dev/null) stack: $(tr '\n' ' ' <"$t/stack" 2>/dev/null)"
+        done
+        for d in /sys/kernel/debug/kvm/"$tern_pid"-*; do
+            [ -d "$d" ] || continue
+            echo "API-DUMP kvm-debugfs $d $(cd "$d" && for f in *; do [ -f "$f" ] && printf '%s=%s ' "$f" "$(cat "$f" 2>/dev/null)"; done)"
+            for v in "$d"/vcpu*; do
+                echo "API-DUMP kvm-debugfs ${v##*/} $(cd "$v" && for f in *; do [ -f "$f" ] && printf '%s=%s ' "$f" "$(cat "$f" 2>/dev/null)"; done)"
+            done
+        done
+        echo "API-DUMP timer_list $(grep -e '^now at' -e 'apic_timer_fn' -A 1 /proc/timer_list 2>/dev/null | tr '\n' ' ')"
+        echo "API-DUMP l1-interrupts $(grep -e LOC -e CAL -e 'timer' /proc/interrupts | tr -s ' \n' '  ')"
+        sleep 2  # the second round shows what moved in 2 s (nothing to wait for)
+    done
+    echo "API-DUMP l1-clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource) of $(cat /sys/devices/system/clocksource/clocksource0/available_clocksource)"
+    dmesg | tail -n 40 | sed 's/^/API-DUMP l1-dmesg /'
+    echo "API-DUMP console tail"; tail -n 5 "$CON" | sed 's/^/API-DUMP console /'
+}
+
+# l2_timer_wedged: true (printing why) when the stalled guest is wedged where tern has no part:
+# every vCPU thread of tern is halted inside KVM_RUN (wchan kvm_vcpu_block), KVM's in-kernel exits
+# do not move over 2 s, and the soonest lapic timer L1's KVM holds for it (an apic_timer_fn hrtimer
+# in /proc/timer_list) is over 10 s ahead though the guest's tick sleeps 0.2 s. Only asked before
+# tern's first pause: until then tern has not set the guest's kvmclock (GuestClockHold) or TSC,
+# so the guest's timer lives in L1's KVM (the in-kernel LAPIC) and L1's TCG alone. A vCPU blocked
+# in tern, a vCPU running, or a guest with no timer armed (it waits for a device interrupt tern
+# owes it) is not this: the check fails as a test failure.
+l2_timer_wedged() {
+    why=""
+    for t in /proc/"$tern_pid"/task/*; do
+        case "$(cat "$t/comm" 2>/dev/null)" in
+            vcpu*) [ "$(cat "$t/wchan" 2>/dev/null)" = kvm_vcpu_block ] || return 1 ;;
+        esac
+    done
+    d=$(ls -d /sys/kernel/debug/kvm/"$tern_pid"-* 2>/dev/null | head -n 1)
+    [ -n "$d" ] || return 1
+    e0=$(cat "$d/exits"); sleep 2; e1=$(cat "$d/exits")  # an observation window, as in dump_stall
+    [ "$e0" = "$e1" ] || return 1
+    soonest=$(grep -A 1 apic_timer_fn /proc/timer_list | sed -n 's/.*\[in \(-\{0,1\}[0-9]*\) to.*/\1/p' | sort -n | head -n 1)
+    [ -n "$soonest" ] && [ "$soonest" -gt 10000000000 ] || return 1
+    echo "TESTHOST-L2-WEDGED $1: every vCPU halted in KVM (kvm_vcpu_block), in-kernel exits $e0 -> $e1 in 2 s, soonest lapic timer in L1's KVM ${soonest} ns ahead (the guest sleeps 0.2 s); before any pause (tern never set the guest's clock)"
 }
 
 # ---- case 1: configured purely through the API ----
@@ -92,7 +150,11 @@ check guest-marker $? "$(grep -a TERN-GUEST-MARKER "$CON" | head -n 1)"
 wait_for 30 has "$CON" 'TERN-TICK-DISK size=16384 ro=0'
 check guest-sees-drive $? "$(grep -a TERN-TICK-DISK "$CON" | head -n 1)"
 wait_for 60 ticks_above "$CON" 5
-check ticking $? "ticks=$(ticks "$CON")"
+if ! check ticking $? "ticks=$(ticks "$CON")"; then
+    dump_stall ticking
+    # The platform wedged, not tern: the test host is booted once more (testhost/lib.sh th_wedged).
+    l2_timer_wedged ticking && { kill "$tern_pid"; exit 125; }
+fi
 
 "$TH_TERN" ctl --api-sock "$S" events >/tmp/events1.log 2>&1 &
 events_pid=$!
@@ -102,7 +164,7 @@ events_pid=$!
 r0=$(vcpu_runs)
 wait_for 30 ticks_above "$CON" $(($(ticks "$CON") + 3))
 r1=$(vcpu_runs)
-[ -n "$r0" ] && [ "$r0" != "$r1" ]; check running-vcpu-runs-move $? "running: [$r0] -> [$r1]"
+[ -n "$r0" ] && [ "$r0" != "$r1" ]; check running-vcpu-runs-move $? "running: [$r0] -> [$r1]" || dump_stall running-vcpu-runs-move
 r=$(api PATCH /vm '{
         "state": "Paused"
     }')
@@ -122,7 +184,7 @@ r=$(api PATCH /vm '{
     }')
 [ "$(status_of "$r")" = 204 ]; check resume $? "$r"
 wait_for 30 ticks_above "$CON" $((n2 + 5))
-check resumed-ticks $? "ticks $n2 -> $(ticks "$CON")"
+check resumed-ticks $? "ticks $n2 -> $(ticks "$CON")" || dump_stall resumed-ticks
 r=$(api PATCH /vm '{"state": "Resumed"}')
 [ "$(status_of "$r")" = 400 ] && echo "$r" | grep -q Running; check resume-while-running $? "$r"
 
@@ -137,7 +199,7 @@ has "$CON" TERN-GUEST-CTRL-ALT-DEL; check guest-saw-ctrl-alt-del $? "$(grep -a T
 wait "$events_pid"  # the events client ends when tern closes the stream
 grep -q '"reason":"reboot"' /tmp/events1.log; check event-reboot $? "$(tr '\n' ' ' </tmp/events1.log)"
 grep -q '"state":"Paused"' /tmp/events1.log; check event-paused $? ""
-echo "--- case 1 console tail"; tail -n 5 "$CON"
+echo "--- case 1 console tail"; grep -a TERN-TICK-CLOCK "$CON"; tail -n 5 "$CON"
 
 # ---- case 2: --config-file (Firecracker's config shape) + tern ctl ----
 S=/tmp/api2.sock
@@ -172,7 +234,10 @@ EOC
 "$TH_TERN" --config-file /tmp/vm_config.json --api-sock "$S" >"$CON" 2>/tmp/tern2.err </dev/null &
 tern_pid=$!
 wait_for "$API_WAIT" ticks_above "$CON" 3
-check config-file-boot $? "$(grep -a TERN-GUEST-MARKER "$CON" | head -n 1)"
+if ! check config-file-boot $? "$(grep -a TERN-GUEST-MARKER "$CON" | head -n 1)"; then
+    dump_stall config-file-boot
+    l2_timer_wedged config-file-boot && { kill "$tern_pid"; exit 125; }
+fi
 "$TH_TERN" ctl --api-sock "$S" pause; check ctl-pause $? ""
 "$TH_TERN" ctl --api-sock "$S" info | grep -q Paused; check ctl-info-paused $? ""
 "$TH_TERN" ctl --api-sock "$S" resume; check ctl-resume $? ""
@@ -209,5 +274,7 @@ wait "$tern_pid"
 st=$?
 [ "$st" = 0 ]; check run-power-off-status $? "tern exit status $st; stderr: $(tr '\n' ' ' </tmp/tern3.err)"
 
+# L1's clock (what the nested guests' timers and kvmclock are built on), for every run's log.
+echo "API-INFO l1-clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource); $(dmesg | grep -i -e 'clocksource' -e 'tsc' | tail -n 8 | tr '\n' ';')"
 echo "API-SUMMARY fails=$fails"
 [ "$fails" = 0 ]
