@@ -48,6 +48,7 @@ install_kernel() {
   rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin
   for ((m = ${#mounted[@]} - 1; m >= 0; m--)); do umount "${mounted[m]}"; done
   mounted=()
+  echo "img: kernel and initrd installed in $SECONDS s"
   mkdir -p "$root/boot/grub"
   # GRUB's modules beside its config, as grub-install puts them (for commands not built in).
   local p

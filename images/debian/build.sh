@@ -41,13 +41,17 @@ PACKAGES=(systemd-sysv udev dbus iproute2 procps kmod e2fsprogs wget
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 key=$(cd "$here" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+# up_to_date: drops the images whose key matches from files[]; exits 0 when none is left.
 up_to_date() {
-  local f
-  for f in "${files[@]}"; do
-    [[ -f $f && -f $f.key && $(cat "$f.key") == "$key" ]] || return 0
+  local v f
+  for v in "${!files[@]}"; do
+    f=${files[$v]}
+    if [[ -f $f && -f $f.key && $(cat "$f.key") == "$key" ]]; then
+      echo "img: up to date: $f; space used $(du -h "$f" | cut -f1) (key $key)"
+      unset "files[$v]"
+    fi
   done
-  for f in "${files[@]}"; do echo "img: up to date: $f; space used $(du -h "$f" | cut -f1) (key $key)"; done
-  exit 0
+  ((${#files[@]})) || exit 0
 }
 ((force)) || up_to_date
 if [[ $(id -u) -ne 0 ]]; then
