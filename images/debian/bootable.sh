@@ -8,8 +8,8 @@
 #         MBR, core.img in the gap behind it (sectors 1..).
 #   uefi: GPT; partition 1 = EFI system partition (FAT32, 64 MiB) holding GRUB x86_64-efi as
 #         \EFI\BOOT\BOOTX64.EFI (the removable-media path: no NVRAM entry needed); partition 2 = root.
-# First installs Debian's linux-image-cloud-amd64 and its initramfs-tools initrd into ROOT (apt in a
-# chroot). Each image's ext4 has its own UUID, which GRUB searches for and the kernel mounts
+# First installs Debian's linux-image-cloud-amd64, its initramfs-tools initrd and efibootmgr into ROOT
+# (apt in a chroot). Each image's ext4 has its own UUID, which GRUB searches for and the kernel mounts
 # (root=UUID=), so the same image boots from virtio-blk or NVMe. See docs/debian-guest.md.
 set -euo pipefail
 root=$1
@@ -40,10 +40,11 @@ install_kernel() {
     esac
     mounted+=("$root/$m")
   done
-  echo "img: installing linux-image-cloud-amd64 and initramfs-tools into the root tree"
+  echo "img: installing linux-image-cloud-amd64, initramfs-tools and efibootmgr into the root tree"
   chroot "$root" apt-get update -q
+  # efibootmgr: tests set UEFI variables (BootNext, BootOrder) from the guest.
   DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q --no-install-recommends \
-    linux-image-cloud-amd64 initramfs-tools
+    linux-image-cloud-amd64 initramfs-tools efibootmgr
   chroot "$root" apt-get clean
   rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin
   for ((m = ${#mounted[@]} - 1; m >= 0; m--)); do umount "${mounted[m]}"; done
