@@ -56,6 +56,7 @@ run_case() {
   done
   [[ $fw != uefi ]] || cp "$OVMF_VARS" "$work/vars.fd"
   local t0 grub="" marker="" line="" end
+  : >"$log"  # exists before the poll below reads it
   t0=$(now)
   qemu-system-x86_64 -accel "$accel" -M pc -m 1024 -smp 1 "${fwargs[@]}" \
     -drive "file=$img,if=none,id=d0,format=raw,snapshot=on" "${dev[@]}" \
