@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <unistd.h>
+
 namespace tern::firmware {
 
 namespace {
@@ -51,15 +53,14 @@ Result<FirmwareInfo> check_firmware_image(std::span<const uint8_t> image) {
   return info;
 }
 
-Result<void> check_firmware_fits(const FirmwareInfo& fw, uint64_t vars_bytes) {
-  if (vars_bytes == 0 || vars_bytes % kPage != 0)
-    return fail("firmware vars", "its size (" + std::to_string(vars_bytes) +
-                                     " bytes) is not a non-zero multiple of 4 KiB");
-  if (fw.size + vars_bytes > kMaxFirmwareBytes)
-    return fail("firmware vars", "firmware (" + std::to_string(fw.size) + " bytes) and variable store (" +
-                                     std::to_string(vars_bytes) +
-                                     " bytes) together exceed the 16 MiB below 4 GiB");
-  return {};
+std::string vars_template_for(const std::string& code_path) {
+  size_t slash = code_path.rfind('/');
+  size_t name = slash == std::string::npos ? 0 : slash + 1;
+  size_t at = code_path.find("CODE", name);
+  if (at == std::string::npos) return {};
+  std::string vars = code_path;
+  vars.replace(at, 4, "VARS");
+  return ::access(vars.c_str(), R_OK) == 0 ? vars : std::string();
 }
 
 std::span<const uint8_t> isa_bios_alias(std::span<const uint8_t> image) {

@@ -57,14 +57,15 @@ struct FirmwareInfo {
 /// it. Errors (op "not firmware") say which rule failed; the caller prefixes the field.
 [[nodiscard]] Result<FirmwareInfo> check_firmware_image(std::span<const uint8_t> image);
 
-/// Checks that a variable store of `vars_bytes` fits below `fw`: fw.size + vars_bytes at most
-/// kMaxFirmwareBytes. Error op "firmware vars".
-[[nodiscard]] Result<void> check_firmware_fits(const FirmwareInfo& fw, uint64_t vars_bytes);
-
 /// Guest-physical address of the variable store of `vars_bytes` directly below the image.
 [[nodiscard]] inline uint64_t vars_gpa(const FirmwareInfo& fw, uint64_t vars_bytes) {
   return fw.gpa() - vars_bytes;
 }
+
+/// The variable-store template beside a UEFI code image: `code_path` with "CODE" in its file
+/// name replaced by "VARS" (Debian: OVMF_CODE_4M.fd -> OVMF_VARS_4M.fd) when that file exists;
+/// else empty (then --firmware-vars must name an existing store).
+[[nodiscard]] std::string vars_template_for(const std::string& code_path);
 
 /// The part of `image` copied to RAM ending at 1 MiB: its last min(size, 128 KiB) bytes.
 [[nodiscard]] std::span<const uint8_t> isa_bios_alias(std::span<const uint8_t> image);

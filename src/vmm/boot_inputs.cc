@@ -15,6 +15,7 @@
 #include "base/fd.h"
 #include "base/log.h"
 #include "base/size.h"
+#include "firmware/pflash/vars_file.h"
 #include "vmm/devices/device_registry.h"
 #include "vmm/host_check.h"
 
@@ -165,20 +166,18 @@ Result<void> prepare_firmware(const VmConfig& c, BootInputs& in) {
   if (!info) return fail("--firmware", path + ": " + info.error().message());
   in.firmware_info = *info;
   if (!c.firmware_vars_path) return {};
-  const std::string& vars = *c.firmware_vars_path;
   if (info->kind != firmware::FirmwareKind::kUefi)
     return fail("--firmware-vars", "needs a UEFI --firmware (" + path +
                                        " is a BIOS: it keeps no variable store)");
-  // The store is written by the guest: it must exist and be writable (tern never creates one
-  // from a guessed template; copy /usr/share/OVMF/OVMF_VARS_4M.fd).
-  auto fd = open_file(vars, O_RDWR | O_CLOEXEC);
-  if (!fd) return fail("--firmware-vars", fd.error().message());
-  struct stat st {};
-  if (::fstat(fd->get(), &st) != 0) return fail("--firmware-vars", Error{"fstat", vars, errno}.message());
-  if (!S_ISREG(st.st_mode)) return fail("--firmware-vars", vars + ": not a regular file");
-  if (auto fits = firmware::check_firmware_fits(*info, static_cast<uint64_t>(st.st_size)); !fits)
-    return fail("--firmware-vars", vars + ": " + fits.error().message());
-  in.firmware_vars_bytes = static_cast<uint64_t>(st.st_size);
+  // Opened (created from the template when missing) and locked now, before the VM exists:
+  // a bad store is refused naming the field and nothing runs.
+  VarsFileSpec spec;
+  spec.path = *c.firmware_vars_path;
+  spec.template_path = firmware::vars_template_for(path);
+  spec.max_size = firmware::kMaxFirmwareBytes - info->size;
+  auto vars = VarsFile::open(spec);
+  if (!vars) return fail("--firmware-vars", vars.error().message());
+  in.firmware_vars = std::make_shared<VarsFile>(std::move(*vars));
   return {};
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "base/host_buffer.h"
 #include "base/result.h"
 #include "firmware/firmware_image.h"
+#include "firmware/pflash/vars_file.h"
 #include "devices/console/console_target.h"
 #include "vmm/devices/made_device.h"
 #include "config/vm_specs.h"
@@ -38,7 +40,8 @@ struct BootInputs {
   /// check_firmware_image() found; empty for a kernel boot.
   HostBuffer firmware;
   firmware::FirmwareInfo firmware_info;
-  uint64_t firmware_vars_bytes = 0;  ///< --firmware-vars: the store's size; 0 without one.
+  /// --firmware-vars: the store, opened and locked (moved into the VM's pflash when it is built).
+  std::shared_ptr<VarsFile> firmware_vars;
   ConsoleTarget console;
   /// One device per config.devices entry, in order, made by the device registry (disk images
   /// already open): virtio devices and PCI function models (NVMe disks).

@@ -107,6 +107,8 @@ class PciDevices {
   [[nodiscard]] const std::vector<std::shared_ptr<PciFunction>>& functions() const {
     return functions_;
   }
+  /// The PCI slot (device number) of functions()[i].
+  [[nodiscard]] uint8_t slot(size_t i) const { return slots_.at(i); }
   /// The virtio-pci functions among them, in slot order.
   [[nodiscard]] const std::vector<std::shared_ptr<VirtioPciTransport>>& transports() const {
     return transports_;

@@ -8,7 +8,9 @@
 
 #include "base/result.h"
 #include "devices/device_activator.h"
-#include "firmware/firmware_rom.h"
+#include "firmware/fw_cfg/fw_cfg_device.h"
+#include "firmware/pflash/pflash_device.h"
+#include "firmware/rom_region.h"
 #include "bus/bus.h"
 #include "kvm/guest_clock_hold.h"
 #include "kvm/kvm_system.h"
@@ -93,6 +95,8 @@ class Vm {
   Result<void> build_firmware(const BootInputs& in);
   /// Maps `in.firmware` (vm_firmware.cc). After add_memory().
   Result<void> map_firmware(const BootInputs& in);
+  /// fw_cfg on 0x510 with the items the firmware reads (vm_firmware.cc). After build_devices().
+  Result<void> attach_fw_cfg(const BootInputs& in);
   // The pieces both builds share, in the order they run.
   /// KVM system and VM, irqchip, PIT; KVM's TSS and identity-map pages at `tss_addr` and
   /// `identity_map_addr` (outside RAM and every device or firmware range).
@@ -114,6 +118,7 @@ class Vm {
   snap::MachineState machine_;     // what a snapshot needs to rebuild this VM
   std::vector<MadeDevice> made_devices_;  // machine_.devices, slot order
   std::vector<uint32_t> msr_list_;  // MSRs a snapshot saves (computed at the first save)
+  std::optional<RomRegion> firmware_rom_;  // before vm_: its mapping outlives the memslot
   std::optional<KvmVm> vm_;
   std::optional<GuestMemory> memory_;
   std::optional<snap::ProtectedFile> memory_backing_;  // a restored VM's memory file
@@ -125,8 +130,8 @@ class Vm {
   DeviceActivator activator_;        // before pci_: its transports use it until destroyed
   std::unique_ptr<PciDevices> pci_;  // after memory_/vm_: its devices use both until destroyed
   std::vector<std::unique_ptr<VcpuThread>> vcpus_;
-  HostBuffer firmware_image_;  // --firmware: what the read-only memslot maps (outlives vm_ use)
-  std::shared_ptr<firmware::FirmwareRom> firmware_rom_;
+  std::shared_ptr<FwCfgDevice> fw_cfg_;    // firmware boots: on pio_, reads memory_
+  std::shared_ptr<PflashDevice> pflash_;   // --firmware-vars: on mmio_, flips memslots on vm_
   std::unique_ptr<VmStats> stats_;  // last: refers to the buses, pci_ and vCPUs above
 };
 

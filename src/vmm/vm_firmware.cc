@@ -9,13 +9,19 @@
 #include "base/log.h"
 #include "base/size.h"
 #include "firmware/firmware_image.h"
+#include "firmware/fw_cfg/fw_cfg_contents.h"
 #include "vmm/legacy_devices.h"
+#include "vmm/devices/device_registry.h"
 #include "vmm/pci_devices.h"
 #include "vmm/vm.h"
 
 namespace tern {
 
 namespace {
+
+// Memslots past RAM's (0, 1): the code image and OVMF's variable store (its ROMD slot).
+constexpr uint32_t kFirmwareCodeSlot = 8;
+constexpr uint32_t kFirmwareVarsSlot = 9;
 
 /// The least RAM a firmware boot gets: SeaBIOS and OVMF need RAM above 1 MiB for themselves.
 constexpr uint64_t kMinFirmwareRam = 32 * MiB;
@@ -53,8 +59,9 @@ Result<void> Vm::build_firmware(const BootInputs& in) {
   // 3. The image, read-only below 4 GiB, and its isa-bios copy below 1 MiB.
   TRY(map_firmware(in));
 
-  // 4. Devices: the legacy ones (COM1, i8042, CMOS, PM) and PCI bus 0.
+  // 4. Devices: the legacy ones (COM1, i8042, CMOS, PM) and PCI bus 0; fw_cfg describes them.
   TRY(build_devices(in.console, in.devices));
+  TRY(attach_fw_cfg(in));
 
   // 5. vCPUs in the RESET state. KVM ordering (reset_state.h): the irqchip exists (build_kvm), so
   // each vCPU has an in-kernel LAPIC; CPUID (add_vcpu) before sregs; vCPU 0 is the BSP and runs
@@ -83,22 +90,51 @@ Result<void> Vm::build_firmware(const BootInputs& in) {
 
 Result<void> Vm::map_firmware(const BootInputs& in) {
   const firmware::FirmwareInfo& fw = in.firmware_info;
-  // The VM keeps its own copy: BootInputs is dropped once the VM is built, the memslot is not.
-  ASSIGN_OR_RETURN(firmware_image_, HostBuffer::allocate(in.firmware.size()));
-  std::memcpy(firmware_image_.bytes().data(), in.firmware.bytes().data(), in.firmware.size());
-  // Slots 0..n-1 are RAM (add_memory); the image takes the next one. Guest reads are served from
-  // the slot; guest writes exit as KVM_EXIT_MMIO and reach firmware_rom_ (ignored, counted).
-  const auto slot = static_cast<uint32_t>(memory_->regions().size());
-  TRY(vm_->set_user_memory_region(slot, fw.gpa(), fw.size, firmware_image_.bytes().data(),
-                                  KVM_MEM_READONLY));
-  firmware_rom_ = std::make_shared<firmware::FirmwareRom>("firmware", firmware_image_.bytes());
-  TRY(mmio_.insert(firmware_rom_, fw.gpa(), fw.size));
+  // The VM keeps its own sealed copy: BootInputs is dropped once the VM is built, the memslot
+  // is not. Guest reads are served from the slot; guest writes exit as KVM_EXIT_MMIO and reach
+  // the sink (dropped, counted).
+  ASSIGN_OR_RETURN(RomRegion rom, RomRegion::from_bytes(in.firmware.bytes(), "firmware"));
+  firmware_rom_.emplace(std::move(rom));
+  TRY(firmware_rom_->map(*vm_, kFirmwareCodeSlot, fw.gpa()));
+  TRY(mmio_.insert(std::make_shared<RomWriteSink>(*firmware_rom_, "firmware-code"), fw.gpa(),
+                   fw.size));
   // QEMU's isa-bios: the image's last 128 KiB also appear right below 1 MiB. tern copies them
-  // into RAM there (SeaBIOS copies itself into the PAM shadow from this range; with no PAM the
+  // into RAM there (SeaBIOS copies itself into the PAM shadow from this range; with RAM there the
   // copy is the shadow).
-  auto alias = firmware::isa_bios_alias(firmware_image_.bytes());
+  auto alias = firmware::isa_bios_alias(firmware_rom_->bytes());
   TRY(memory_->write(firmware::kIsaBiosAliasEnd - alias.size(), alias));
+  if (in.firmware_vars) {
+    // OVMF's variable store directly below the code (0xFFC00000 for Debian's 4M build).
+    VarsFile& vars = *in.firmware_vars;
+    const uint64_t gpa = firmware::vars_gpa(fw, vars.size());
+    ASSIGN_OR_RETURN(pflash_, PflashDevice::create(&*vm_, std::move(vars), gpa, kFirmwareVarsSlot,
+                                                   /*romd=*/true, std::chrono::milliseconds(250)));
+    TRY(mmio_.insert(pflash_, pflash_->gpa(), pflash_->size()));
+  }
   return {};
+}
+
+Result<void> Vm::attach_fw_cfg(const BootInputs& in) {
+  const VmConfig& c = in.config;
+  fw_cfg::FwCfgMachine m;
+  m.num_vcpus = c.vcpus;
+  m.ram_bytes = c.memory_bytes;
+  m.serial_port = x86::kSerialPort;
+  // The FADT's PM block must be where the firmware puts PIIX4's PMBASE: SeaBIOS moves it to
+  // 0x600 when it loads tables from "etc/table-loader"; OVMF programs 0xB000 on i440FX.
+  m.acpi_pm_base = in.firmware_info.kind == firmware::FirmwareKind::kUefi ? 0xB000 : 0x600;
+  // Disks in --disk order (their PCI slot order) are the boot order: function i is c.devices[i].
+  for (size_t i = 0; i < c.devices.size(); ++i) {
+    const DiskConfig* disk = disk_config_of(c.devices[i]);
+    if (!disk) continue;
+    m.boot_order.push_back(fw_cfg::BootDevice{disk->interface == DiskInterface::kNvme
+                                                  ? fw_cfg::BootDevice::Kind::kNvme
+                                                  : fw_cfg::BootDevice::Kind::kVirtioBlk,
+                                              pci_->slot(i), 0});
+  }
+  ASSIGN_OR_RETURN(fw_cfg::FwCfgItems items, fw_cfg::build_fw_cfg_items(m));
+  fw_cfg_ = std::make_shared<FwCfgDevice>(*memory_, std::move(items));
+  return pio_.insert(fw_cfg_, FwCfgDevice::kPortBase, FwCfgDevice::kPortCount);
 }
 
 }  // namespace tern
