@@ -48,6 +48,37 @@ TEST(ApiParser, BootSourceBootProtocol) {
       << fault(bad);
 }
 
+// tern extension "firmware_path" / "firmware_vars_path" in PUT /boot-source: instead of
+// kernel_image_path, rendered back; combinations refused naming the field.
+TEST(ApiParser, BootSourceFirmware) {
+  auto r = parse_api_request("PUT", "/boot-source", R"({"firmware_path": "/proc/self/exe"})");
+  ASSERT_TRUE(r) << r.error().body;
+  const auto& b = std::get<api::PutBootSource>(*r).value;
+  EXPECT_EQ(b.firmware_path, "/proc/self/exe");
+  EXPECT_TRUE(b.kernel_image_path.empty());
+  auto j = to_json(b);
+  EXPECT_EQ(j.at("firmware_path"), "/proc/self/exe");
+  EXPECT_FALSE(j.contains("kernel_image_path"));
+  auto both = parse_api_request(
+      "PUT", "/boot-source",
+      R"({"firmware_path": "/proc/self/exe", "kernel_image_path": "/proc/self/exe"})");
+  EXPECT_NE(fault(both).find("firmware_path and kernel_image_path cannot be combined"),
+            std::string::npos)
+      << fault(both);
+  auto vars = parse_api_request(
+      "PUT", "/boot-source",
+      R"({"kernel_image_path": "/proc/self/exe", "firmware_vars_path": "/proc/self/exe"})");
+  EXPECT_NE(fault(vars).find("firmware_vars_path: needs firmware_path"), std::string::npos)
+      << fault(vars);
+  auto missing =
+      parse_api_request("PUT", "/boot-source", R"({"firmware_path": "/nonexistent/bios.bin"})");
+  EXPECT_NE(fault(missing).find("firmware_path: /nonexistent/bios.bin"), std::string::npos)
+      << fault(missing);
+  auto neither = parse_api_request("PUT", "/boot-source", R"({"boot_args": "quiet"})");
+  EXPECT_NE(fault(neither).find("kernel_image_path: missing required field"), std::string::npos)
+      << fault(neither);
+}
+
 // Bodies as Firecracker's getting-started guide and API docs write them.
 TEST(ApiParser, FirecrackerDocumentationBodies) {
   auto boot = parse_api_request("PUT", "/boot-source",

@@ -246,3 +246,37 @@ TEST(RunCommand, KernelExits) {
 
 }  // namespace
 }  // namespace tern
+
+namespace tern {
+namespace {
+
+// --firmware instead of --kernel; the combinations tern refuses, by name, before anything runs.
+TEST(RunCommand, FirmwareOptions) {
+  auto fw = run_resources(parse({"--firmware", "/usr/share/seabios/bios-256k.bin"}));
+  ASSERT_TRUE(fw) << fw.error().message();
+  ASSERT_TRUE(fw->boot);
+  EXPECT_EQ(fw->boot->firmware_path, "/usr/share/seabios/bios-256k.bin");
+  EXPECT_TRUE(fw->boot->kernel_image_path.empty());
+  auto cfg = fw->vm_config();
+  ASSERT_TRUE(cfg) << cfg.error().message();
+  EXPECT_EQ(cfg->firmware_path, "/usr/share/seabios/bios-256k.bin");
+
+  auto both = run_resources(parse({"--firmware", "f", "--kernel", "k"}));
+  ASSERT_FALSE(both);
+  EXPECT_EQ(both.error().message().rfind("--firmware and --kernel cannot be combined: ", 0), 0u);
+  auto initrd = run_resources(parse({"--firmware", "f", "--initrd", "i"}));
+  ASSERT_FALSE(initrd);
+  EXPECT_EQ(initrd.error().op, "--initrd");
+  auto cmdline = run_resources(parse({"--firmware", "f", "--cmdline", "quiet"}));
+  ASSERT_FALSE(cmdline);
+  EXPECT_EQ(cmdline.error().op, "--cmdline");
+  auto vars = run_resources(parse({"--kernel", "k", "--firmware-vars", "v"}));
+  ASSERT_FALSE(vars);
+  EXPECT_EQ(vars.error().op, "--firmware-vars");
+  auto none = run_resources(parse({"--memory", "256M"}));
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().op, "--kernel");
+}
+
+}  // namespace
+}  // namespace tern

@@ -51,10 +51,10 @@ struct BootSource {
   BootProtocol boot_protocol = BootProtocol::kAuto;
   /// tern extension "firmware_path" (--firmware): a BIOS or UEFI image mapped below 4 GiB and run
   /// from the reset vector instead of a kernel (docs/firmware.md).
-  std::optional<std::string> firmware_path;
+  std::optional<std::string> firmware_path = std::nullopt;
   /// tern extension "firmware_vars_path" (--firmware-vars): the UEFI variable store (pflash),
   /// only with a UEFI firmware_path.
-  std::optional<std::string> firmware_vars_path;
+  std::optional<std::string> firmware_vars_path = std::nullopt;
 };
 
 /// PUT|PATCH /machine-config (Firecracker MachineConfiguration), with Firecracker's defaults.

@@ -1,0 +1,93 @@
+#!/bin/sh
+# Runs inside the test host (L1), started by tests/e2e/firmware_test.sh through testhost/run.sh,
+# with Debian's firmware files in /fw. Prints one line per check:  FW-CHECK name=<check> PASS|FAIL
+# <detail>; each VM's console tail as FW-CONSOLE lines and tern's stderr as FW-ERR lines.
+: "${FW_WAIT:=240}" "${FW_CASES:=seabios grub ovmf}"
+T="$TH_TERN"
+[ -n "$T" ] || { echo "FW-CHECK name=setup FAIL tern binary not in the test host"; exit 2; }
+fails=0
+check() {  # check NAME RESULT DETAIL
+    if [ "$2" = 0 ]; then echo "FW-CHECK name=$1 PASS $3"; else echo "FW-CHECK name=$1 FAIL $3"; fails=$((fails + 1)); fi
+}
+has() { tr -d '\r' <"$1" 2>/dev/null | grep -aq "$2"; }
+# wait_vm SECONDS FILE PATTERN: polls every 0.2 s until FILE has PATTERN; gives up early once the
+# VM ($vm_pid) is gone.
+wait_vm() {
+    n=$(($1 * 5))
+    while [ "$n" -gt 0 ]; do
+        has "$2" "$3" && return 0
+        kill -0 "$vm_pid" 2>/dev/null || { has "$2" "$3"; return; }
+        sleep 0.2
+        n=$((n - 1))
+    done
+    return 1
+}
+# finish NAME SECONDS: tern's exit status once it ended by itself within SECONDS, else it is sent
+# SIGTERM and the status is what that gives (143 expected).
+finish() {
+    n=$(($2 * 5))
+    while [ "$n" -gt 0 ] && kill -0 "$vm_pid" 2>/dev/null; do sleep 0.2; n=$((n - 1)); done
+    kill -0 "$vm_pid" 2>/dev/null && { echo "FW-INFO $1: still running after $2 s: SIGTERM"; kill -TERM "$vm_pid"; }
+    wait "$vm_pid"
+}
+show() {  # show NAME: the console's last lines and tern's stderr, for the log
+    tr -d '\r' <"/tmp/$1.out" 2>/dev/null | tr -c '[:print:]\n' ' ' | tail -n 25 | sed "s/^/FW-CONSOLE $1: /"
+    sed "s/^/FW-ERR $1: /" "/tmp/$1.err" 2>/dev/null | tail -n 20
+}
+start() {  # start NAME ARGS...: tern run in the background, console /tmp/NAME.out
+    name=$1; shift
+    rm -f "/tmp/$name.out"
+    echo "FW-INFO $name: tern run $*"
+    "$T" run --console "file:/tmp/$name.out" "$@" >"/tmp/$name.stdout" 2>"/tmp/$name.err" </dev/null &
+    vm_pid=$!
+}
+# A status that ends a firmware VM cleanly here: 3 (the guest asked for a reboot and tern was told
+# to exit on it), 143 (still running at the deadline: SIGTERM), 0 (powered off).
+status_ok() { case "$1" in 0 | 3 | 143) return 0 ;; esac; return 1; }
+
+for c in $FW_CASES; do
+case "$c" in
+seabios)
+    start seabios --firmware /fw/bios-256k.bin --memory 128M
+    wait_vm "$FW_WAIT" /tmp/seabios.out 'SeaBIOS (version'
+    check seabios-banner $? "$(tr -d '\r' </tmp/seabios.out | grep -a -m1 'SeaBIOS (version')"
+    wait_vm "$FW_WAIT" /tmp/seabios.out 'No bootable device'
+    check seabios-no-boot-device $? "no disk: SeaBIOS says so on the serial console"
+    kill -0 "$vm_pid" 2>/dev/null
+    check seabios-alive $? "tern still runs at SeaBIOS's boot-failure line"
+    finish seabios 30; rc=$?
+    status_ok "$rc"; check seabios-exit $? "tern exit status $rc"
+    show seabios ;;
+grub)
+    start grub --firmware /fw/bios-256k.bin --memory 256M --disk path=/fw/grub-rescue.img,readonly=on
+    wait_vm "$FW_WAIT" /tmp/grub.out 'SeaBIOS (version'
+    check grub-seabios-banner $? "SeaBIOS started"
+    wait_vm "$FW_WAIT" /tmp/grub.out 'GRUB'
+    check grub-line $? "$(tr -d '\r' </tmp/grub.out | tr -c '[:print:]\n' ' ' | grep -a -m1 'GRUB' | cut -c1-100)"
+    finish grub 5; rc=$?
+    status_ok "$rc"; check grub-exit $? "tern exit status $rc"
+    show grub ;;
+ovmf)
+    rm -f /tmp/vars.fd
+    start ovmf --firmware /fw/OVMF_CODE_4M.fd --firmware-vars /tmp/vars.fd --memory 256M
+    wait_vm "$FW_WAIT" /tmp/ovmf.out 'BdsDxe\|Shell>\|UEFI Interactive Shell'
+    check ovmf-console $? "$(tr -d '\r' </tmp/ovmf.out | tr -c '[:print:]\n' ' ' | grep -a -m1 'BdsDxe\|Shell' | cut -c1-100)"
+    [ -f /tmp/vars.fd ] && [ "$(wc -c </tmp/vars.fd)" = "$(wc -c </fw/OVMF_VARS_4M.fd)" ]
+    check ovmf-vars-created $? "tern created the store from the template"
+    finish ovmf 20; rc=$?
+    status_ok "$rc"; check ovmf-exit $? "tern exit status $rc"
+    ! cmp -s /tmp/vars.fd /fw/OVMF_VARS_4M.fd
+    check ovmf-vars-written $? "OVMF's variables reached the file ($(cmp -l /tmp/vars.fd /fw/OVMF_VARS_4M.fd 2>/dev/null | wc -l) bytes differ from the template)"
+    show ovmf
+    cp /tmp/vars.fd /tmp/vars.first
+    start ovmf2 --firmware /fw/OVMF_CODE_4M.fd --firmware-vars /tmp/vars.fd --memory 256M
+    wait_vm "$FW_WAIT" /tmp/ovmf2.out 'BdsDxe\|Shell>\|UEFI Interactive Shell'
+    check ovmf-second-run $? "the second run reached the boot manager with the stored variables"
+    finish ovmf2 20
+    # Boot#### variables OVMF wrote in the first run are still there (UTF-16 "Boot0000").
+    LC_ALL=C grep -aq 'B.o.o.t.0.0.0.0' /tmp/vars.fd
+    check ovmf-vars-kept $? "Boot0000 in the store after two runs"
+    show ovmf2 ;;
+esac
+done
+[ "$fails" = 0 ]
