@@ -29,8 +29,12 @@ constexpr uint8_t kCpuCountMinusOne = 0x5F;
 constexpr uint8_t kChecksumFirst = 0x10;
 constexpr uint8_t kChecksumLast = 0x2D;
 
-uint8_t lo(uint64_t v) { return static_cast<uint8_t>(v); }
-uint8_t hi(uint64_t v) { return static_cast<uint8_t>(v >> 8); }
+uint8_t lo(uint64_t v) {
+  return static_cast<uint8_t>(v);
+}
+uint8_t hi(uint64_t v) {
+  return static_cast<uint8_t>(v >> 8);
+}
 }  // namespace
 
 std::vector<std::pair<uint8_t, uint8_t>> cmos_memory_bytes(const CmosMemoryLayout& layout,
@@ -57,8 +61,8 @@ std::vector<std::pair<uint8_t, uint8_t>> cmos_memory_bytes(const CmosMemoryLayou
   uint16_t sum = 0;
   for (unsigned i = kChecksumFirst; i <= kChecksumLast; ++i) {
     const auto it = b.find(static_cast<uint8_t>(i));
-    sum = static_cast<uint16_t>(sum + (it != b.end() ? it->second
-                                                     : cmos.ram(static_cast<uint8_t>(i))));
+    sum = static_cast<uint16_t>(sum +
+                                (it != b.end() ? it->second : cmos.ram(static_cast<uint8_t>(i))));
   }
   b[kChecksumHigh] = hi(sum);
   b[kChecksumLow] = lo(sum);

@@ -14,7 +14,9 @@ uint8_t cmos_read(CmosRtc& c, uint8_t index) {
   c.read(1, std::span<uint8_t>(&v, 1));
   return v;
 }
-uint32_t word(CmosRtc& c, uint8_t lo) { return cmos_read(c, lo) | cmos_read(c, lo + 1) << 8; }
+uint32_t word(CmosRtc& c, uint8_t lo) {
+  return cmos_read(c, lo) | cmos_read(c, lo + 1) << 8;
+}
 
 uint16_t checksum(CmosRtc& c) {
   uint16_t s = 0;
@@ -80,7 +82,7 @@ TEST(CmosMemoryTest, TinyGuestsAndLimits) {
   EXPECT_EQ(at(0x15) | at(0x16) << 8, 512);
   EXPECT_EQ(at(0x17), 0);
   EXPECT_EQ(at(0x34), 0);
-  EXPECT_EQ(at(0x5F), 0);  // cpus clamped to 1
+  EXPECT_EQ(at(0x5F), 0);     // cpus clamped to 1
   EXPECT_EQ(c.ram(0x15), 0);  // cmos_memory_bytes does not store
   c.set_ram(200, 1);          // out of range: ignored
   EXPECT_EQ(c.ram(200), 0xFF);

@@ -31,7 +31,9 @@ struct Fn {
 };
 constexpr Fn kFns[] = {{0, 0}, {1, 0}, {1, 3}};
 
-uint64_t all_ones(size_t w) { return ~uint64_t{0} >> (64 - 8 * w); }
+uint64_t all_ones(size_t w) {
+  return ~uint64_t{0} >> (64 - 8 * w);
+}
 
 struct Fuzz {
   PcChipsetRig rig;
@@ -98,10 +100,18 @@ struct Fuzz {
     const uint32_t byte = in.u8() % 4;
     uint32_t v;
     switch (in.u8() % 4) {
-      case 0: v = 0xFFFFFFFF; break;
-      case 1: v = x86::kPiix4PmBase | (in.u8() & 1); break;
-      case 2: v = in.u8() % 4 ? 0x33333333u & in.u32() : in.u8(); break;
-      default: v = in.u32(); break;
+      case 0:
+        v = 0xFFFFFFFF;
+        break;
+      case 1:
+        v = x86::kPiix4PmBase | (in.u8() & 1);
+        break;
+      case 2:
+        v = in.u8() % 4 ? 0x33333333u & in.u32() : in.u8();
+        break;
+      default:
+        v = in.u32();
+        break;
     }
     port_write(static_cast<uint16_t>(kCf8 + 4 + byte), v, w);
   }
@@ -138,7 +148,8 @@ struct Fuzz {
     const uint16_t port = static_cast<uint16_t>(x86::kElcrPort + in.u8() % 2);
     if (in.u8() & 1) port_write(port, in.u16(), w);
     const uint64_t v = rig.in(port, w);
-    const uint64_t mask = port == x86::kElcrPort ? (w == 1 ? 0xF8 : 0xDEF8) : (w == 1 ? 0xDE : 0xFFDE);
+    const uint64_t mask =
+        port == x86::kElcrPort ? (w == 1 ? 0xF8 : 0xDEF8) : (w == 1 ? 0xDE : 0xFFDE);
     FUZZ_CHECK((v & ~mask) == 0);
   }
   void round_trip() {
@@ -152,8 +163,10 @@ struct Fuzz {
     for (const Fn& f : kFns)
       for (uint8_t reg = 0; reg < 0xFC; reg += 4) {
         uint32_t a = 0, b = 0;
-        rig.root.config_read(f.slot, f.fn, reg, std::span<uint8_t>(reinterpret_cast<uint8_t*>(&a), 4));
-        other.root.config_read(f.slot, f.fn, reg, std::span<uint8_t>(reinterpret_cast<uint8_t*>(&b), 4));
+        rig.root.config_read(f.slot, f.fn, reg,
+                             std::span<uint8_t>(reinterpret_cast<uint8_t*>(&a), 4));
+        other.root.config_read(f.slot, f.fn, reg,
+                               std::span<uint8_t>(reinterpret_cast<uint8_t*>(&b), 4));
         FUZZ_CHECK(a == b);
       }
     FUZZ_CHECK(other.chipset->elcr->value() == rig.chipset->elcr->value());
@@ -176,7 +189,8 @@ struct Fuzz {
     }
     const uint32_t smram = cfg(hb, I440fxHostBridge::kSmram, 1);
     FUZZ_CHECK((smram & 0x87) == 0x02);
-    FUZZ_CHECK(!((smram & I440fxHostBridge::kSmramDLck) && (smram & I440fxHostBridge::kSmramDOpen)));
+    FUZZ_CHECK(
+        !((smram & I440fxHostBridge::kSmramDLck) && (smram & I440fxHostBridge::kSmramDOpen)));
     FUZZ_CHECK((cfg(isa, Piix3IsaBridge::kPirqrc) & 0x70707070u) == 0);
     for (const auto& p : rig.pirq_routes) FUZZ_CHECK(p.pirq < 4 && (!p.irq || *p.irq < 16));
     const uint32_t pmba = cfg(pm, Piix4Pm::kPmba);

@@ -9,8 +9,8 @@ namespace tern {
 namespace {
 constexpr std::string_view kDev = "i440fx";
 constexpr uint32_t kVersion = 1;
-constexpr uint8_t kPam0Mask = 0x30;  // HIENABLE only: PAM0's low nibble is reserved
-constexpr uint8_t kPamMask = 0x33;   // LOENABLE and HIENABLE
+constexpr uint8_t kPam0Mask = 0x30;       // HIENABLE only: PAM0's low nibble is reserved
+constexpr uint8_t kPamMask = 0x33;        // LOENABLE and HIENABLE
 constexpr uint8_t kSmramWritable = 0x78;  // D_OPEN, D_CLS, D_LCK, G_SMRAME
 
 /// The SMRAM value a write of `wanted` (already through the write mask) leaves when the register

@@ -13,7 +13,9 @@ uint8_t rd8(PciDevice& d, uint32_t off) {
   d.config_read(off, std::span<uint8_t>(&b, 1));
   return b;
 }
-void wr8(PciDevice& d, uint32_t off, uint8_t v) { d.config_write(off, std::span<const uint8_t>(&v, 1)); }
+void wr8(PciDevice& d, uint32_t off, uint8_t v) {
+  d.config_write(off, std::span<const uint8_t>(&v, 1));
+}
 
 TEST(I440fxHostBridgeTest, PamResetValuesAndReservedBits) {
   std::vector<std::pair<unsigned, uint8_t>> changes;
@@ -49,7 +51,7 @@ TEST(I440fxHostBridgeTest, SmramLockFreezesOpenLockAndEnable) {
   wr8(hb, 0x72, 0xFF);
   // D_LCK with D_OPEN in the same write: D_OPEN cleared; bit 7 reserved; C_BASE_SEG fixed.
   EXPECT_EQ(rd8(hb, 0x72), 0x3A);
-  wr8(hb, 0x72, 0x42);  // try to open and unlock, clear G_SMRAME and D_CLS
+  wr8(hb, 0x72, 0x42);             // try to open and unlock, clear G_SMRAME and D_CLS
   EXPECT_EQ(rd8(hb, 0x72), 0x1A);  // D_CLS followed the write; the rest is frozen
   hb.reset();
   EXPECT_EQ(hb.smram(), 0x02);

@@ -16,10 +16,10 @@ TEST(PcChipsetTest, FunctionsAndIdentitiesAsQemuPc) {
   EXPECT_EQ(rig.cfg_read(0, 0, 0x00, 4), 0x12378086u);  // i440FX PMC
   EXPECT_EQ(rig.cfg_read(0, 0, 0x08, 1), 0x02u);        // revision
   EXPECT_EQ(rig.cfg_read(0, 0, 0x08, 4) >> 8, 0x060000u);
-  EXPECT_EQ(rig.cfg_read(0, 0, 0x0E, 1), 0x00u);  // single function
+  EXPECT_EQ(rig.cfg_read(0, 0, 0x0E, 1), 0x00u);        // single function
   EXPECT_EQ(rig.cfg_read(1, 0, 0x00, 4), 0x70008086u);  // PIIX3 ISA bridge
   EXPECT_EQ(rig.cfg_read(1, 0, 0x08, 4) >> 8, 0x060100u);
-  EXPECT_EQ(rig.cfg_read(1, 0, 0x0E, 1), 0x80u);  // multi-function
+  EXPECT_EQ(rig.cfg_read(1, 0, 0x0E, 1), 0x80u);        // multi-function
   EXPECT_EQ(rig.cfg_read(1, 3, 0x00, 4), 0x71138086u);  // PIIX4 PM
   EXPECT_EQ(rig.cfg_read(1, 3, 0x08, 4), 0x06800003u);
   EXPECT_EQ(rig.cfg_read(1, 3, 0x3D, 1), 1u);  // INTA#

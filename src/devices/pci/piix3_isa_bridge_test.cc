@@ -12,7 +12,9 @@ uint8_t rd8(PciDevice& d, uint32_t off) {
   d.config_read(off, std::span<uint8_t>(&b, 1));
   return b;
 }
-void wr8(PciDevice& d, uint32_t off, uint8_t v) { d.config_write(off, std::span<const uint8_t>(&v, 1)); }
+void wr8(PciDevice& d, uint32_t off, uint8_t v) {
+  d.config_write(off, std::span<const uint8_t>(&v, 1));
+}
 
 TEST(Piix3IsaBridgeTest, PirqRouteControlRegisters) {
   struct Route {

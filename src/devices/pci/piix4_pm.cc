@@ -63,7 +63,7 @@ Piix4Pm::Piix4Pm()
                                   .subsystem_id = 0,
                                   .revision = kRevision,
                                   .class_code = 0x068000,  // bridge, other
-                                  .interrupt_pin = 1,       // INTA#
+                                  .interrupt_pin = 1,      // INTA#
                                   .interrupt_line = 0}) {
   config_.set32(kPmba, kPmbaIoIndicator);
   config_.set_write_mask(kPmba, static_cast<uint8_t>(kPmbaMask));
@@ -119,10 +119,7 @@ Result<void> Piix4Pm::restore_state(snap::ByteReader& r) {
 
 Piix4PmIo::Piix4PmIo(std::shared_ptr<Piix4Pm> function, std::shared_ptr<AcpiPm> pm1,
                      std::shared_ptr<PmTimer> timer, uint16_t base)
-    : function_(std::move(function)),
-      pm1_(std::move(pm1)),
-      timer_(std::move(timer)),
-      base_(base) {}
+    : function_(std::move(function)), pm1_(std::move(pm1)), timer_(std::move(timer)), base_(base) {}
 
 bool Piix4PmIo::decoding() {
   if (function_->io_enabled() && function_->pm_base() == base_) return true;
