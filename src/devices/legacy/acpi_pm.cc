@@ -38,6 +38,13 @@ AcpiPm::Stats AcpiPm::stats() const {
   return stats_;
 }
 
+void AcpiPm::reset() {
+  std::lock_guard lock(mu_);
+  pm1_en_ = 0;
+  pm1_cnt_ = kSciEn;
+  wake_status_ = false;
+}
+
 uint8_t AcpiPm::read_byte(uint64_t offset) {
   std::lock_guard lock(mu_);
   switch (offset) {

@@ -49,6 +49,16 @@ bool CmosRtc::nmi_masked() const {
   return nmi_masked_;
 }
 
+uint8_t CmosRtc::ram(uint8_t index) const {
+  std::lock_guard lock(mu_);
+  return index < ram_.size() ? ram_[index] : 0xFF;
+}
+
+void CmosRtc::set_ram(uint8_t index, uint8_t value) {
+  std::lock_guard lock(mu_);
+  if (index < ram_.size()) ram_[index] = value;
+}
+
 uint8_t CmosRtc::read_byte(uint64_t offset) {
   std::lock_guard lock(mu_);
   if (offset == 0) return 0xFF;  // the index port is write-only

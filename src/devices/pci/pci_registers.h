@@ -14,6 +14,7 @@ inline constexpr uint32_t kStatus = 0x06;
 inline constexpr uint32_t kRevisionId = 0x08;
 inline constexpr uint32_t kClassCode = 0x09;  ///< prog-if, subclass, base class (3 bytes).
 inline constexpr uint32_t kHeaderType = 0x0E;
+inline constexpr uint8_t kHeaderTypeMultiFunction = 0x80;  ///< Bit 7 of the header type.
 inline constexpr uint32_t kBar0 = 0x10;       ///< BARs 0-5 at 0x10..0x27.
 inline constexpr uint32_t kSubsystemVendorId = 0x2C;
 inline constexpr uint32_t kSubsystemId = 0x2E;

@@ -50,7 +50,11 @@ class PciRoot::ConfigPort final : public BusDevice {
       return;
     }
     std::memset(data.data(), 0xFF, data.size());
-    if (offset < pci::kConfigDataOffset) return;  // 0xCF9 etc.: nothing there
+    if (is_reset_control(offset, data.size())) {
+      root_.reset_control_->read(0, data);
+      return;
+    }
+    if (offset < pci::kConfigDataOffset) return;  // other bytes of 0xCF8-0xCFB: nothing there
     uint32_t addr;
     {
       std::lock_guard lock(root_.config_mu_);
@@ -64,7 +68,11 @@ class PciRoot::ConfigPort final : public BusDevice {
       std::memcpy(&root_.config_address_, data.data(), 4);
       return;
     }
-    if (offset < pci::kConfigDataOffset) return;  // byte writes to 0xCF8/0xCF9 (reset control)
+    if (is_reset_control(offset, data.size())) {
+      root_.reset_control_->write(0, data);
+      return;
+    }
+    if (offset < pci::kConfigDataOffset) return;  // other bytes of 0xCF8-0xCFB: dropped
     uint32_t addr;
     {
       std::lock_guard lock(root_.config_mu_);
@@ -74,6 +82,11 @@ class PciRoot::ConfigPort final : public BusDevice {
   }
 
  private:
+  /// A one-byte access to 0xCF9 is the Reset Control register when the platform has one (PCI
+  /// 3.0 §3.2.2.3.2: only dword accesses to 0xCF8 are CONFIG_ADDRESS; others are plain I/O).
+  bool is_reset_control(uint64_t offset, size_t len) const {
+    return offset == 1 && len == 1 && root_.reset_control_;
+  }
   void access(uint32_t addr, uint64_t byte, std::span<uint8_t> rd, std::span<const uint8_t> wr,
               bool write) {
     if (!(addr & pci::kConfigAddressEnable)) return;
@@ -118,11 +131,41 @@ PciRoot::~PciRoot() = default;
 Result<uint8_t> PciRoot::add(std::shared_ptr<PciDevice> dev) {
   for (uint8_t s = 1; s < slots_.size(); ++s) {
     if (slots_[s]) continue;
+    bool taken = false;
+    for (const auto& f : more_functions_[s]) taken = taken || f != nullptr;
+    if (taken) continue;
     slots_[s] = std::move(dev);
     refresh_mappings();
     return s;
   }
   return fail("PCI bus 0", "all 31 device slots are in use");
+}
+
+Result<void> PciRoot::add_function(uint8_t slot, uint8_t function,
+                                   std::shared_ptr<PciDevice> dev) {
+  const std::string where = "PCI 00:" + std::to_string(slot) + "." + std::to_string(function);
+  if (slot >= slots_.size() || function > 7) return fail(where, "no such slot or function");
+  if (slot == 0 && function == 0) return fail(where, "is the host bridge (set_host_bridge)");
+  if (function_at(slot, function) != nullptr) return fail(where, "already in use");
+  if (function == 0)
+    slots_[slot] = std::move(dev);
+  else
+    more_functions_[slot][function - 1] = std::move(dev);
+  refresh_mappings();
+  return {};
+}
+
+void PciRoot::set_host_bridge(std::shared_ptr<PciDevice> bridge) {
+  std::lock_guard lock(config_mu_);
+  slots_[0] = std::move(bridge);
+}
+
+void PciRoot::set_reset_control(std::shared_ptr<BusDevice> rc) { reset_control_ = std::move(rc); }
+
+PciDevice* PciRoot::function_at(uint8_t slot, uint8_t function) const {
+  if (slot >= slots_.size() || function > 7) return nullptr;
+  if (function == 0) return slots_[slot].get();
+  return more_functions_[slot][function - 1].get();
 }
 
 Result<uint64_t> PciRoot::allocate_mmio(uint64_t size) {
@@ -153,29 +196,38 @@ Result<void> PciRoot::attach(Bus& pio, Bus& mmio) {
 void PciRoot::config_read(uint8_t slot, uint8_t function, uint32_t offset,
                           std::span<uint8_t> data) {
   std::memset(data.data(), 0xFF, data.size());
-  if (slot >= slots_.size() || function != 0 || !slots_[slot]) return;
   if (offset + data.size() > pci::kConfigSpaceSize) return;
   std::lock_guard lock(config_mu_);
-  slots_[slot]->config_read(offset, data);
+  PciDevice* dev = function_at(slot, function);
+  if (dev == nullptr) return;
+  dev->config_read(offset, data);
+  // Header type bit 7 (PCI 3.0 §6.2.1): function 0 of a slot with more functions says so.
+  if (function == 0 && pci::kHeaderType >= offset && pci::kHeaderType < offset + data.size()) {
+    bool more = false;
+    for (const auto& f : more_functions_[slot]) more = more || f != nullptr;
+    if (more) data[pci::kHeaderType - offset] |= pci::kHeaderTypeMultiFunction;
+  }
 }
 
 void PciRoot::config_write(uint8_t slot, uint8_t function, uint32_t offset,
                            std::span<const uint8_t> data) {
-  if (slot >= slots_.size() || function != 0 || !slots_[slot]) return;
   if (offset + data.size() > pci::kConfigSpaceSize) return;
   std::lock_guard lock(config_mu_);
-  slots_[slot]->config_write(offset, data);
+  PciDevice* dev = function_at(slot, function);
+  if (dev == nullptr) return;
+  dev->config_write(offset, data);
   refresh_mappings();
 }
 
 void PciRoot::refresh_mappings() {
   // Ask the devices first (their own locks), then swap the table: never both locks at once.
   std::vector<Mapping> m;
-  for (size_t s = 0; s < slots_.size(); ++s) {
-    const auto& d = slots_[s];
-    if (!d) continue;
-    for (const auto& w : d->memory_windows())
-      m.push_back({w.gpa, w.size, w.bar, static_cast<uint8_t>(s), d.get()});
+  for (uint8_t s = 0; s < slots_.size(); ++s) {
+    for (uint8_t f = 0; f < 8; ++f) {
+      PciDevice* d = function_at(s, f);
+      if (d == nullptr) continue;
+      for (const auto& w : d->memory_windows()) m.push_back({w.gpa, w.size, w.bar, s, d});
+    }
   }
   std::unique_lock lock(map_mu_);
   mappings_ = std::move(m);

@@ -117,7 +117,9 @@ Result<void> PciRoot::restore_state(snap::ByteReader& r) {
   for (uint32_t off = 0; off < pci::kConfigSpaceSize; off += 4)
     slots_[0]->config_read(off, std::span<uint8_t>(cfg + off, 4));
   const uint32_t writable[] = {pci::kCommand, pci::kCommand + 1, pci::kInterruptLine};
-  for (uint32_t off = 0; off < pci::kConfigSpaceSize; ++off) {
+  // The standard header only: device-specific registers (40h-FFh, e.g. the i440FX's PAM and
+  // SMRAM) are the bridge's own state, saved and restored by its owner (PcChipset).
+  for (uint32_t off = 0; off < pci::kFirstCapability; ++off) {
     if (std::find(std::begin(writable), std::end(writable), off) != std::end(writable)) continue;
     if (cfg[off] != saved[off])
       return bad_field(kRoot, "host bridge config space", "read-only byte differs at " + hex(off));

@@ -72,6 +72,9 @@ class Piix4Pm final : public ChipsetFunction {
   /// access).
   [[nodiscard]] uint16_t pm_base() const { return base_.load(std::memory_order_relaxed); }
   [[nodiscard]] bool io_enabled() const { return enabled_.load(std::memory_order_relaxed); }
+  /// Guest writes that enabled the PM block at a base other than x86::kPiix4PmBase, where tern
+  /// decodes it (logged at a limited rate; the block does not move).
+  [[nodiscard]] uint64_t foreign_bases() const { return foreign_bases_.load(); }
   void reset();
   /// Snapshot (version 1): the 256-byte configuration space.
   void save_state(snap::ByteWriter& w) const;
@@ -85,6 +88,8 @@ class Piix4Pm final : public ChipsetFunction {
   void publish_locked();
   std::atomic<uint16_t> base_{0};
   std::atomic<bool> enabled_{false};
+  std::atomic<uint64_t> foreign_bases_{0};
+  RateLimit log_limit_{5};
 };
 
 /// The PIIX4 PM I/O block, claimed at a fixed base (x86::kPiix4PmBase, 64 ports): tern's bus map
