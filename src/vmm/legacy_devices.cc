@@ -34,10 +34,10 @@ Result<std::unique_ptr<LegacyDevices>> LegacyDevices::create(const ConsoleTarget
 
 LegacyDevices::~LegacyDevices() { shutdown(); }
 
-Result<void> LegacyDevices::attach(Bus& pio) {
+Result<void> LegacyDevices::attach(Bus& pio, bool with_acpi_pm) {
   TRY(pio.insert(serial_, x86::kSerialPort, Serial8250::kRegisterCount));
   TRY(insert_i8042(pio, i8042_));
-  TRY(pio.insert(acpi_pm_, x86::kAcpiPm1aEvtPort, AcpiPm::kRegisterCount));
+  if (with_acpi_pm) TRY(pio.insert(acpi_pm_, x86::kAcpiPm1aEvtPort, AcpiPm::kRegisterCount));
   TRY(pio.insert(rtc_, x86::kCmosPort, CmosRtc::kPortCount));
   TRY(pio.insert(post_code_, x86::kPostCodePort, 1));
   return {};

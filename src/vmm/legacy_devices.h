@@ -31,8 +31,9 @@ class LegacyDevices {
                                                        GsiLevel irq, StopLatch& stop);
   ~LegacyDevices();
 
-  /// Claims the devices' port ranges on `pio`.
-  [[nodiscard]] Result<void> attach(Bus& pio);
+  /// Claims the devices' port ranges on `pio`. `with_acpi_pm` false (firmware boots) leaves out
+  /// the ACPI PM registers at 0x600: the chipset's PIIX4 PM block serves them there.
+  [[nodiscard]] Result<void> attach(Bus& pio, bool with_acpi_pm = true);
   /// Starts feeding host stdin to the UART when stdin is a terminal or a pipe (a terminal is put
   /// in raw mode, keeping Ctrl-C as a host signal that stops tern). Failure to read stdin is not
   /// fatal: the guest simply gets no input.
@@ -48,6 +49,8 @@ class LegacyDevices {
   [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
 
   [[nodiscard]] I8042& i8042() { return *i8042_; }
+  /// The CMOS (firmware boots store the memory-size bytes in it before vCPUs run).
+  [[nodiscard]] CmosRtc& cmos() { return *rtc_; }
   [[nodiscard]] Serial8250& serial() { return *serial_; }
 
  private:

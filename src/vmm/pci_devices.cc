@@ -1,6 +1,7 @@
 #include "vmm/pci_devices.h"
 
 #include "arch/x86/layout.h"
+#include "devices/pci/pc_chipset.h"
 
 namespace tern {
 
@@ -58,6 +59,11 @@ Result<uint8_t> PciDevices::add(std::shared_ptr<PciFunction> fn) {
   if (!placed) return fail(name, placed.error().message());
   PciPlacement p = *placed;
   p.intx_irq = kIntxIrqs[functions_.size() % std::size(kIntxIrqs)];
+  if (piix_intx_) {
+    // The slot add() will pick: the next after the chipset's (slot 1) and the functions so far.
+    const auto slot = static_cast<uint8_t>(kPiixSlot + 1 + functions_.size());
+    p.intx_irq = piix_intx_irq(slot, 1);
+  }
   if (auto ok = fn->place(p); !ok) return fail(name, ok.error().message());
   auto slot = root_->add(fn);
   if (!slot) return fail(name, slot.error().message());

@@ -64,6 +64,9 @@ class PciDevices {
   /// Resets every device (stopping their threads) before the functions go away.
   ~PciDevices();
 
+  /// Firmware boots: INTx pins are wired the way SeaBIOS and OVMF program the Interrupt Line on
+  /// the PIIX chipset (piix_intx_irq(slot, pin)) instead of round-robin. Before add().
+  void use_piix_intx() { piix_intx_ = true; }
   /// Places `fn` (BARs from its declaration, INTx) and puts it in the next free slot; returns
   /// the slot. Before vCPUs run. Errors name the function: window exhausted, 31 slots used.
   [[nodiscard]] Result<uint8_t> add(std::shared_ptr<PciFunction> fn);
@@ -120,6 +123,7 @@ class PciDevices {
   std::unique_ptr<PciRoot> root_;
   std::vector<std::shared_ptr<PciFunction>> functions_;
   std::vector<uint8_t> slots_;  // functions_[i]'s slot
+  bool piix_intx_ = false;
   std::vector<std::shared_ptr<VirtioPciTransport>> transports_;
   bool quiesced_ = false;
 };

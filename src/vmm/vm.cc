@@ -144,7 +144,7 @@ Result<void> Vm::add_memory(GuestMemory mem) {
 }
 
 Result<void> Vm::build_devices(const ConsoleTarget& console,
-                               const std::vector<MadeDevice>& devices) {
+                               const std::vector<MadeDevice>& devices, bool firmware) {
   KvmVm* kvm_vm = &*vm_;
   ASSIGN_OR_RETURN(devices_, LegacyDevices::create(
                                  console,
@@ -157,10 +157,11 @@ Result<void> Vm::build_devices(const ConsoleTarget& console,
                                      TERN_LOG_RATELIMITED(limit, trace, "GSI {} level {}", irq, level);
                                  },
                                  stop_));
-  TRY(devices_->attach(pio_));
   // PCI bus 0 (always: the DSDT describes its host bridge), one function per device in slot
   // order (disks — virtio-blk and NVMe — in --disk order, then the rng, then the interfaces).
   made_devices_ = devices;
+  if (firmware) return build_firmware_devices(devices);
+  TRY(devices_->attach(pio_));
   ASSIGN_OR_RETURN(pci_, PciDevices::create(*vm_, *memory_, devices, &activator_));
   TRY(pci_->attach(pio_, mmio_));
   return {};

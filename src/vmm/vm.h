@@ -8,6 +8,7 @@
 
 #include "base/result.h"
 #include "devices/device_activator.h"
+#include "devices/pci/pc_chipset.h"
 #include "firmware/fw_cfg/fw_cfg_device.h"
 #include "firmware/pflash/pflash_device.h"
 #include "firmware/rom_region.h"
@@ -102,7 +103,12 @@ class Vm {
   /// `identity_map_addr` (outside RAM and every device or firmware range).
   Result<void> build_kvm(uint32_t vcpus, uint64_t tss_addr, uint64_t identity_map_addr);
   Result<void> add_memory(GuestMemory mem);
-  Result<void> build_devices(const ConsoleTarget& console, const std::vector<MadeDevice>& devices);
+  /// The legacy devices and PCI bus 0; `firmware`: on the PC chipset (build_firmware_devices).
+  Result<void> build_devices(const ConsoleTarget& console, const std::vector<MadeDevice>& devices,
+                             bool firmware = false);
+  /// Firmware boots (vm_firmware.cc): the legacy devices without their 0x600 PM registers, the
+  /// i440FX/PIIX chipset in slots 0-1, `devices` from slot 2 with PIIX INTx wiring.
+  Result<void> build_firmware_devices(const std::vector<MadeDevice>& devices);
   /// Creates vCPU `id` of `count` with its CPUID; returns it (owned by its VcpuThread).
   Result<KvmVcpu*> add_vcpu(uint32_t id, uint32_t count);
   void build_stats();
@@ -130,6 +136,7 @@ class Vm {
   DeviceActivator activator_;        // before pci_: its transports use it until destroyed
   std::unique_ptr<PciDevices> pci_;  // after memory_/vm_: its devices use both until destroyed
   std::vector<std::unique_ptr<VcpuThread>> vcpus_;
+  std::unique_ptr<PcChipset> chipset_;     // firmware boots: slots 0-1 of pci_, ports on pio_
   std::shared_ptr<FwCfgDevice> fw_cfg_;    // firmware boots: on pio_, reads memory_
   std::shared_ptr<PflashDevice> pflash_;   // --firmware-vars: on mmio_, flips memslots on vm_
   std::unique_ptr<VmStats> stats_;  // last: refers to the buses, pci_ and vCPUs above

@@ -1,6 +1,7 @@
 // Vm::build for a firmware boot (--firmware): the machine a PC's firmware expects instead of a
 // Linux kernel's entry state. No kernel loader, boot_params, MP table or ACPI tables in RAM: the
 // firmware builds its own view of the machine (from fw_cfg and the chipset when present).
+#include <algorithm>
 #include <cstring>
 
 #include "arch/x86/cpuid.h"
@@ -8,6 +9,8 @@
 #include "arch/x86/reset_state.h"
 #include "base/log.h"
 #include "base/size.h"
+#include "devices/legacy/cmos_memory.h"
+#include "devices/pci/piix4_pm.h"
 #include "firmware/firmware_image.h"
 #include "firmware/fw_cfg/fw_cfg_contents.h"
 #include "vmm/legacy_devices.h"
@@ -22,6 +25,9 @@ namespace {
 // Memslots past RAM's (0, 1): the code image and OVMF's variable store (its ROMD slot).
 constexpr uint32_t kFirmwareCodeSlot = 8;
 constexpr uint32_t kFirmwareVarsSlot = 9;
+
+/// Where SeaBIOS 1.16 puts PIIX4's PM block when it loads tables from fw_cfg (paravirt.c).
+constexpr uint16_t kSeaBiosPmBase = 0x600;
 
 /// The least RAM a firmware boot gets: SeaBIOS and OVMF need RAM above 1 MiB for themselves.
 constexpr uint64_t kMinFirmwareRam = 32 * MiB;
@@ -60,8 +66,22 @@ Result<void> Vm::build_firmware(const BootInputs& in) {
   TRY(map_firmware(in));
 
   // 4. Devices: the legacy ones (COM1, i8042, CMOS, PM) and PCI bus 0; fw_cfg describes them.
-  TRY(build_devices(in.console, in.devices));
+  TRY(build_devices(in.console, in.devices, /*firmware=*/true));
+  // The PC convention for the memory size, which SeaBIOS reads before it asks fw_cfg.
+  CmosMemoryLayout cmos;
+  cmos.below_4g = std::min(c.memory_bytes, x86::kHoleStart);
+  cmos.above_4g = c.memory_bytes - cmos.below_4g;
+  cmos.cpus = c.vcpus;
+  set_cmos_memory(devices_->cmos(), cmos);
   TRY(attach_fw_cfg(in));
+  // SeaBIOS moves PIIX4's PMBASE to 0x600 when it takes tern's ACPI tables (etc/table-loader);
+  // OVMF keeps 0xB000. The chipset's block is claimed at 0xB000; a second view of the same
+  // registers at 0x600 answers while PMBA points there (each decodes only at its own base).
+  if (in.firmware_info.kind == firmware::FirmwareKind::kLegacyBios) {
+    auto io = std::make_shared<Piix4PmIo>(chipset_->pm, chipset_->pm1, chipset_->pm_timer,
+                                          kSeaBiosPmBase);
+    TRY(pio_.insert(io, kSeaBiosPmBase, x86::kPiix4PmBlockSize));
+  }
 
   // 5. vCPUs in the RESET state. KVM ordering (reset_state.h): the irqchip exists (build_kvm), so
   // each vCPU has an in-kernel LAPIC; CPUID (add_vcpu) before sregs; vCPU 0 is the BSP and runs
@@ -114,6 +134,29 @@ Result<void> Vm::map_firmware(const BootInputs& in) {
   return {};
 }
 
+Result<void> Vm::build_firmware_devices(const std::vector<MadeDevice>& devices) {
+  TRY(devices_->attach(pio_, /*with_acpi_pm=*/false));
+  ASSIGN_OR_RETURN(pci_, PciDevices::create(*vm_));
+  PcChipsetHooks hooks;
+  // Chipset callbacks run on the vCPU thread that did the PIO write (as the legacy devices').
+  StopLatch* stop = &stop_;
+  hooks.on_reset = [stop] {
+    stop->post(VcpuThread::stop_event_here(StopKind::kReboot, "KVM_EXIT_IO: PIIX3 reset control 0xCF9"));
+  };
+  hooks.on_poweroff = [stop] {
+    stop->post(VcpuThread::stop_event_here(StopKind::kPowerOff, "KVM_EXIT_IO: PIIX4 PM S5 (power off)"));
+  };
+  ASSIGN_OR_RETURN(chipset_, attach_pc_chipset(pci_->root(), pio_, std::move(hooks)));
+  pci_->use_piix_intx();
+  for (const MadeDevice& dev : devices) {
+    if (auto* virtio = std::get_if<std::shared_ptr<VirtioDevice>>(&dev))
+      TRY(pci_->add_virtio(*virtio, *memory_, &activator_));
+    else
+      TRY(pci_->add_model(*std::get<std::shared_ptr<PciFunctionModel>>(dev), *memory_, &activator_));
+  }
+  return pci_->attach(pio_, mmio_);
+}
+
 Result<void> Vm::attach_fw_cfg(const BootInputs& in) {
   const VmConfig& c = in.config;
   fw_cfg::FwCfgMachine m;
@@ -122,7 +165,9 @@ Result<void> Vm::attach_fw_cfg(const BootInputs& in) {
   m.serial_port = x86::kSerialPort;
   // The FADT's PM block must be where the firmware puts PIIX4's PMBASE: SeaBIOS moves it to
   // 0x600 when it loads tables from "etc/table-loader"; OVMF programs 0xB000 on i440FX.
-  m.acpi_pm_base = in.firmware_info.kind == firmware::FirmwareKind::kUefi ? 0xB000 : 0x600;
+  m.acpi_pm_base =
+      in.firmware_info.kind == firmware::FirmwareKind::kUefi ? x86::kPiix4PmBase : kSeaBiosPmBase;
+  m.acpi_pm_timer = true;
   // Disks in --disk order (their PCI slot order) are the boot order: function i is c.devices[i].
   for (size_t i = 0; i < c.devices.size(); ++i) {
     const DiskConfig* disk = disk_config_of(c.devices[i]);
