@@ -77,7 +77,7 @@ TEST(FirmwareImage, IsaBiosAliasIsTheLast128KiB) {
 }
 
 TEST(FirmwareImage, VarsTemplateBesideTheCode) {
-  TempDir dir("tern-fw");
+  tern::testing::TempDir dir("tern-fw");
   ASSERT_FALSE(dir.path().empty());
   const std::string code = dir.path() + "/OVMF_CODE_4M.fd";
   EXPECT_EQ(vars_template_for(code), "");  // no VARS file there

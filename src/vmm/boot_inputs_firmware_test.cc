@@ -42,7 +42,7 @@ class FirmwareInputs : public ::testing::Test {
     c.firmware_path = dir.path() + "/bios.bin";
     write_file(*c.firmware_path, firmware(128 << 10, false));
   }
-  TempDir dir{"tern-fwin"};
+  testing::TempDir dir{"tern-fwin"};
   VmConfig c;
 };
 
