@@ -26,6 +26,7 @@ PACKAGES=(
   # its bootable variants (build.sh --boot bios,uefi; ~6 MB to download, ~41 MB installed) and the
   # firmware that boots them (ovmf: 7.5 MB, 15 MB installed; SeaBIOS is above)
   grub-pc-bin grub-efi-amd64-bin mtools dosfstools fdisk ovmf
+  grub-rescue-pc  # a BIOS-bootable GRUB disk: tests/e2e/firmware_test.sh boots it through SeaBIOS
 )
 
 if [[ "${SKIP_APT:-0}" != 1 ]]; then
