@@ -167,6 +167,11 @@ Result<SnapshotReport> Vm::save_snapshot(const SnapshotCreateSpec& spec,
     VcpuThreadState s = v->state();
     TERN_CHECK(s != VcpuThreadState::kRunning && s != VcpuThreadState::kPausing);
   }
+  // A firmware-booted VM's chipset, fw_cfg and flash state has no section yet, and a restore
+  // could not rebuild its firmware mapping: refused rather than saved incomplete.
+  if (firmware_rom_)
+    return fail("snapshot", "a firmware-booted VM (--firmware) cannot be saved yet (its chipset, "
+                            "fw_cfg and flash state have no snapshot section)");
   // Before anything is touched: the targets must not be the VM's own files or each other.
   TRY(check_snapshot_paths(spec));
   // A consistent point: vCPUs are parked outside KVM_RUN (any PIO/MMIO they had pending was
