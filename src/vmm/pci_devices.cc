@@ -35,13 +35,19 @@ Result<std::unique_ptr<PciDevices>> PciDevices::create(
     KvmVm& vm, const GuestMemory& mem, std::vector<MadeDevice> devices,
     DeviceActivator* activator) {
   ASSIGN_OR_RETURN(auto d, create(vm));
+  TRY(d->add_all(mem, std::move(devices), activator));
+  return d;
+}
+
+Result<void> PciDevices::add_all(const GuestMemory& mem, std::vector<MadeDevice> devices,
+                                 DeviceActivator* activator) {
   for (auto& dev : devices) {
     if (auto* virtio = std::get_if<std::shared_ptr<VirtioDevice>>(&dev))
-      TRY(d->add_virtio(std::move(*virtio), mem, activator));
+      TRY(add_virtio(std::move(*virtio), mem, activator));
     else
-      TRY(d->add_model(*std::get<std::shared_ptr<PciFunctionModel>>(dev), mem, activator));
+      TRY(add_model(*std::get<std::shared_ptr<PciFunctionModel>>(dev), mem, activator));
   }
-  return d;
+  return {};
 }
 
 Result<uint8_t> PciDevices::add_model(PciFunctionModel& model, const GuestMemory& mem,

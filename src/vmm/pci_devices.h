@@ -61,6 +61,10 @@ class PciDevices {
   [[nodiscard]] static Result<std::unique_ptr<PciDevices>> create(
       KvmVm& vm, const GuestMemory& mem, std::vector<MadeDevice> devices,
       DeviceActivator* activator = nullptr);
+  /// add_virtio() / add_model() of each of `devices` in order (what create() does after making
+  /// the bus; firmware boots call it after the chipset took slots 0-1).
+  [[nodiscard]] Result<void> add_all(const GuestMemory& mem, std::vector<MadeDevice> devices,
+                                     DeviceActivator* activator);
   /// Resets every device (stopping their threads) before the functions go away.
   ~PciDevices();
 

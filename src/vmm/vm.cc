@@ -36,18 +36,7 @@ Result<void> Vm::build(const BootInputs& in) {
   const VmConfig& c = in.config;
   TRY(build_kvm(c.vcpus, x86::kTssAddr, x86::kIdentityMapAddr));
   // 2. Guest RAM and memslots.
-  auto specs = x86::ram_regions(c.memory_bytes);
-  ASSIGN_OR_RETURN(MemoryBackend backend,
-                   choose_memory_backend(c.memory_backend, c.devices, "--memory-backend"));
-  auto mem = GuestMemory::create(specs, backend);
-  if (!mem) {
-    if (backend == MemoryBackend::kAnon) return fail("--memory", mem.error().message());
-    return tl::unexpected(mem.error());  // names the backend, the region and its size
-  }
-  if (backend != MemoryBackend::kAnon)
-    spdlog::info("guest RAM: {} on {}{}", format_size(c.memory_bytes), memory_backend_name(backend),
-                 c.memory_backend ? "" : " (automatic: a vhost-user disk maps it)");
-  TRY(add_memory(std::move(*mem)));
+  TRY(build_ram(c));
 
   // 3. Kernel, initrd, command line, boot_params or start_info, firmware tables, page tables.
   uint64_t entry = 0;
@@ -88,6 +77,32 @@ Result<void> Vm::build(const BootInputs& in) {
       TRY(x86::setup_boot_vcpu(*vcpu, entry, boot_struct_gpa));
     }
   }
+  finish_build(in);
+  machine_.cmdline = c.cmdline;
+  machine_.kernel_path = c.kernel_path;
+  machine_.initrd_path = c.initrd_path.value_or("");
+  spdlog::debug("VM ready: {} vCPU(s), {} RAM, kernel entry {:#x}", c.vcpus,
+                format_size(c.memory_bytes), entry);
+  return {};
+}
+
+Result<void> Vm::build_ram(const VmConfig& c) {
+  auto specs = x86::ram_regions(c.memory_bytes);
+  ASSIGN_OR_RETURN(MemoryBackend backend,
+                   choose_memory_backend(c.memory_backend, c.devices, "--memory-backend"));
+  auto mem = GuestMemory::create(specs, backend);
+  if (!mem) {
+    if (backend == MemoryBackend::kAnon) return fail("--memory", mem.error().message());
+    return tl::unexpected(mem.error());  // names the backend, the region and its size
+  }
+  if (backend != MemoryBackend::kAnon)
+    spdlog::info("guest RAM: {} on {}{}", format_size(c.memory_bytes), memory_backend_name(backend),
+                 c.memory_backend ? "" : " (automatic: a vhost-user disk maps it)");
+  return add_memory(std::move(*mem));
+}
+
+void Vm::finish_build(const BootInputs& in) {
+  const VmConfig& c = in.config;
   build_stats();
   // Before the first KVM_RUN (start()): every exit of the guest is counted.
   if (c.kernel_exits) {
@@ -96,15 +111,9 @@ Result<void> Vm::build(const BootInputs& in) {
   }
   machine_.memory_bytes = c.memory_bytes;
   machine_.vcpus = c.vcpus;
-  machine_.cmdline = c.cmdline;
-  machine_.kernel_path = c.kernel_path;
-  machine_.initrd_path = c.initrd_path.value_or("");
   TERN_CHECK(in.devices.size() == c.devices.size());
   for (size_t i = 0; i < in.devices.size(); ++i)
     machine_.devices.push_back(save_device(c.devices[i], in.devices[i]));
-  spdlog::debug("VM ready: {} vCPU(s), {} RAM, kernel entry {:#x}", c.vcpus,
-                format_size(c.memory_bytes), entry);
-  return {};
 }
 
 Result<void> Vm::build_kvm(uint32_t vcpus, uint64_t tss_addr, uint64_t identity_map_addr) {

@@ -103,6 +103,10 @@ class Vm {
   /// `identity_map_addr` (outside RAM and every device or firmware range).
   Result<void> build_kvm(uint32_t vcpus, uint64_t tss_addr, uint64_t identity_map_addr);
   Result<void> add_memory(GuestMemory mem);
+  /// Guest RAM for `c` (layout.h ram_regions, the chosen backend) and its memslots.
+  Result<void> build_ram(const VmConfig& c);
+  /// Statistics, in-kernel exit accounting when asked, and machine_'s size and devices.
+  void finish_build(const BootInputs& in);
   /// The legacy devices and PCI bus 0; `firmware`: on the PC chipset (build_firmware_devices).
   Result<void> build_devices(const ConsoleTarget& console, const std::vector<MadeDevice>& devices,
                              bool firmware = false);

@@ -52,15 +52,7 @@ Result<void> Vm::build_firmware(const BootInputs& in) {
   TRY(kvm_->require(KVM_CAP_READONLY_MEM, "KVM_CAP_READONLY_MEM"));
 
   // 2. Guest RAM, as for a kernel boot (the same e820 layout: RAM below 3 GiB, the rest above 4).
-  auto specs = x86::ram_regions(c.memory_bytes);
-  ASSIGN_OR_RETURN(MemoryBackend backend,
-                   choose_memory_backend(c.memory_backend, c.devices, "--memory-backend"));
-  auto mem = GuestMemory::create(specs, backend);
-  if (!mem) {
-    if (backend == MemoryBackend::kAnon) return fail("--memory", mem.error().message());
-    return tl::unexpected(mem.error());
-  }
-  TRY(add_memory(std::move(*mem)));
+  TRY(build_ram(c));
 
   // 3. The image, read-only below 4 GiB, and its isa-bios copy below 1 MiB.
   TRY(map_firmware(in));
@@ -91,16 +83,7 @@ Result<void> Vm::build_firmware(const BootInputs& in) {
     ASSIGN_OR_RETURN(KvmVcpu * vcpu, add_vcpu(i, c.vcpus));
     TRY(x86::setup_reset_vcpu(*vcpu, /*bsp=*/i == 0, signature));
   }
-  build_stats();
-  if (c.kernel_exits) {
-    if (auto on = set_kernel_exits(true); !on)
-      spdlog::warn("{} (the VM runs without in-kernel exit accounting)", on.error().message());
-  }
-  machine_.memory_bytes = c.memory_bytes;
-  machine_.vcpus = c.vcpus;
-  TERN_CHECK(in.devices.size() == c.devices.size());
-  for (size_t i = 0; i < in.devices.size(); ++i)
-    machine_.devices.push_back(save_device(c.devices[i], in.devices[i]));
+  finish_build(in);
   spdlog::info("firmware boot: {} ({}, {}) at {:#x}..4 GiB, {} vCPU(s), {} RAM", *c.firmware_path,
                firmware::firmware_kind_name(in.firmware_info.kind),
                format_size(in.firmware_info.size), in.firmware_info.gpa(), c.vcpus,
@@ -148,12 +131,7 @@ Result<void> Vm::build_firmware_devices(const std::vector<MadeDevice>& devices) 
   };
   ASSIGN_OR_RETURN(chipset_, attach_pc_chipset(pci_->root(), pio_, std::move(hooks)));
   pci_->use_piix_intx();
-  for (const MadeDevice& dev : devices) {
-    if (auto* virtio = std::get_if<std::shared_ptr<VirtioDevice>>(&dev))
-      TRY(pci_->add_virtio(*virtio, *memory_, &activator_));
-    else
-      TRY(pci_->add_model(*std::get<std::shared_ptr<PciFunctionModel>>(dev), *memory_, &activator_));
-  }
+  TRY(pci_->add_all(*memory_, devices, &activator_));
   return pci_->attach(pio_, mmio_);
 }
 
