@@ -93,6 +93,18 @@ ovmf)
     LC_ALL=C grep -aq 'B.o.o.t.0.0.0.0' /tmp/vars.fd
     check ovmf-vars-kept $? "Boot0000 in the store after two runs"
     show ovmf2 ;;
+ovmf-novars)
+    # OVMF without a variable store (no pflash: OVMF keeps its variables in RAM), console and
+    # tern's stderr streamed: narrows down where the test host's TCG aborts.
+    : >/tmp/ovmfnv.out; : >/tmp/ovmfnv.err
+    tail -f /tmp/ovmfnv.out /tmp/ovmfnv.err 2>/dev/null | tr -c '[:print:]\n' ' ' | sed -u 's/^/FW-LIVE ovmf-novars: /' &
+    name=ovmfnv
+    echo "FW-INFO ovmfnv: tern run --firmware /fw/OVMF_CODE_4M.fd"
+    "$T" run --console file:/tmp/ovmfnv.out --firmware /fw/OVMF_CODE_4M.fd --memory 256M >/dev/null 2>/tmp/ovmfnv.err </dev/null &
+    vm_pid=$!
+    wait_vm "$FW_WAIT" /tmp/ovmfnv.out 'BdsDxe\|Shell>\|UEFI Interactive Shell'
+    check ovmf-novars-console $? "without --firmware-vars"
+    finish ovmfnv 10 ;;
 esac
 done
 [ "$fails" = 0 ]
