@@ -93,6 +93,16 @@ ovmf)
     LC_ALL=C grep -aq 'B.o.o.t.0.0.0.0' /tmp/vars.fd
     check ovmf-vars-kept $? "Boot0000 in the store after two runs"
     show ovmf2 ;;
+debian-bios)
+    # The bootable Debian image (L1's /dev/vda, a throw-away overlay) through SeaBIOS and its GRUB.
+    start debian-bios --firmware /fw/bios-256k.bin --memory 1G --disk path=/dev/vda
+    wait_vm "$FW_WAIT" /tmp/debian-bios.out 'GRUB\|Booting .*Debian\|Linux version'
+    check debian-bios-grub $? "the image's bootloader ran"
+    wait_vm 900 /tmp/debian-bios.out 'TERN-DEBIAN-MARKER'
+    check debian-bios-marker $? "$(tr -d '\r' </tmp/debian-bios.out | grep -a -m1 'TERN-DEBIAN-MARKER' | cut -c1-160)"
+    finish debian-bios 5; rc=$?
+    status_ok "$rc"; check debian-bios-exit $? "tern exit status $rc"
+    show debian-bios ;;
 ovmf-novars)
     # OVMF without a variable store (no pflash: OVMF keeps its variables in RAM), console and
     # tern's stderr streamed: narrows down where the test host's TCG aborts.
@@ -100,11 +110,12 @@ ovmf-novars)
     tail -f /tmp/ovmfnv.out /tmp/ovmfnv.err 2>/dev/null | tr -c '[:print:]\n' ' ' | sed -u 's/^/FW-LIVE ovmf-novars: /' &
     name=ovmfnv
     echo "FW-INFO ovmfnv: tern run --firmware /fw/OVMF_CODE_4M.fd"
-    "$T" run --console file:/tmp/ovmfnv.out --firmware /fw/OVMF_CODE_4M.fd --memory 256M >/dev/null 2>/tmp/ovmfnv.err </dev/null &
+    "$T" run --stats-on-exit --console file:/tmp/ovmfnv.out --firmware /fw/OVMF_CODE_4M.fd --memory 256M >/dev/null 2>/tmp/ovmfnv.err </dev/null &
     vm_pid=$!
     wait_vm "$FW_WAIT" /tmp/ovmfnv.out 'BdsDxe\|Shell>\|UEFI Interactive Shell'
     check ovmf-novars-console $? "without --firmware-vars"
-    finish ovmfnv 10 ;;
+    finish ovmfnv 10
+    sleep 1; sed "s/^/FW-ERR ovmfnv: /" /tmp/ovmfnv.err | tail -n 80 ;;
 esac
 done
 [ "$fails" = 0 ]

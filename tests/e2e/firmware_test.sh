@@ -6,6 +6,10 @@
 #              ends with a documented status (3: the guest's reboot, or still running: killed)
 #   grub-*     bios-256k.bin + Debian's grub-rescue-pc image (a BIOS-bootable hybrid ISO) as a
 #              read-only virtio-blk disk: a GRUB line on the console
+#   debian-bios-*  bios-256k.bin + the bootable BIOS/MBR Debian image (images/debian/build.sh
+#              --boot bios; FW_DEBIAN_BIOS_IMG, default build/images/debian-12-bios.img; L1 gets it as
+#              /dev/vda, never changed: --disk-snapshot) as virtio-blk: GRUB, then the guest's
+#              TERN-DEBIAN-MARKER line (case "debian-bios", not in the default list: it needs the image)
 #   ovmf-*     OVMF_CODE_4M.fd + a per-VM copy of OVMF_VARS_4M.fd (--firmware-vars, created from
 #              the template by tern): UEFI boot-manager lines or the shell prompt on the console;
 #              the store changed (OVMF wrote its boot options) and a second run keeps them
@@ -35,11 +39,20 @@ if [[ " $cases " == *" ovmf "* ]]; then
     need /usr/share/OVMF/OVMF_CODE_4M.fd ovmf
     cp -L /usr/share/OVMF/OVMF_CODE_4M.fd /usr/share/OVMF/OVMF_VARS_4M.fd "$extra/fw/"
 fi
+run_extra=()
+if [[ " $cases " == *" debian-bios "* ]]; then
+    img="${FW_DEBIAN_BIOS_IMG:-$repo/build/images/debian-12-bios.img}"
+    [[ -r "$img" ]] || th_die "$img missing: images/debian/build.sh --boot bios (or set FW_DEBIAN_BIOS_IMG)"
+    run_extra=(--disk "$img" --disk-snapshot --memory 4096
+        --modules "virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk")
+fi
 expected=()
 for c in $cases; do
     case "$c" in
     seabios) expected+=(seabios-banner seabios-no-boot-device seabios-alive seabios-exit) ;;
     grub) expected+=(grub-seabios-banner grub-line grub-exit) ;;
+    debian-bios) expected+=(debian-bios-grub debian-bios-marker debian-bios-exit) ;;
+    ovmf-novars) expected+=(ovmf-novars-console) ;;
     ovmf) expected+=(ovmf-console ovmf-vars-created ovmf-vars-written ovmf-exit ovmf-second-run ovmf-vars-kept) ;;
     esac
 done
@@ -48,7 +61,7 @@ mkdir -p "$(dirname "$log")"
 : >"$log"
 set +e
 th_run_retrying "$log" -- "$repo/testhost/run.sh" --scenario "$here/firmware_scenario.sh" --tern "$tern" \
-    --extra "$extra" --env "FW_CASES=$cases" --env "FW_WAIT=${FW_WAIT:-240}" --timeout 1500 \
+    --extra "$extra" ${run_extra[@]+"${run_extra[@]}"} --env "FW_CASES=$cases" --env "FW_WAIT=${FW_WAIT:-240}" --timeout 1500 \
     --log "$log" >/dev/null
 host_rc=$?
 set -e
