@@ -115,7 +115,7 @@ ovmf-novars)
     wait_vm "$FW_WAIT" /tmp/ovmfnv.out 'BdsDxe\|Shell>\|UEFI Interactive Shell'
     check ovmf-novars-console $? "without --firmware-vars"
     finish ovmfnv 10
-    sleep 1; sed "s/^/FW-ERR ovmfnv: /" /tmp/ovmfnv.err | tail -n 80 ;;
+    sed "s/^/FW-ERR ovmfnv: /" /tmp/ovmfnv.err | tail -n 80 ;;
 esac
 done
 [ "$fails" = 0 ]
