@@ -334,3 +334,33 @@ TEST_F(RunBadInput, SnapshotPathsThatAreNotUtf8AreRefusedByName) {
 
 }  // namespace
 }  // namespace tern
+
+namespace tern {
+namespace {
+
+// --firmware: bad input exits 1 naming the field, before the host check (a valid firmware on a
+// host without VMX/SVM exits 2, so validation came first).
+TEST(RunBadFirmwareInput, Refused) {
+  auto both = run_tern({"run", "--firmware", "/usr/share/seabios/bios-256k.bin", "--kernel", "k"});
+  EXPECT_EQ(both.status, 1);
+  EXPECT_NE(both.err.find("--firmware and --kernel cannot be combined: "), std::string::npos)
+      << both.err;
+  auto missing = run_tern({"run", "--firmware", "/nonexistent/bios.bin"});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("--firmware: "), std::string::npos) << missing.err;
+  // A file that is not firmware: this test binary (no reset-vector jump, odd size).
+  auto not_fw = run_tern({"run", "--firmware", "/proc/self/exe"});
+  EXPECT_EQ(not_fw.status, 1);
+  EXPECT_NE(not_fw.err.find("--firmware: "), std::string::npos) << not_fw.err;
+  auto vars = run_tern({"run", "--firmware", "/usr/share/seabios/bios-256k.bin", "--firmware-vars",
+                        "/tmp/tern-cli-vars.fd"});
+  if (fs::exists("/usr/share/seabios/bios-256k.bin")) {
+    EXPECT_EQ(vars.status, 1);
+    EXPECT_NE(vars.err.find("--firmware-vars: needs a UEFI --firmware"), std::string::npos)
+        << vars.err;
+  }
+  EXPECT_FALSE(fs::exists("/tmp/tern-cli-vars.fd"));  // nothing created for a refused run
+}
+
+}  // namespace
+}  // namespace tern
