@@ -31,7 +31,7 @@ finish() {
     wait "$vm_pid"
 }
 show() {  # show NAME: the console's last lines and tern's stderr, for the log
-    tr -d '\r' <"/tmp/$1.out" 2>/dev/null | tr -c '[:print:]\n' ' ' | tail -n 25 | sed "s/^/FW-CONSOLE $1: /"
+    tr -d '\r' <"/tmp/$1.out" 2>/dev/null | sed 's/[^ -~]/ /g' | tail -n 25 | sed "s/^/FW-CONSOLE $1: /"
     sed "s/^/FW-ERR $1: /" "/tmp/$1.err" 2>/dev/null | tail -n 20
 }
 start() {  # start NAME ARGS...: tern run in the background, console /tmp/NAME.out
@@ -63,7 +63,7 @@ grub)
     wait_vm "$FW_WAIT" /tmp/grub.out 'SeaBIOS (version'
     check grub-seabios-banner $? "SeaBIOS started"
     wait_vm "$FW_WAIT" /tmp/grub.out 'GRUB'
-    check grub-line $? "$(tr -d '\r' </tmp/grub.out | tr -c '[:print:]' ' ' | grep -ao '.\{0,20\}GRUB.\{0,40\}' | head -n 1)"
+    check grub-line $? "$(tr -d '\r' </tmp/grub.out | sed 's/[^ -~]/ /g' | grep -ao '.\{0,20\}GRUB.\{0,40\}' | head -n 1)"
     finish grub 5; rc=$?
     status_ok "$rc"; check grub-exit $? "tern exit status $rc"
     show grub ;;
@@ -71,11 +71,11 @@ ovmf)
     rm -f /tmp/vars.fd
     # Streamed as it comes (FW-LIVE): the test host's TCG has aborted while OVMF ran under tern.
     : >/tmp/ovmf.out
-    tail -f /tmp/ovmf.out 2>/dev/null | tr -c '[:print:]\n' ' ' | sed -u 's/^/FW-LIVE ovmf: /' &
+    tail -f /tmp/ovmf.out 2>/dev/null | sed 's/[^ -~]/ /g' | sed -u 's/^/FW-LIVE ovmf: /' &
     live=$!
     start ovmf --firmware /fw/OVMF_CODE_4M.fd --firmware-vars /tmp/vars.fd --memory 256M
     wait_vm "$FW_WAIT" /tmp/ovmf.out 'BdsDxe\|Shell>\|UEFI Interactive Shell'
-    check ovmf-console $? "$(tr -d '\r' </tmp/ovmf.out | tr -c '[:print:]\n' ' ' | grep -a -m1 'BdsDxe\|Shell' | cut -c1-100)"
+    check ovmf-console $? "$(tr -d '\r' </tmp/ovmf.out | sed 's/[^ -~]/ /g' | grep -a -m1 'BdsDxe\|Shell' | cut -c1-100)"
     [ -f /tmp/vars.fd ] && [ "$(wc -c </tmp/vars.fd)" = "$(wc -c </fw/OVMF_VARS_4M.fd)" ]
     check ovmf-vars-created $? "tern created the store from the template"
     finish ovmf 20; rc=$?
@@ -98,8 +98,8 @@ debian-bios)
     start debian-bios --firmware /fw/bios-256k.bin --memory 1G --disk path=/dev/vda
     wait_vm "$FW_WAIT" /tmp/debian-bios.out 'GRUB\|Booting .*Debian\|Linux version'
     check debian-bios-grub $? "the image's bootloader ran"
-    wait_vm 900 /tmp/debian-bios.out 'TERN-DEBIAN-MARKER'
-    check debian-bios-marker $? "$(tr -d '\r' </tmp/debian-bios.out | grep -a -m1 'TERN-DEBIAN-MARKER' | cut -c1-160)"
+    wait_vm 900 /tmp/debian-bios.out '^TERN-DEBIAN-MARKER'
+    check debian-bios-marker $? "$(tr -d '\r' </tmp/debian-bios.out | grep -a -m1 '^TERN-DEBIAN-MARKER' | cut -c1-160)"
     finish debian-bios 5; rc=$?
     status_ok "$rc"; check debian-bios-exit $? "tern exit status $rc"
     show debian-bios ;;
@@ -107,7 +107,7 @@ ovmf-novars)
     # OVMF without a variable store (no pflash: OVMF keeps its variables in RAM), console and
     # tern's stderr streamed: narrows down where the test host's TCG aborts.
     : >/tmp/ovmfnv.out; : >/tmp/ovmfnv.err
-    tail -f /tmp/ovmfnv.out /tmp/ovmfnv.err 2>/dev/null | tr -c '[:print:]\n' ' ' | sed -u 's/^/FW-LIVE ovmf-novars: /' &
+    tail -f /tmp/ovmfnv.out /tmp/ovmfnv.err 2>/dev/null | sed 's/[^ -~]/ /g' | sed -u 's/^/FW-LIVE ovmf-novars: /' &
     name=ovmfnv
     echo "FW-INFO ovmfnv: tern run --firmware /fw/OVMF_CODE_4M.fd"
     "$T" run --stats-on-exit --console file:/tmp/ovmfnv.out --firmware /fw/OVMF_CODE_4M.fd --memory 256M >/dev/null 2>/tmp/ovmfnv.err </dev/null &

@@ -35,7 +35,7 @@ if [[ " $cases " == *" grub "* ]]; then
     need /usr/lib/grub-rescue/grub-rescue-cdrom.iso grub-rescue-pc
     cp -L /usr/lib/grub-rescue/grub-rescue-cdrom.iso "$extra/fw/grub-rescue.img"
 fi
-if [[ " $cases " == *" ovmf "* ]]; then
+if [[ " $cases " == *" ovmf"* ]]; then
     need /usr/share/OVMF/OVMF_CODE_4M.fd ovmf
     cp -L /usr/share/OVMF/OVMF_CODE_4M.fd /usr/share/OVMF/OVMF_VARS_4M.fd "$extra/fw/"
 fi
