@@ -93,16 +93,22 @@ ovmf)
     LC_ALL=C grep -aq 'B.o.o.t.0.0.0.0' /tmp/vars.fd
     check ovmf-vars-kept $? "Boot0000 in the store after two runs"
     show ovmf2 ;;
-debian-bios)
-    # The bootable Debian image (L1's /dev/vda, a throw-away overlay) through SeaBIOS and its GRUB.
-    start debian-bios --firmware /fw/bios-256k.bin --memory 1G --disk path=/dev/vda
-    wait_vm "$FW_WAIT" /tmp/debian-bios.out 'GRUB\|Booting .*Debian\|Linux version'
-    check debian-bios-grub $? "the image's bootloader ran"
-    wait_vm 900 /tmp/debian-bios.out '^TERN-DEBIAN-MARKER'
-    check debian-bios-marker $? "$(tr -d '\r' </tmp/debian-bios.out | grep -a -m1 '^TERN-DEBIAN-MARKER' | cut -c1-160)"
-    finish debian-bios 5; rc=$?
-    status_ok "$rc"; check debian-bios-exit $? "tern exit status $rc"
-    show debian-bios ;;
+debian-bios | debian-bios-nvme-2cpu)
+    # The bootable Debian image (L1's /dev/vda, a throw-away overlay) through SeaBIOS and its GRUB:
+    # from virtio-blk on 1 vCPU, or from NVMe on 2 vCPUs (the marker then says root=/dev/nvme0n1p1
+    # and vcpus=2).
+    if [ "$c" = debian-bios ]; then disk=path=/dev/vda cpus=1 root=/dev/vda1
+    else disk=path=/dev/vda,interface=nvme cpus=2 root=/dev/nvme0n1p1; fi
+    start "$c" --firmware /fw/bios-256k.bin --memory 1G --cpus "$cpus" --disk "$disk"
+    wait_vm "$FW_WAIT" "/tmp/$c.out" 'GRUB\|Booting .*Debian\|Linux version'
+    check "$c-grub" $? "the image's bootloader ran"
+    wait_vm 900 "/tmp/$c.out" '^TERN-DEBIAN-MARKER'
+    line=$(tr -d '\r' <"/tmp/$c.out" | grep -a -m1 '^TERN-DEBIAN-MARKER' | cut -c1-160)
+    case "$line" in *state=running*failed=0*root=$root*vcpus=$cpus*) ok=0 ;; *) ok=1 ;; esac
+    check "$c-marker" $ok "${line:-no marker}"
+    finish "$c" 5; rc=$?
+    status_ok "$rc"; check "$c-exit" $? "tern exit status $rc"
+    show "$c" ;;
 ovmf-novars)
     # OVMF without a variable store (no pflash: OVMF keeps its variables in RAM), console and
     # tern's stderr streamed: narrows down where the test host's TCG aborts.

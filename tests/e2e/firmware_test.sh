@@ -9,7 +9,9 @@
 #   debian-bios-*  bios-256k.bin + the bootable BIOS/MBR Debian image (images/debian/build.sh
 #              --boot bios; FW_DEBIAN_BIOS_IMG, default build/images/debian-12-bios.img; L1 gets it as
 #              /dev/vda, never changed: --disk-snapshot) as virtio-blk: GRUB, then the guest's
-#              TERN-DEBIAN-MARKER line (case "debian-bios", not in the default list: it needs the image)
+#              TERN-DEBIAN-MARKER line (state=running, failed=0, root on that disk); case
+#              "debian-bios" (virtio-blk, 1 vCPU; default when the image exists) and
+#              "debian-bios-nvme-2cpu" (NVMe, 2 vCPUs)
 #   ovmf-*     OVMF_CODE_4M.fd + a per-VM copy of OVMF_VARS_4M.fd (--firmware-vars, created from
 #              the template by tern): UEFI boot-manager lines or the shell prompt on the console;
 #              the store changed (OVMF wrote its boot options) and a second run keeps them
@@ -45,7 +47,7 @@ if [[ " $cases " == *" ovmf"* ]]; then
     cp -L /usr/share/OVMF/OVMF_CODE_4M.fd /usr/share/OVMF/OVMF_VARS_4M.fd "$extra/fw/"
 fi
 run_extra=()
-if [[ " $cases " == *" debian-bios "* ]]; then
+if [[ " $cases " == *" debian-bios"* ]]; then
     img="${FW_DEBIAN_BIOS_IMG:-$repo/build/images/debian-12-bios.img}"
     [[ -r "$img" ]] || th_die "$img missing: images/debian/build.sh --boot bios (or set FW_DEBIAN_BIOS_IMG)"
     run_extra=(--disk "$img" --disk-snapshot --memory 4096
@@ -56,7 +58,7 @@ for c in $cases; do
     case "$c" in
     seabios) expected+=(seabios-banner seabios-no-boot-device seabios-alive seabios-exit) ;;
     grub) expected+=(grub-seabios-banner grub-line grub-exit) ;;
-    debian-bios) expected+=(debian-bios-grub debian-bios-marker debian-bios-exit) ;;
+    debian-bios | debian-bios-nvme-2cpu) expected+=("$c-grub" "$c-marker" "$c-exit") ;;
     ovmf-novars) expected+=(ovmf-novars-console) ;;
     ovmf) expected+=(ovmf-console ovmf-vars-created ovmf-vars-written ovmf-exit ovmf-second-run ovmf-vars-kept) ;;
     esac
