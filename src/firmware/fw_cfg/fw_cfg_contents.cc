@@ -5,6 +5,7 @@
 #include "arch/x86/acpi.h"
 #include "arch/x86/layout.h"
 #include "firmware/fw_cfg/fw_cfg_acpi.h"
+#include "firmware/fw_cfg/fw_cfg_smbios.h"
 
 namespace tern::fw_cfg {
 
@@ -83,6 +84,8 @@ Result<FwCfgItems> build_fw_cfg_items(const FwCfgMachine& m) {
   acpi.pm_base = m.acpi_pm_base;
   acpi.pm_timer = m.acpi_pm_timer;
   TRY(add_acpi_files(items, acpi));
+
+  TRY(add_smbios_files(items, SmbiosMachine{m.num_vcpus, x86::ram_regions(m.ram_bytes)}));
 
   const std::string order = boot_order_file(m.boot_order);
   // With its NUL: OVMF refuses a "bootorder" whose last byte is not 0 (QemuBootOrderLib

@@ -59,9 +59,8 @@ struct FwCfgMachine {
 /// - numbered: kNbCpus, kMaxCpus (le16), kRamSize (le64), kNoGraphic (le16), kBootMenu = 0;
 /// - files: "etc/e820" (firmware_e820 as {le64 address, le64 length, le32 type} each),
 ///   "etc/acpi/tables", "etc/acpi/rsdp", "etc/table-loader" (fw_cfg_acpi.h), "bootorder",
-///   "etc/boot-fail-wait" (le32 ms), "etc/sercon-port" (le16).
-/// No SMBIOS yet: SeaBIOS then builds its own tables (smbios_legacy_setup); OVMF only forwards
-/// what "etc/smbios/*" holds.
+///   "etc/boot-fail-wait" (le32 ms), "etc/sercon-port" (le16), "etc/smbios/smbios-anchor" and
+///   "etc/smbios/smbios-tables" (fw_cfg_smbios.h).
 /// Errors (op "fw_cfg") name the field: vCPU counts out of range, RAM of 0 or not a multiple of
 /// 4 KiB, a PCI slot > 31 or function > 7.
 [[nodiscard]] Result<FwCfgItems> build_fw_cfg_items(const FwCfgMachine& m);

@@ -45,7 +45,8 @@ TEST(FwCfgContents, Files) {
   ASSERT_TRUE(items.has_value());
   EXPECT_THAT(items->file_names(),
               ElementsAre("bootorder", "etc/acpi/rsdp", "etc/acpi/tables", "etc/boot-fail-wait",
-                          "etc/e820", "etc/sercon-port", "etc/table-loader"));
+                          "etc/e820", "etc/sercon-port", "etc/smbios/smbios-anchor",
+                          "etc/smbios/smbios-tables", "etc/table-loader"));
   EXPECT_EQ(le(*items->file("etc/boot-fail-wait"), 0, 4), 5000u);
   EXPECT_EQ(items->file("etc/boot-fail-wait")->size(), 4u);
   EXPECT_THAT(*items->file("etc/sercon-port"), ElementsAre(0xF8, 0x03));

@@ -10,8 +10,8 @@
 // from the ports is what the spec says, and guest memory equals the shadow — so DMA never writes
 // outside the buffer it was given, never more than the item, and reports ERROR exactly when the
 // request is refused.
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
