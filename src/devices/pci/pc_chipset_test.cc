@@ -30,7 +30,9 @@ TEST(PcChipsetTest, FunctionsAndIdentitiesAsQemuPc) {
 TEST(PcChipsetTest, DevicesAddedLaterStartAtSlotTwo) {
   PcChipsetRig rig;
   auto other = std::make_shared<I440fxHostBridge>();  // any PciDevice
+  EXPECT_EQ(rig.root.next_free_slot(), 2u);
   EXPECT_EQ(*rig.root.add(other), 2u);
+  EXPECT_EQ(rig.root.next_free_slot(), 3u);
   EXPECT_FALSE(rig.root.add_function(1, 3, other));  // taken
   EXPECT_FALSE(rig.root.add_function(0, 0, other));  // the host bridge's place
   EXPECT_FALSE(rig.root.add_function(3, 8, other));
