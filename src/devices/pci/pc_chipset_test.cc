@@ -114,6 +114,27 @@ TEST(PcChipsetTest, PmBlockAnswersOnlyOncePmioseIsSet) {
   EXPECT_EQ(rig.in(tmr, 4), 3'579'545u);
 }
 
+TEST(PcChipsetTest, Piix4PmConfigRegisters) {
+  PcChipsetRig rig;
+  EXPECT_EQ(rig.cfg_read(1, 3, 0x40, 4), 1u);  // PMBA: I/O indicator only
+  rig.cfg_write(1, 3, 0x40, 0xFFFFFFFE, 4);
+  EXPECT_EQ(rig.cfg_read(1, 3, 0x40, 4), 0xFFC1u);  // bits 15:6 and the hardwired bit 0
+  EXPECT_EQ(rig.chipset->pm->pm_base(), 0xFFC0u);
+  // DEVACTB.APMC_EN reads set (SMM "already initialised") and cannot be cleared.
+  EXPECT_EQ(rig.cfg_read(1, 3, 0x58, 4), 0x02000000u);
+  rig.cfg_write(1, 3, 0x58, 0, 4);
+  EXPECT_EQ(rig.cfg_read(1, 3, 0x58, 4), 0x02000000u);
+  rig.cfg_write(1, 3, 0x80, 0xFF, 1);
+  EXPECT_EQ(rig.cfg_read(1, 3, 0x80, 1), 1u);  // PMIOSE only
+  EXPECT_TRUE(rig.chipset->pm->io_enabled());
+  // SMBus base (90h) stays 0: Linux's i2c-piix4 then leaves the SMBus alone.
+  rig.cfg_write(1, 3, 0x90, 0xB101, 4);
+  EXPECT_EQ(rig.cfg_read(1, 3, 0x90, 4), 0u);
+  // The command register's I/O bit (OVMF sets it) is writable.
+  rig.cfg_write(1, 3, 0x04, 1, 2);
+  EXPECT_EQ(rig.cfg_read(1, 3, 0x04, 2), 1u);
+}
+
 TEST(PcChipsetTest, PmbaElsewhereIsCountedAndNotDecoded) {
   PcChipsetRig rig;
   rig.cfg_write(1, 3, 0x40, 0x6001, 4);
