@@ -18,6 +18,12 @@
 
 namespace tern {
 
+/// Subsystem vendor/ID QEMU gives every PCI function ("Red Hat, Inc." / "QEMU Virtual Machine").
+/// SeaBIOS's qemu_detect() requires them on the host bridge before it believes it runs on QEMU
+/// (and then uses fw_cfg, its QEMU memory and PCI setup); the chipset functions all carry them.
+inline constexpr uint16_t kQemuSubsystemVendorId = 0x1af4;
+inline constexpr uint16_t kQemuSubsystemId = 0x1100;
+
 /// A chipset function: configuration space only (no memory BARs, so bar_read() reads all-ones).
 /// Subclasses declare their device-specific registers' write masks in the constructor
 /// (PciConfigSpace::set_write_mask) and may override on_config_write() to act on a write after

@@ -28,8 +28,8 @@ uint8_t smram_after(uint8_t old, uint8_t wanted) {
 I440fxHostBridge::I440fxHostBridge(PamHook on_pam_change)
     : ChipsetFunction(PciIdentity{.vendor_id = kVendorId,
                                   .device_id = kDeviceId,
-                                  .subsystem_vendor_id = 0,
-                                  .subsystem_id = 0,
+                                  .subsystem_vendor_id = kQemuSubsystemVendorId,
+                                  .subsystem_id = kQemuSubsystemId,
                                   .revision = kRevision,
                                   .class_code = 0x060000,  // bridge, host bridge
                                   .interrupt_pin = 0,

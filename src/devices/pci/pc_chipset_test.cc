@@ -17,6 +17,8 @@ TEST(PcChipsetTest, FunctionsAndIdentitiesAsQemuPc) {
   EXPECT_EQ(rig.cfg_read(0, 0, 0x08, 1), 0x02u);        // revision
   EXPECT_EQ(rig.cfg_read(0, 0, 0x08, 4) >> 8, 0x060000u);
   EXPECT_EQ(rig.cfg_read(0, 0, 0x0E, 1), 0x00u);        // single function
+  // SeaBIOS's qemu_detect() wants QEMU's subsystem IDs on 00:00.0.
+  EXPECT_EQ(rig.cfg_read(0, 0, 0x2C, 4), 0x11001af4u);
   EXPECT_EQ(rig.cfg_read(1, 0, 0x00, 4), 0x70008086u);  // PIIX3 ISA bridge
   EXPECT_EQ(rig.cfg_read(1, 0, 0x08, 4) >> 8, 0x060100u);
   EXPECT_EQ(rig.cfg_read(1, 0, 0x0E, 1), 0x80u);        // multi-function

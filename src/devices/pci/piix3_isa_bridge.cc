@@ -24,8 +24,8 @@ constexpr uint16_t kRoutableIrqs = 0xDEF8;
 Piix3IsaBridge::Piix3IsaBridge(PirqHook on_pirq_route)
     : ChipsetFunction(PciIdentity{.vendor_id = kVendorId,
                                   .device_id = kDeviceId,
-                                  .subsystem_vendor_id = 0,
-                                  .subsystem_id = 0,
+                                  .subsystem_vendor_id = kQemuSubsystemVendorId,
+                                  .subsystem_id = kQemuSubsystemId,
                                   .revision = 0,
                                   .class_code = 0x060100,  // bridge, ISA bridge
                                   .interrupt_pin = 0,

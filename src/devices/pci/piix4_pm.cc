@@ -58,8 +58,8 @@ Result<void> PmTimer::restore_state(snap::ByteReader& r) {
 Piix4Pm::Piix4Pm()
     : ChipsetFunction(PciIdentity{.vendor_id = kVendorId,
                                   .device_id = kDeviceId,
-                                  .subsystem_vendor_id = 0,
-                                  .subsystem_id = 0,
+                                  .subsystem_vendor_id = kQemuSubsystemVendorId,
+                                  .subsystem_id = kQemuSubsystemId,
                                   .revision = kRevision,
                                   .class_code = 0x068000,  // bridge, other
                                   .interrupt_pin = 1,      // INTA#
