@@ -9,7 +9,9 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "arch/x86/layout.h"
@@ -26,7 +28,6 @@ namespace {
 
 constexpr uint64_t kRam = 64 * MiB;
 constexpr uint64_t kBiosSize = 256 * 1024;
-constexpr uint64_t kBiosBase = x86::kHoleEnd - kBiosSize;
 constexpr uint64_t kAliasSize = 128 * 1024;  // the last 128 KiB, also at 0xE0000
 
 /// QEMU's debugcon at 0x402: reads 0xE9 (SeaBIOS checks it), collects the text and posts a stop
@@ -59,75 +60,106 @@ class DebugCon final : public BusDevice {
   bool posted_ = false;
 };
 
-TEST(SeaBiosOnPcChipset, PostFindsTheChipset) {
-  std::ifstream f("/usr/share/seabios/bios-256k.bin", std::ios::binary);
-  if (!f) GTEST_SKIP() << "no /usr/share/seabios/bios-256k.bin (Debian package seabios)";
-  std::vector<uint8_t> bios((std::istreambuf_iterator<char>(f)), {});
-  ASSERT_EQ(bios.size(), kBiosSize);
-  auto sys = KvmSystem::open();
-  if (!sys) GTEST_SKIP() << "/dev/kvm not available";
-  auto vm = sys->create_vm();
-  ASSERT_TRUE(vm) << vm.error().message();
-  ASSERT_TRUE(vm->set_tss_addr(x86::kTssAddr));
-  ASSERT_TRUE(vm->create_irqchip());
-  ASSERT_TRUE(vm->create_pit2());
-  const RegionSpec spec[] = {{0, kRam}, {kBiosBase, kBiosSize}};
-  auto mem = GuestMemory::create(spec);
-  ASSERT_TRUE(mem) << mem.error().message();
-  for (uint32_t i = 0; i < 2; ++i) {
-    const auto& r = mem->regions()[i];
-    ASSERT_TRUE(vm->set_user_memory_region(i, r.gpa, r.size, r.host));
-  }
-  // The firmware boot path's preload: the image at 4 GiB - 256 KiB, its last 128 KiB at 0xE0000.
-  ASSERT_TRUE(mem->write(kBiosBase, bios));
-  ASSERT_TRUE(mem->write(x86::kAcpiStart, std::span<const uint8_t>(bios).last(kAliasSize)));
+std::vector<uint8_t> read_file(const char* path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return {};
+  return {std::istreambuf_iterator<char>(f), {}};
+}
 
+/// A firmware VM on the PC chipset: RAM from 0, `image` ending at 4 GiB (its last 128 KiB also at
+/// 0xE0000, as the firmware boot path preloads it), CMOS memory bytes, the in-kernel irqchip and
+/// PIT, one vCPU at the reset vector, QEMU's debugcon at 0x402.
+struct FirmwareVm {
+  bool create(std::span<const uint8_t> image, uint64_t ram, std::string until) {
+    auto s = KvmSystem::open();
+    if (!s) return false;
+    sys.emplace(std::move(*s));
+    auto v = sys->create_vm();
+    EXPECT_TRUE(v) << v.error().message();
+    vm.emplace(std::move(*v));
+    EXPECT_TRUE(vm->set_tss_addr(x86::kTssAddr));
+    EXPECT_TRUE(vm->create_irqchip());
+    EXPECT_TRUE(vm->create_pit2());
+    const RegionSpec spec[] = {{0, ram}, {x86::kHoleEnd - image.size(), image.size()}};
+    auto m = GuestMemory::create(spec);
+    EXPECT_TRUE(m) << m.error().message();
+    mem.emplace(std::move(*m));
+    for (uint32_t i = 0; i < 2; ++i) {
+      const auto& r = mem->regions()[i];
+      EXPECT_TRUE(vm->set_user_memory_region(i, r.gpa, r.size, r.host));
+    }
+    EXPECT_TRUE(mem->write(x86::kHoleEnd - image.size(), image));
+    EXPECT_TRUE(mem->write(x86::kAcpiStart, image.last(kAliasSize)));
+    PcChipsetHooks hooks;
+    hooks.on_reset = [this] { ++resets; };
+    auto c = attach_pc_chipset(root, pio, std::move(hooks));
+    EXPECT_TRUE(c) << c.error().message();
+    chipset = std::move(*c);
+    EXPECT_TRUE(root.attach(pio, mmio));
+    set_cmos_memory(*cmos, {.below_4g = ram, .above_4g = 0, .cpus = 1});
+    EXPECT_TRUE(pio.insert(cmos, x86::kCmosPort, CmosRtc::kPortCount));
+    con = std::make_shared<DebugCon>(stop, std::move(until));
+    EXPECT_TRUE(pio.insert(con, 0x402, 1));
+    auto vcpu = vm->create_vcpu(0);  // KVM's reset state: F000:FFF0, real mode
+    EXPECT_TRUE(vcpu) << vcpu.error().message();
+    // No KVM_SET_CPUID2: SeaBIOS then does not see KVM and times itself with the PM timer
+    // (with KVM's CPUID it takes kvmclock and never reads PMTMR).
+    VcpuThread::install_kick_handler();
+    thread = std::make_unique<VcpuThread>(std::move(*vcpu), pio, mmio, stop);
+    return true;
+  }
+  /// Runs until the marker (or `seconds` pass: a missing marker is the failure).
+  StopEvent run(int seconds) {
+    thread->start();
+    std::thread watchdog([&] {
+      for (int i = 0; i < seconds * 10 && !stop.posted(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      stop.post(StopEvent{StopKind::kStopped, 0, 0, "watchdog"});
+    });
+    StopEvent e = stop.wait();
+    thread->stop();
+    thread->join();
+    watchdog.join();
+    return e;
+  }
+
+  std::optional<KvmSystem> sys;
+  std::optional<KvmVm> vm;
+  std::optional<GuestMemory> mem;
   Bus pio{"pio"}, mmio{"mmio"};
   StopLatch stop;
-  PciRoot root(x86::kPciMmioStart, x86::kPciMmioEnd - x86::kPciMmioStart);
+  PciRoot root{x86::kPciMmioStart, x86::kPciMmioEnd - x86::kPciMmioStart};
+  std::unique_ptr<PcChipset> chipset;
+  std::shared_ptr<CmosRtc> cmos = std::make_shared<CmosRtc>();
+  std::shared_ptr<DebugCon> con;
+  std::unique_ptr<VcpuThread> thread;
   int resets = 0;
-  PcChipsetHooks hooks;
-  hooks.on_reset = [&] { ++resets; };
-  auto chipset = attach_pc_chipset(root, pio, std::move(hooks));
-  ASSERT_TRUE(chipset) << chipset.error().message();
-  ASSERT_TRUE(root.attach(pio, mmio));
-  auto cmos = std::make_shared<CmosRtc>();
-  set_cmos_memory(*cmos, {.below_4g = kRam, .above_4g = 0, .cpus = 1});
-  ASSERT_TRUE(pio.insert(cmos, x86::kCmosPort, CmosRtc::kPortCount));
-  // The end of POST: every setup step done, the boot attempts (no disks here) failed.
-  auto con = std::make_shared<DebugCon>(stop, "No bootable device.");
-  ASSERT_TRUE(pio.insert(con, 0x402, 1));
+};
 
-  auto vcpu = vm->create_vcpu(0);  // KVM's reset state: F000:FFF0, real mode
-  ASSERT_TRUE(vcpu) << vcpu.error().message();
-  VcpuThread::install_kick_handler();
-  VcpuThread thread(std::move(*vcpu), pio, mmio, stop);
-  thread.start();
-  std::thread watchdog([&] {
-    // Generous: TCG-nested test hosts are slow. A missing marker is the failure.
-    for (int i = 0; i < 600 && !stop.posted(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    stop.post(StopEvent{StopKind::kStopped, 0, 0, "watchdog"});
-  });
-  StopEvent e = stop.wait();
-  thread.stop();
-  thread.join();
-  watchdog.join();
-  const std::string log = con->text();
+TEST(SeaBiosOnPcChipset, PostFindsTheChipset) {
+  const auto bios = read_file("/usr/share/seabios/bios-256k.bin");
+  if (bios.empty()) GTEST_SKIP() << "no /usr/share/seabios/bios-256k.bin (Debian package seabios)";
+  ASSERT_EQ(bios.size(), kBiosSize);
+  FirmwareVm fw;
+  // The end of POST: every setup step done, the boot attempts (no disks here) failed.
+  if (!fw.create(bios, kRam, "No bootable device.")) GTEST_SKIP() << "/dev/kvm not available";
+  StopEvent e = fw.run(60);
+  const std::string log = fw.con->text();
   EXPECT_EQ(e.kind, StopKind::kPowerOff) << e.detail << "\n" << log;
   EXPECT_NE(log.find("Running on QEMU (i440fx)"), std::string::npos) << log;
   EXPECT_NE(log.find("RamSize: 0x04000000 [cmos]"), std::string::npos) << log;
   EXPECT_NE(log.find("PIIX3/PIIX4 init: elcr=00 0c"), std::string::npos) << log;
   EXPECT_NE(log.find("Using pmtimer, ioport 0xb008"), std::string::npos) << log;
   EXPECT_EQ(log.find("Unable to unlock ram"), std::string::npos) << log;
-  EXPECT_EQ((*chipset)->isa_bridge->pirq_irq(0), 10);
-  EXPECT_EQ((*chipset)->isa_bridge->pirq_irq(3), 11);
-  // make_bios_readonly() before int 19: the F segment reads from RAM, writes are off (stored; tern
-  // does not enforce it).
-  EXPECT_EQ((*chipset)->host_bridge->pam(0), 0x10);
-  EXPECT_TRUE((*chipset)->pm->io_enabled());
-  EXPECT_EQ((*chipset)->pm->pm_base(), x86::kPiix4PmBase);
-  EXPECT_EQ(resets, 0);
+  PcChipset& c = *fw.chipset;
+  EXPECT_EQ(c.isa_bridge->pirq_irq(0), 10);
+  EXPECT_EQ(c.isa_bridge->pirq_irq(3), 11);
+  // make_bios_readonly() before int 19: the F segment reads from RAM, writes are off (stored;
+  // tern does not enforce it).
+  EXPECT_EQ(c.host_bridge->pam(0), 0x10);
+  EXPECT_TRUE(c.pm->io_enabled());
+  EXPECT_EQ(c.pm->pm_base(), x86::kPiix4PmBase);
+  EXPECT_EQ(fw.resets, 0);
 }
 
 }  // namespace
