@@ -9,12 +9,20 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
+#include "devices/device_state.h"
 #include "devices/pci/pci_config_space.h"
 #include "devices/pci/pci_device.h"
 #include "devices/pci/pci_registers.h"
 #include "snapshot/codec.h"
 
 namespace tern {
+
+/// Subsystem vendor/ID QEMU gives every PCI function ("Red Hat, Inc." / "QEMU Virtual Machine").
+/// SeaBIOS's qemu_detect() requires them on the host bridge before it believes it runs on QEMU
+/// (and then uses fw_cfg, its QEMU memory and PCI setup); the chipset functions all carry them.
+inline constexpr uint16_t kQemuSubsystemVendorId = 0x1af4;
+inline constexpr uint16_t kQemuSubsystemId = 0x1100;
 
 /// A chipset function: configuration space only (no memory BARs, so bar_read() reads all-ones).
 /// Subclasses declare their device-specific registers' write masks in the constructor
@@ -41,6 +49,27 @@ class ChipsetFunction : public PciDevice {
   }
   void bar_write(uint8_t, uint64_t, std::span<const uint8_t>) override {}
 
+  /// Snapshot (version 1): the 256-byte configuration space as the guest sees it.
+  void save_state(snap::ByteWriter& w) const {
+    std::lock_guard lock(mu_);
+    w.u32(kStateVersion);
+    config_.save_state(w);
+  }
+  /// Restores save_state()'s bytes: bits the guest cannot write must match, and the function's
+  /// own check (check_restored_locked) must pass, else nothing changes. Errors name name().
+  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r) {
+    TRY(devstate::expect_version(r, name(), kStateVersion));
+    std::lock_guard lock(mu_);
+    const PciConfigSpace before = config_;
+    TRY(config_.restore_state(r, name()));
+    if (auto ok = check_restored_locked(); !ok) {
+      config_ = before;
+      return ok;
+    }
+    after_restore_locked();
+    return {};
+  }
+
  protected:
   explicit ChipsetFunction(const PciIdentity& id) : config_(id) {}
   /// Called under mu_ after a guest write of `len` (1..4) bytes at `offset` went through the
@@ -50,11 +79,16 @@ class ChipsetFunction : public PciDevice {
     (void)len;
     (void)old;
   }
+  /// Refuses restored register values the guest could not have produced (under mu_).
+  [[nodiscard]] virtual Result<void> check_restored_locked() { return {}; }
+  /// Publishes restored registers (hooks, cached values; under mu_).
+  virtual void after_restore_locked() {}
   /// True when [offset, offset+len) covers register byte `reg`.
   static bool covers(uint32_t offset, size_t len, uint32_t reg) {
     return reg >= offset && reg < offset + len;
   }
 
+  static constexpr uint32_t kStateVersion = 1;
   mutable std::mutex mu_;
   PciConfigSpace config_;
 };

@@ -8,7 +8,6 @@ namespace tern {
 
 namespace {
 constexpr std::string_view kDev = "i440fx";
-constexpr uint32_t kVersion = 1;
 constexpr uint8_t kPam0Mask = 0x30;       // HIENABLE only: PAM0's low nibble is reserved
 constexpr uint8_t kPamMask = 0x33;        // LOENABLE and HIENABLE
 constexpr uint8_t kSmramWritable = 0x78;  // D_OPEN, D_CLS, D_LCK, G_SMRAME
@@ -29,8 +28,8 @@ uint8_t smram_after(uint8_t old, uint8_t wanted) {
 I440fxHostBridge::I440fxHostBridge(PamHook on_pam_change)
     : ChipsetFunction(PciIdentity{.vendor_id = kVendorId,
                                   .device_id = kDeviceId,
-                                  .subsystem_vendor_id = 0,
-                                  .subsystem_id = 0,
+                                  .subsystem_vendor_id = kQemuSubsystemVendorId,
+                                  .subsystem_id = kQemuSubsystemId,
                                   .revision = kRevision,
                                   .class_code = 0x060000,  // bridge, host bridge
                                   .interrupt_pin = 0,
@@ -77,25 +76,16 @@ void I440fxHostBridge::reset() {
   }
 }
 
-void I440fxHostBridge::save_state(snap::ByteWriter& w) const {
-  std::lock_guard lock(mu_);
-  w.u32(kVersion);
-  config_.save_state(w);
+Result<void> I440fxHostBridge::check_restored_locked() {
+  const uint8_t smram = config_.read8(kSmram);
+  if ((smram & kSmramDLck) && (smram & kSmramDOpen))
+    return devstate::bad_field(kDev, "smram", "D_OPEN and D_LCK both set");
+  return {};
 }
 
-Result<void> I440fxHostBridge::restore_state(snap::ByteReader& r) {
-  TRY(devstate::expect_version(r, kDev, kVersion));
-  std::lock_guard lock(mu_);
-  const PciConfigSpace before = config_;
-  TRY(config_.restore_state(r, kDev));
-  const uint8_t smram = config_.read8(kSmram);
-  if ((smram & kSmramDLck) && (smram & kSmramDOpen)) {
-    config_ = before;
-    return devstate::bad_field(kDev, "smram", "D_OPEN and D_LCK both set");
-  }
+void I440fxHostBridge::after_restore_locked() {
   if (on_pam_change_)
     for (unsigned i = 0; i < kPamCount; ++i) on_pam_change_(i, config_.read8(kPam0 + i));
-  return {};
 }
 
 }  // namespace tern

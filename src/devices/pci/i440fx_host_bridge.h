@@ -56,14 +56,13 @@ class I440fxHostBridge final : public ChipsetFunction {
 
   /// Power-on values (PAM 00h, SMRAM 02h, command 0); calls on_pam_change for PAMs that change.
   void reset();
-  /// Snapshot (version 1): the 256-byte configuration space.
-  void save_state(snap::ByteWriter& w) const;
-  /// Restores save_state()'s bytes (read-only bits must match; an SMRAM value D_LCK could not
-  /// reach is refused); calls on_pam_change for every PAM register. Errors name "i440fx".
-  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
+  // Snapshot: ChipsetFunction::save_state/restore_state (an SMRAM value D_LCK could not reach
+  // is refused; restore calls on_pam_change for every PAM register).
 
  protected:
   void on_config_write(uint32_t offset, size_t len, const std::array<uint8_t, 4>& old) override;
+  Result<void> check_restored_locked() override;
+  void after_restore_locked() override;
 
  private:
   PamHook on_pam_change_;

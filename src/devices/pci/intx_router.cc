@@ -1,6 +1,7 @@
 #include "devices/pci/intx_router.h"
 
 #include "base/result.h"
+#include "devices/device_state.h"
 
 namespace tern {
 
@@ -38,7 +39,6 @@ void IntxRouter::set(unsigned source, uint32_t irq, bool level) {
   if (irq >= kIrqs) return;  // not wired (0xFF) or out of range: nothing to drive
   std::lock_guard lock(mu_);
   const uint64_t bit = uint64_t{1} << source;
-  const bool was = asserted_[irq] != 0;
   if (level)
     asserted_[irq] |= bit;
   else
@@ -46,7 +46,37 @@ void IntxRouter::set(unsigned source, uint32_t irq, bool level) {
   const bool now = asserted_[irq] != 0;
   // A raise is always passed on (the edge an edge-triggered pin needs); a lower only when no
   // other source still asserts the line.
-  if (level || was != now) platform_.set_irq_level(irq, now);
+  if (level || !now) platform_.set_irq_level(irq, now);
+}
+
+namespace {
+constexpr uint32_t kVersion = 1;
+constexpr std::string_view kDev = "intx-router";
+}  // namespace
+
+void IntxRouter::save_state(snap::ByteWriter& w) const {
+  std::lock_guard lock(mu_);
+  w.u32(kVersion);
+  w.u32(sources_);
+  for (uint64_t a : asserted_) w.u64(a);
+}
+
+Result<void> IntxRouter::restore_state(snap::ByteReader& r) {
+  TRY(devstate::expect_version(r, kDev, kVersion));
+  ASSIGN_OR_RETURN(uint32_t n, devstate::named(kDev, "sources", r.u32()));
+  std::array<uint64_t, kIrqs> saved{};
+  for (uint64_t& a : saved) {
+    ASSIGN_OR_RETURN(a, devstate::named(kDev, "levels", r.u64()));
+  }
+  std::lock_guard lock(mu_);
+  if (n != sources_)
+    return devstate::bad_field(kDev, "sources",
+                               std::to_string(n) + " saved, " + std::to_string(sources_) + " here");
+  const uint64_t valid = sources_ >= 64 ? ~uint64_t{0} : (uint64_t{1} << sources_) - 1;
+  for (uint64_t a : saved)
+    if (a & ~valid) return devstate::bad_field(kDev, "levels", "a source that does not exist");
+  asserted_ = saved;
+  return {};
 }
 
 }  // namespace tern

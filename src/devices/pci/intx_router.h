@@ -7,7 +7,9 @@
 #include <memory>
 #include <mutex>
 
+#include "base/result.h"
 #include "devices/pci/pci_platform.h"
+#include "snapshot/codec.h"
 
 namespace tern {
 
@@ -22,7 +24,8 @@ namespace tern {
 /// through to the underlying platform; set_irq_level(irq, level) records this source's level
 /// on `irq` and reports the OR to the platform when it changes. A raise while the OR is already
 /// high is passed on too (it is the edge an edge-triggered pin needs, and a no-op for a level
-/// one), so direct-boot-style edge pulses keep working. The router outlives its sources.
+/// one), so direct-boot-style edge pulses keep working; a lower that leaves no source asserting
+/// is always passed on. The router outlives its sources.
 /// Thread-safe (one mutex; set_irq_level is called with device locks held and is quick).
 class IntxRouter {
  public:
@@ -35,6 +38,14 @@ class IntxRouter {
   [[nodiscard]] std::unique_ptr<PciPlatform> source();
   /// The OR of all sources' levels on `irq` (tests, statistics).
   [[nodiscard]] bool level(uint32_t irq) const;
+
+  /// Snapshot (version 1): every source's level on every IRQ. A restored function adopts its
+  /// INTx level without driving it (the irqchip's restored state holds the line), so the router
+  /// must be restored too, or a later lower by one source would not see the other's level.
+  void save_state(snap::ByteWriter& w) const;
+  /// Restores save_state()'s bytes into a router with the same number of sources, created in
+  /// the same order; adopts the levels without driving them. Errors name "intx-router".
+  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
 
  private:
   class Source;

@@ -26,6 +26,35 @@ TEST(IntxRouterTest, SharedIrqStaysAssertedWhileAnySourceAsserts) {
   EXPECT_EQ(platform.level_changes, (std::vector<bool>{true, true, false}));
 }
 
+TEST(IntxRouterTest, SnapshotKeepsEachSourcesLevel) {
+  FakePciPlatform platform;
+  IntxRouter a(platform);
+  auto a0 = a.source();
+  auto a1 = a.source();
+  a0->set_irq_level(11, true);
+  a1->set_irq_level(11, true);
+  snap::ByteWriter w;
+  a.save_state(w);
+
+  FakePciPlatform restored_platform;
+  IntxRouter b(restored_platform);
+  auto b0 = b.source();
+  auto b1 = b.source();
+  snap::ByteReader r(w.data(), "test");
+  ASSERT_TRUE(b.restore_state(r));
+  EXPECT_TRUE(restored_platform.level_changes.empty());  // adopted, not driven
+  b0->set_irq_level(11, false);                          // b1 still asserts: no lower
+  EXPECT_TRUE(restored_platform.level_changes.empty());
+  b1->set_irq_level(11, false);
+  EXPECT_EQ(restored_platform.level_changes, (std::vector<bool>{false}));
+
+  IntxRouter c(restored_platform);  // no sources
+  snap::ByteReader r2(w.data(), "test");
+  auto res = c.restore_state(r2);
+  ASSERT_FALSE(res);
+  EXPECT_NE(res.error().message().find("intx-router"), std::string::npos);
+}
+
 TEST(IntxRouterTest, IrqsAreIndependentAndUnwiredIsIgnored) {
   FakePciPlatform platform;
   IntxRouter router(platform);

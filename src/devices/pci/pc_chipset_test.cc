@@ -17,6 +17,8 @@ TEST(PcChipsetTest, FunctionsAndIdentitiesAsQemuPc) {
   EXPECT_EQ(rig.cfg_read(0, 0, 0x08, 1), 0x02u);        // revision
   EXPECT_EQ(rig.cfg_read(0, 0, 0x08, 4) >> 8, 0x060000u);
   EXPECT_EQ(rig.cfg_read(0, 0, 0x0E, 1), 0x00u);        // single function
+  // SeaBIOS's qemu_detect() wants QEMU's subsystem IDs on 00:00.0.
+  EXPECT_EQ(rig.cfg_read(0, 0, 0x2C, 4), 0x11001af4u);
   EXPECT_EQ(rig.cfg_read(1, 0, 0x00, 4), 0x70008086u);  // PIIX3 ISA bridge
   EXPECT_EQ(rig.cfg_read(1, 0, 0x08, 4) >> 8, 0x060100u);
   EXPECT_EQ(rig.cfg_read(1, 0, 0x0E, 1), 0x80u);        // multi-function
@@ -30,7 +32,9 @@ TEST(PcChipsetTest, FunctionsAndIdentitiesAsQemuPc) {
 TEST(PcChipsetTest, DevicesAddedLaterStartAtSlotTwo) {
   PcChipsetRig rig;
   auto other = std::make_shared<I440fxHostBridge>();  // any PciDevice
+  EXPECT_EQ(rig.root.next_free_slot(), 2u);
   EXPECT_EQ(*rig.root.add(other), 2u);
+  EXPECT_EQ(rig.root.next_free_slot(), 3u);
   EXPECT_FALSE(rig.root.add_function(1, 3, other));  // taken
   EXPECT_FALSE(rig.root.add_function(0, 0, other));  // the host bridge's place
   EXPECT_FALSE(rig.root.add_function(3, 8, other));
@@ -110,6 +114,27 @@ TEST(PcChipsetTest, PmBlockAnswersOnlyOncePmioseIsSet) {
   // PMTMR is read-only.
   rig.out(tmr, 0, 4);
   EXPECT_EQ(rig.in(tmr, 4), 3'579'545u);
+}
+
+TEST(PcChipsetTest, Piix4PmConfigRegisters) {
+  PcChipsetRig rig;
+  EXPECT_EQ(rig.cfg_read(1, 3, 0x40, 4), 1u);  // PMBA: I/O indicator only
+  rig.cfg_write(1, 3, 0x40, 0xFFFFFFFE, 4);
+  EXPECT_EQ(rig.cfg_read(1, 3, 0x40, 4), 0xFFC1u);  // bits 15:6 and the hardwired bit 0
+  EXPECT_EQ(rig.chipset->pm->pm_base(), 0xFFC0u);
+  // DEVACTB.APMC_EN reads set (SMM "already initialised") and cannot be cleared.
+  EXPECT_EQ(rig.cfg_read(1, 3, 0x58, 4), 0x02000000u);
+  rig.cfg_write(1, 3, 0x58, 0, 4);
+  EXPECT_EQ(rig.cfg_read(1, 3, 0x58, 4), 0x02000000u);
+  rig.cfg_write(1, 3, 0x80, 0xFF, 1);
+  EXPECT_EQ(rig.cfg_read(1, 3, 0x80, 1), 1u);  // PMIOSE only
+  EXPECT_TRUE(rig.chipset->pm->io_enabled());
+  // SMBus base (90h) stays 0: Linux's i2c-piix4 then leaves the SMBus alone.
+  rig.cfg_write(1, 3, 0x90, 0xB101, 4);
+  EXPECT_EQ(rig.cfg_read(1, 3, 0x90, 4), 0u);
+  // The command register's I/O bit (OVMF sets it) is writable.
+  rig.cfg_write(1, 3, 0x04, 1, 2);
+  EXPECT_EQ(rig.cfg_read(1, 3, 0x04, 2), 1u);
 }
 
 TEST(PcChipsetTest, PmbaElsewhereIsCountedAndNotDecoded) {

@@ -128,17 +128,21 @@ PciRoot::PciRoot(uint64_t mmio_base, uint64_t mmio_size)
 
 PciRoot::~PciRoot() = default;
 
-Result<uint8_t> PciRoot::add(std::shared_ptr<PciDevice> dev) {
+std::optional<uint8_t> PciRoot::next_free_slot() const {
   for (uint8_t s = 1; s < slots_.size(); ++s) {
-    if (slots_[s]) continue;
-    bool taken = false;
+    bool taken = slots_[s] != nullptr;
     for (const auto& f : more_functions_[s]) taken = taken || f != nullptr;
-    if (taken) continue;
-    slots_[s] = std::move(dev);
-    refresh_mappings();
-    return s;
+    if (!taken) return s;
   }
-  return fail("PCI bus 0", "all 31 device slots are in use");
+  return std::nullopt;
+}
+
+Result<uint8_t> PciRoot::add(std::shared_ptr<PciDevice> dev) {
+  const auto s = next_free_slot();
+  if (!s) return fail("PCI bus 0", "all 31 device slots are in use");
+  slots_[*s] = std::move(dev);
+  refresh_mappings();
+  return *s;
 }
 
 Result<void> PciRoot::add_function(uint8_t slot, uint8_t function,

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <vector>
 
@@ -37,6 +38,9 @@ class PciRoot {
   /// Puts `dev` at function 0 of the next slot (1..31) with no function in it and returns the
   /// slot. Before vCPUs run only.
   [[nodiscard]] Result<uint8_t> add(std::shared_ptr<PciDevice> dev);
+  /// The slot add() would use next (e.g. to place a function's INTx by its slot before adding
+  /// it: piix_intx_irq on firmware boots), or nullopt when all are in use.
+  [[nodiscard]] std::optional<uint8_t> next_free_slot() const;
   /// Puts `dev` at `slot` (0..31) function `function` (0..7); the slot then reports itself
   /// multi-function (header type bit 7 of function 0) when any function other than 0 is
   /// present. Errors: out of range, or the place is taken (00:00.0 is the host bridge: use

@@ -12,7 +12,6 @@ using devstate::named;
 
 namespace {
 constexpr uint32_t kVersion = 1;
-constexpr std::string_view kPiix3 = "piix3";
 constexpr std::string_view kElcr = "elcr";
 constexpr std::string_view kRc = "reset-control";
 constexpr uint8_t kIrqMask = 0x0F;
@@ -25,8 +24,8 @@ constexpr uint16_t kRoutableIrqs = 0xDEF8;
 Piix3IsaBridge::Piix3IsaBridge(PirqHook on_pirq_route)
     : ChipsetFunction(PciIdentity{.vendor_id = kVendorId,
                                   .device_id = kDeviceId,
-                                  .subsystem_vendor_id = 0,
-                                  .subsystem_id = 0,
+                                  .subsystem_vendor_id = kQemuSubsystemVendorId,
+                                  .subsystem_id = kQemuSubsystemId,
                                   .revision = 0,
                                   .class_code = 0x060100,  // bridge, ISA bridge
                                   .interrupt_pin = 0,
@@ -75,20 +74,10 @@ void Piix3IsaBridge::reset() {
   }
 }
 
-void Piix3IsaBridge::save_state(snap::ByteWriter& w) const {
-  std::lock_guard lock(mu_);
-  w.u32(kVersion);
-  config_.save_state(w);
-}
-
-Result<void> Piix3IsaBridge::restore_state(snap::ByteReader& r) {
-  TRY(devstate::expect_version(r, kPiix3, kVersion));
-  std::lock_guard lock(mu_);
-  TRY(config_.restore_state(r, kPiix3));
+void Piix3IsaBridge::after_restore_locked() {
   if (on_pirq_route_)
     for (unsigned i = 0; i < kPirqCount; ++i)
       on_pirq_route_(i, decode_route(config_.read8(kPirqrc + i)));
-  return {};
 }
 
 // ---- Elcr ----

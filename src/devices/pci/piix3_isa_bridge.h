@@ -52,13 +52,12 @@ class Piix3IsaBridge final : public ChipsetFunction {
 
   /// Power-on values (PIRQRC 80h); calls on_pirq_route for routes that change.
   void reset();
-  /// Snapshot (version 1): the 256-byte configuration space.
-  void save_state(snap::ByteWriter& w) const;
-  /// Restores save_state()'s bytes; calls on_pirq_route for every PIRQ. Errors name "piix3".
-  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
+  // Snapshot: ChipsetFunction::save_state/restore_state (restore calls on_pirq_route for
+  // every PIRQ).
 
  protected:
   void on_config_write(uint32_t offset, size_t len, const std::array<uint8_t, 4>& old) override;
+  void after_restore_locked() override;
 
  private:
   PirqHook on_pirq_route_;

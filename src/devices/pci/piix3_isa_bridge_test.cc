@@ -4,17 +4,13 @@
 
 #include <vector>
 
+#include "devices/pci/testing/pc_chipset_rig.h"
+
 namespace tern {
 namespace {
 
-uint8_t rd8(PciDevice& d, uint32_t off) {
-  uint8_t b = 0;
-  d.config_read(off, std::span<uint8_t>(&b, 1));
-  return b;
-}
-void wr8(PciDevice& d, uint32_t off, uint8_t v) {
-  d.config_write(off, std::span<const uint8_t>(&v, 1));
-}
+using testing::cfg_read8;
+using testing::cfg_write8;
 
 TEST(Piix3IsaBridgeTest, PirqRouteControlRegisters) {
   struct Route {
@@ -24,22 +20,22 @@ TEST(Piix3IsaBridgeTest, PirqRouteControlRegisters) {
   std::vector<Route> routes;
   Piix3IsaBridge b([&](unsigned p, std::optional<uint8_t> irq) { routes.push_back({p, irq}); });
   for (unsigned i = 0; i < 4; ++i) {
-    EXPECT_EQ(rd8(b, 0x60 + i), 0x80) << i;
+    EXPECT_EQ(cfg_read8(b, 0x60 + i), 0x80) << i;
     EXPECT_EQ(b.pirq_irq(i), std::nullopt);
   }
-  EXPECT_EQ(rd8(b, 0x0E), 0x80);  // multi-function header
-  wr8(b, 0x61, 0xFB);             // reserved bits 6:4 dropped, still disabled
-  EXPECT_EQ(rd8(b, 0x61), 0x8B);
+  EXPECT_EQ(cfg_read8(b, 0x0E), 0x80);  // multi-function header
+  cfg_write8(b, 0x61, 0xFB);            // reserved bits 6:4 dropped, still disabled
+  EXPECT_EQ(cfg_read8(b, 0x61), 0x8B);
   EXPECT_TRUE(routes.empty());
-  wr8(b, 0x61, 0x0B);
+  cfg_write8(b, 0x61, 0x0B);
   EXPECT_EQ(b.pirq_irq(1), 11);
   ASSERT_EQ(routes.size(), 1u);
   EXPECT_EQ(routes[0].pirq, 1u);
   EXPECT_EQ(routes[0].irq, 11);
-  wr8(b, 0x62, 0x02);  // IRQ 2 is reserved: no route
+  cfg_write8(b, 0x62, 0x02);  // IRQ 2 is reserved: no route
   EXPECT_EQ(b.pirq_irq(2), std::nullopt);
   EXPECT_EQ(routes.size(), 1u);
-  wr8(b, 0x61, 0x8B);
+  cfg_write8(b, 0x61, 0x8B);
   ASSERT_EQ(routes.size(), 2u);
   EXPECT_EQ(routes[1].irq, std::nullopt);
   // Every valid IRQ decodes; the reserved ones do not.
@@ -48,10 +44,10 @@ TEST(Piix3IsaBridgeTest, PirqRouteControlRegisters) {
     EXPECT_EQ(Piix3IsaBridge::decode_route(irq).has_value(), valid) << +irq;
   }
   // Other device-specific registers are read-only 0.
-  wr8(b, 0x4E, 0xFF);
-  wr8(b, 0x64, 0xFF);
-  EXPECT_EQ(rd8(b, 0x4E), 0);
-  EXPECT_EQ(rd8(b, 0x64), 0);
+  cfg_write8(b, 0x4E, 0xFF);
+  cfg_write8(b, 0x64, 0xFF);
+  EXPECT_EQ(cfg_read8(b, 0x4E), 0);
+  EXPECT_EQ(cfg_read8(b, 0x64), 0);
 }
 
 TEST(Piix3IsaBridgeTest, ElcrReservedBitsReadZero) {

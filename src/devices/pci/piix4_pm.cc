@@ -15,7 +15,6 @@ using devstate::named;
 namespace {
 constexpr uint32_t kVersion = 1;
 constexpr std::string_view kTimer = "pm-timer";
-constexpr std::string_view kPm = "piix4-pm";
 constexpr uint32_t kPmbaIoIndicator = 1;  // PMBA bit 0: I/O space, hardwired 1
 
 // PM I/O block offsets (PIIX4 datasheet §7.2).
@@ -59,8 +58,8 @@ Result<void> PmTimer::restore_state(snap::ByteReader& r) {
 Piix4Pm::Piix4Pm()
     : ChipsetFunction(PciIdentity{.vendor_id = kVendorId,
                                   .device_id = kDeviceId,
-                                  .subsystem_vendor_id = 0,
-                                  .subsystem_id = 0,
+                                  .subsystem_vendor_id = kQemuSubsystemVendorId,
+                                  .subsystem_id = kQemuSubsystemId,
                                   .revision = kRevision,
                                   .class_code = 0x068000,  // bridge, other
                                   .interrupt_pin = 1,      // INTA#
@@ -99,20 +98,6 @@ void Piix4Pm::reset() {
   config_.set32(kPmba, kPmbaIoIndicator);
   config_.set8(kPmregmisc, 0);
   publish_locked();
-}
-
-void Piix4Pm::save_state(snap::ByteWriter& w) const {
-  std::lock_guard lock(mu_);
-  w.u32(kVersion);
-  config_.save_state(w);
-}
-
-Result<void> Piix4Pm::restore_state(snap::ByteReader& r) {
-  TRY(devstate::expect_version(r, kPm, kVersion));
-  std::lock_guard lock(mu_);
-  TRY(config_.restore_state(r, kPm));
-  publish_locked();
-  return {};
 }
 
 // ---- Piix4PmIo ----

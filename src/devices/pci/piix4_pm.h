@@ -76,13 +76,11 @@ class Piix4Pm final : public ChipsetFunction {
   /// decodes it (logged at a limited rate; the block does not move).
   [[nodiscard]] uint64_t foreign_bases() const { return foreign_bases_.load(); }
   void reset();
-  /// Snapshot (version 1): the 256-byte configuration space.
-  void save_state(snap::ByteWriter& w) const;
-  /// Errors name "piix4-pm".
-  [[nodiscard]] Result<void> restore_state(snap::ByteReader& r);
+  // Snapshot: ChipsetFunction::save_state/restore_state.
 
  protected:
   void on_config_write(uint32_t offset, size_t len, const std::array<uint8_t, 4>& old) override;
+  void after_restore_locked() override { publish_locked(); }
 
  private:
   void publish_locked();

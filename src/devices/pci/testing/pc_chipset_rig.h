@@ -16,6 +16,16 @@
 
 namespace tern::testing {
 
+/// One configuration byte of a function, straight (no config port).
+inline uint8_t cfg_read8(PciDevice& d, uint32_t off) {
+  uint8_t b = 0;
+  d.config_read(off, std::span<uint8_t>(&b, 1));
+  return b;
+}
+inline void cfg_write8(PciDevice& d, uint32_t off, uint8_t v) {
+  d.config_write(off, std::span<const uint8_t>(&v, 1));
+}
+
 struct PcChipsetRig {
   PcChipsetRig() {
     PcChipsetHooks h;
