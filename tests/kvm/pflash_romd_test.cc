@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <linux/kvm.h>
 
+#include <unistd.h>
+
 #include <fstream>
 #include <iterator>
 
@@ -109,6 +111,55 @@ void run_guest(bool romd) {
 
 TEST(PflashRomd, ReadsAreMemoryInReadArrayModeAndExitOtherwise) { run_guest(true); }
 TEST(PflashRomd, WithoutRomdEveryReadExits) { run_guest(false); }
+
+}  // namespace
+}  // namespace tern::testing
+
+namespace tern::testing {
+namespace {
+
+// Debian's OVMF 4M build: the store made from OVMF_VARS_4M.fd ends where OVMF_CODE_4M.fd starts
+// (0xFFC84000), so it starts at 0xFFC00000, and OVMF's detection (QemuFlashDetected) finds flash.
+TEST(PflashRomd, DebianOvmfVarsTemplateLandsAt0xFFC00000AndIsDetected) {
+  const std::string tmpl = "/usr/share/OVMF/OVMF_VARS_4M.fd";
+  if (::access(tmpl.c_str(), R_OK) != 0) GTEST_SKIP() << tmpl << " not installed";
+  auto sys = KvmSystem::open();
+  if (!sys) GTEST_SKIP() << "/dev/kvm not available";
+  auto vm = sys->create_vm();
+  ASSERT_TRUE(vm) << vm.error().message();
+  TempDir dir("tern-pflash-ovmf");
+  OvmfVarsSpec spec;
+  spec.file = VarsFileSpec{dir.path() + "/vm.vars", tmpl, 4096, 0x400000 - 3653632};
+  spec.end_gpa = 0xFFC84000;
+  spec.slot = 1;
+  auto flash = create_ovmf_vars_flash(*vm, spec);
+  ASSERT_TRUE(flash) << flash.error().message();
+  PflashDevice& d = **flash;
+  EXPECT_EQ(d.gpa(), 0xFFC00000u);
+  EXPECT_EQ(d.size(), 0x84000u);
+  // QemuFlashDetected: the first byte of block 0 that is not 0x50, 0x70 or 0x00.
+  uint64_t probe = 0;
+  uint8_t b = 0;
+  for (; probe < 4096; ++probe) {
+    d.read(probe, std::span<uint8_t>(&b, 1));
+    if (b != 0x50 && b != 0x70 && b != 0x00) break;
+  }
+  ASSERT_LT(probe, 4096u);
+  const uint8_t original = b;
+  auto w8 = [&](uint8_t v) { d.write(probe, std::span<const uint8_t>(&v, 1)); };
+  auto r8 = [&] {
+    uint8_t v = 0;
+    d.read(probe, std::span<uint8_t>(&v, 1));
+    return v;
+  };
+  w8(0x50);
+  EXPECT_EQ(r8(), original);  // not "behaves as RAM"
+  w8(0x70);
+  EXPECT_EQ(r8(), 0x00);  // "FD behaves as FLASH"
+  w8(0xFF);
+  EXPECT_EQ(r8(), original);
+  EXPECT_EQ(d.stats().flash.bad_sequences, 0u);
+}
 
 }  // namespace
 }  // namespace tern::testing
