@@ -6,10 +6,10 @@ Encoding per op: 1 byte (bit 0 write, bits 1-2 width 1/2/4/8, bits 3-7 == 31: re
 a little-endian u16 offset, then `width` value bytes.
 Usage: tests/fuzz/make_cfi_flash_seeds.py   (rewrites the seed-* files, leaves found inputs alone)
 """
-import os
 import struct
 
-DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "cfi_flash")
+from make_device_seeds import write
+
 W = {1: 0, 2: 1, 4: 2, 8: 3}
 
 
@@ -51,10 +51,4 @@ SEEDS = {
 }
 
 if __name__ == "__main__":
-    os.makedirs(DIR, exist_ok=True)
-    for f in os.listdir(DIR):
-        if f.startswith("seed-"):
-            os.remove(os.path.join(DIR, f))
-    for tag, data in SEEDS.items():
-        with open(os.path.join(DIR, "seed-" + tag), "wb") as f:
-            f.write(data)
+    write("cfi_flash", SEEDS)

@@ -72,7 +72,8 @@ void PflashDevice::read(uint64_t offset, std::span<uint8_t> data) {
   // burst) follow.
   if (romd_ && !slot_mapped_ && flash_->read_array() && ++unmapped_array_reads_ >= kLazyRomdReads) {
     static RateLimit limit;
-    if (auto r = set_romd(true); !r) TERN_LOG_RATELIMITED(limit, warn, "pflash: {}", r.error().message());
+    if (auto r = set_romd(true); !r)
+      TERN_LOG_RATELIMITED(limit, warn, "pflash: {}", r.error().message());
   }
 }
 

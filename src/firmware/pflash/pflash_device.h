@@ -7,8 +7,8 @@
 // exits and is answered by the state machine (status, identifier, query). Back in read-array mode
 // the slot is mapped again lazily, after kLazyRomdReads reads (QEMU's pflash_cfi02 does the same
 // with 42): a removal + re-addition took 0.04-5.3 ms on the (loaded, nested) development host
-// (KVM waits for SRCU grace periods), a read exit microseconds, and OVMF writes in bursts (0x10 + data per byte, then
-// 0xFF, per QemuFlashWrite call, several calls per variable update).
+// (KVM waits for SRCU grace periods), a read exit microseconds, and OVMF writes in bursts (0x10 +
+// data per byte, then 0xFF, per QemuFlashWrite call, several calls per variable update).
 //
 // KVM ordering rules this depends on (the memslot is flipped from a vCPU thread, inside an MMIO
 // exit, while other vCPUs run):
@@ -55,11 +55,11 @@ namespace tern {
 
 /// Where the OVMF variable store goes and how it is backed (create_ovmf_vars_flash()).
 struct OvmfVarsSpec {
-  VarsFileSpec file;           ///< path, template, block size, max size (errors: "firmware-vars")
-  uint64_t end_gpa = 0;        ///< the store ends here: the code image's first byte (0xFFC84000
-                               ///< for Debian's 4M build), so it starts at end_gpa - size
-  uint32_t slot = 0;           ///< KVM memslot number for the ROMD mapping (not a RAM slot)
-  bool romd = true;            ///< false: no memslot, every read exits (slower, simpler)
+  VarsFileSpec file;     ///< path, template, block size, max size (errors: "firmware-vars")
+  uint64_t end_gpa = 0;  ///< the store ends here: the code image's first byte (0xFFC84000
+                         ///< for Debian's 4M build), so it starts at end_gpa - size
+  uint32_t slot = 0;     ///< KVM memslot number for the ROMD mapping (not a RAM slot)
+  bool romd = true;      ///< false: no memslot, every read exits (slower, simpler)
   std::chrono::milliseconds quiet{250};  ///< idle time before a store is written to the file
 };
 
@@ -70,9 +70,9 @@ class PflashDevice : public BusDevice {
   /// Device counters (any thread).
   struct Stats {
     CfiFlash::Counters flash;
-    uint64_t romd_flips = 0;     ///< memslot removals + re-additions
-    uint64_t stores = 0;         ///< vars-file stores written
-    uint64_t store_errors = 0;   ///< vars-file stores that failed (retried)
+    uint64_t romd_flips = 0;    ///< memslot removals + re-additions
+    uint64_t stores = 0;        ///< vars-file stores written
+    uint64_t store_errors = 0;  ///< vars-file stores that failed (retried)
   };
 
   /// A device over `file`'s contents at `gpa` (4 KiB-aligned). `vm` null or !romd: no memslot.
@@ -126,8 +126,8 @@ class PflashDevice : public BusDevice {
   mutable std::mutex mu_;  // flash_, storage bytes, slot_mapped_, romd_flips_, the generations
   uint64_t romd_flips_ = 0;
   uint32_t unmapped_array_reads_ = 0;  // read exits in read-array mode since the last write
-  uint64_t dirty_gen_ = 0;      // bumped by every change of the contents
-  uint64_t persisted_gen_ = 0;  // the generation the file holds
+  uint64_t dirty_gen_ = 0;             // bumped by every change of the contents
+  uint64_t persisted_gen_ = 0;         // the generation the file holds
   std::chrono::steady_clock::time_point last_write_{};
   std::condition_variable cv_;
   bool stopping_ = false;
@@ -143,7 +143,7 @@ class PflashDevice : public BusDevice {
 /// store so it ends at spec.end_gpa (refused naming "firmware-vars" when it would not fit or
 /// wrap), maps the ROMD memslot and starts persistence. Insert the result into the MMIO bus at
 /// [gpa(), gpa()+size()).
-[[nodiscard]] Result<std::shared_ptr<PflashDevice>> create_ovmf_vars_flash(KvmVm& vm,
-                                                                           const OvmfVarsSpec& spec);
+[[nodiscard]] Result<std::shared_ptr<PflashDevice>> create_ovmf_vars_flash(
+    KvmVm& vm, const OvmfVarsSpec& spec);
 
 }  // namespace tern
