@@ -22,7 +22,8 @@ Result<void> check_rom_size(uint64_t size, const std::string& who) {
     return fail(who, "size " + std::to_string(size) + " bytes is not a multiple of 4096");
   if (size > kMaxRomBytes)
     return fail(who, "size " + std::to_string(size) + " bytes exceeds the " +
-                         std::to_string(kMaxRomBytes >> 20) + " MiB below 4 GiB a firmware may use");
+                         std::to_string(kMaxRomBytes >> 20) +
+                         " MiB below 4 GiB a firmware may use");
   return {};
 }
 
@@ -94,8 +95,8 @@ Result<RomRegion> RomRegion::from_bytes(std::span<const uint8_t> bytes, std::str
 
 Result<void> RomRegion::map(KvmVm& vm, uint32_t slot, uint64_t gpa, uint64_t offset,
                             uint64_t size) const {
-  if (gpa % kPage != 0 || offset % kPage != 0 || size % kPage != 0 || size == 0 ||
-      offset > size_ || size > size_ - offset)
+  if (gpa % kPage != 0 || offset % kPage != 0 || size % kPage != 0 || size == 0 || offset > size_ ||
+      size > size_ - offset)
     return fail("map firmware image", "range offset " + std::to_string(offset) + " size " +
                                           std::to_string(size) + " does not fit the " +
                                           std::to_string(size_) + "-byte image in 4 KiB pages");
@@ -112,8 +113,9 @@ void RomWriteSink::read(uint64_t offset, std::span<uint8_t> data) {
 void RomWriteSink::write(uint64_t offset, std::span<const uint8_t> data) {
   static RateLimit limit;
   uint64_t n = dropped_.fetch_add(1, std::memory_order_relaxed) + 1;
-  TERN_LOG_RATELIMITED(limit, debug, "{}: guest write of {} byte(s) at offset {:#x} dropped ({} so far)",
-                       name_, data.size(), offset, n);
+  TERN_LOG_RATELIMITED(limit, debug,
+                       "{}: guest write of {} byte(s) at offset {:#x} dropped ({} so far)", name_,
+                       data.size(), offset, n);
 }
 
 Result<void> require_readonly_mem(const KvmVm& vm) {

@@ -7,13 +7,12 @@
 // dropped. Used for the firmware code image (OVMF_CODE, SeaBIOS) and its aliases below 1 MiB.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
-
-#include <atomic>
 
 #include "base/fd.h"
 #include "base/result.h"

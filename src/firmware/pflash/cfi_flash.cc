@@ -15,13 +15,13 @@ constexpr uint8_t kCmdReadArrayQemu = 0x00;  // QEMU's historic alias for read a
 constexpr uint8_t kCmdProgram = 0x10;        // WRITE_BYTE_CMD
 constexpr uint8_t kCmdBlockErase = 0x20;     // BLOCK_ERASE_CMD
 constexpr uint8_t kCmdProgramAlt = 0x40;
-constexpr uint8_t kCmdClearStatus = 0x50;    // CLEAR_STATUS_CMD
+constexpr uint8_t kCmdClearStatus = 0x50;  // CLEAR_STATUS_CMD
 constexpr uint8_t kCmdLockSetup = 0x60;
-constexpr uint8_t kCmdReadStatus = 0x70;     // READ_STATUS_CMD
-constexpr uint8_t kCmdReadId = 0x90;         // READ_DEVID_CMD
+constexpr uint8_t kCmdReadStatus = 0x70;  // READ_STATUS_CMD
+constexpr uint8_t kCmdReadId = 0x90;      // READ_DEVID_CMD
 constexpr uint8_t kCmdCfiQuery = 0x98;
-constexpr uint8_t kCmdConfirm = 0xD0;        // BLOCK_ERASE_CONFIRM_CMD
-constexpr uint8_t kCmdReadArray = 0xFF;      // READ_ARRAY_CMD
+constexpr uint8_t kCmdConfirm = 0xD0;    // BLOCK_ERASE_CONFIRM_CMD
+constexpr uint8_t kCmdReadArray = 0xFF;  // READ_ARRAY_CMD
 constexpr uint8_t kCmdLockBit = 0x01;
 constexpr uint8_t kCmdLockDown = 0x2F;
 
@@ -67,9 +67,12 @@ uint8_t CfiFlash::read_byte(uint64_t offset) const {
       return offset < storage_.size() ? storage_[offset] : 0xFF;
     case Mode::kReadId:
       switch (offset & 0xFF) {
-        case 0: return kCfiManufacturerIntel;
-        case 1: return kCfiDeviceId;
-        default: return 0;  // 2: block lock status (unlocked)
+        case 0:
+          return kCfiManufacturerIntel;
+        case 1:
+          return kCfiDeviceId;
+        default:
+          return 0;  // 2: block lock status (unlocked)
       }
     case Mode::kCfiQuery:
       return offset < cfi_.size() ? cfi_[offset] : 0;

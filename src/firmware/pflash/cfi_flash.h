@@ -43,22 +43,22 @@ class CfiFlash {
  public:
   /// What the next read returns / what the next write means. Values are saved in snapshots.
   enum class Mode : uint8_t {
-    kReadArray = 0,    ///< reads return the array; writes are commands
-    kReadStatus = 1,   ///< reads return the status register (after 0x70, a program or an erase)
-    kReadId = 2,       ///< reads return the identifier codes
-    kCfiQuery = 3,     ///< reads return the CFI query table
-    kProgram = 4,      ///< the next write is data to store (after 0x10/0x40)
-    kEraseSetup = 5,   ///< the next write must be 0xD0 (confirm) or 0xFF (cancel)
-    kLockSetup = 6,    ///< the next write completes a lock-bit command (0x01, 0xD0, 0x2F)
+    kReadArray = 0,   ///< reads return the array; writes are commands
+    kReadStatus = 1,  ///< reads return the status register (after 0x70, a program or an erase)
+    kReadId = 2,      ///< reads return the identifier codes
+    kCfiQuery = 3,    ///< reads return the CFI query table
+    kProgram = 4,     ///< the next write is data to store (after 0x10/0x40)
+    kEraseSetup = 5,  ///< the next write must be 0xD0 (confirm) or 0xFF (cancel)
+    kLockSetup = 6,   ///< the next write completes a lock-bit command (0x01, 0xD0, 0x2F)
   };
   static constexpr uint8_t kModeCount = 7;
 
   /// Guest-visible counters (monotonic).
   struct Counters {
-    uint64_t programs = 0;        ///< program operations carried out
-    uint64_t erases = 0;          ///< blocks erased
-    uint64_t bad_sequences = 0;   ///< unknown commands and commands out of order (SR 0x30 set)
-    uint64_t out_of_range = 0;    ///< accesses (partly) past the end of the array
+    uint64_t programs = 0;       ///< program operations carried out
+    uint64_t erases = 0;         ///< blocks erased
+    uint64_t bad_sequences = 0;  ///< unknown commands and commands out of order (SR 0x30 set)
+    uint64_t out_of_range = 0;   ///< accesses (partly) past the end of the array
   };
 
   /// A flash over `storage` (not owned; its size is the array size) with erase blocks of

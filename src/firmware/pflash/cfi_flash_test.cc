@@ -186,12 +186,12 @@ TEST(CfiFlash, CfiQueryDescribesTheGeometry) {
   EXPECT_EQ(r.r8(0x10), 'Q');
   EXPECT_EQ(r.r8(0x11), 'R');
   EXPECT_EQ(r.r8(0x12), 'Y');
-  EXPECT_EQ(r.r8(0x13), 0x01);                // Intel command set
-  EXPECT_EQ(r.r8(0x27), 14);                  // 16 KiB = 2^14
-  EXPECT_EQ(r.r8(0x2C), 1);                   // one erase region
-  EXPECT_EQ(r.r8(0x2D), 3);                   // 4 blocks - 1
+  EXPECT_EQ(r.r8(0x13), 0x01);                  // Intel command set
+  EXPECT_EQ(r.r8(0x27), 14);                    // 16 KiB = 2^14
+  EXPECT_EQ(r.r8(0x2C), 1);                     // one erase region
+  EXPECT_EQ(r.r8(0x2D), 3);                     // 4 blocks - 1
   EXPECT_EQ(r.r8(0x2F) | r.r8(0x30) << 8, 16);  // 4096 / 256
-  EXPECT_EQ(r.r8(0x1000), 0);                 // past the table
+  EXPECT_EQ(r.r8(0x1000), 0);                   // past the table
   r.w8(0, 0xFF);
   EXPECT_TRUE(r.flash.read_array());
 }

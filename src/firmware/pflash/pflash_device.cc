@@ -68,6 +68,13 @@ Result<void> PflashDevice::set_romd(bool mapped) {
 void PflashDevice::read(uint64_t offset, std::span<uint8_t> data) {
   std::lock_guard lock(mu_);
   flash_->read(offset, data);
+  // Lazy ROMD: back in read-array mode, map the slot again only once reads (not another write
+  // burst) follow.
+  if (romd_ && !slot_mapped_ && flash_->read_array() && ++unmapped_array_reads_ >= kLazyRomdReads) {
+    static RateLimit limit;
+    if (auto r = set_romd(true); !r)
+      TERN_LOG_RATELIMITED(limit, warn, "pflash: {}", r.error().message());
+  }
 }
 
 void PflashDevice::write(uint64_t offset, std::span<const uint8_t> data) {
@@ -82,8 +89,9 @@ void PflashDevice::after_write(bool was_array) {
   last_write_ = std::chrono::steady_clock::now();
   if (flash_->take_changed()) ++dirty_gen_;
   const bool now_array = flash_->read_array();
-  if (now_array != was_array) {
-    if (auto r = set_romd(now_array); !r) {
+  unmapped_array_reads_ = 0;
+  if (was_array && !now_array) {  // the mapping comes back lazily, in read()
+    if (auto r = set_romd(false); !r) {
       // Unmapping failed: reads keep going to memory (status reads see array data); mapping
       // failed: every read exits (correct, only slower). Neither is the guest's fault.
       TERN_LOG_RATELIMITED(limit, warn, "pflash: {}", r.error().message());

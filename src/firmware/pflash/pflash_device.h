@@ -4,9 +4,11 @@
 // ROMD (QEMU memory_region_rom_device_set_romd): while the flash is in read-array mode its
 // storage is also a KVM_MEM_READONLY memslot, so guest reads are plain memory and only writes
 // exit (KVM_EXIT_MMIO → write()). The first command write removes the memslot: every read now
-// exits and is answered by the state machine (status, identifier, query); going back to
-// read-array mode maps it again. OVMF does that once per variable-store update (0x10 + data per
-// byte, then 0xFF), not once per byte.
+// exits and is answered by the state machine (status, identifier, query). Back in read-array mode
+// the slot is mapped again lazily, after kLazyRomdReads reads (QEMU's pflash_cfi02 does the same
+// with 42): a removal + re-addition took 0.04-5.3 ms on the (loaded, nested) development host
+// (KVM waits for SRCU grace periods), a read exit microseconds, and OVMF writes in bursts (0x10 +
+// data per byte, then 0xFF, per QemuFlashWrite call, several calls per variable update).
 //
 // KVM ordering rules this depends on (the memslot is flipped from a vCPU thread, inside an MMIO
 // exit, while other vCPUs run):
@@ -14,7 +16,8 @@
 //     the new memslot array is published (SRCU) and the old mappings zapped: no vCPU reads the
 //     flash through the removed slot any more; a read that raced with the removal completed
 //     before the command write, as a read on hardware completes before the next bus write.
-//  2. Mode change and memslot change happen under mu_, together. A vCPU whose read exits on the
+//  2. Mode change and memslot change happen under mu_, together (the unmap in write(), the lazy
+//     re-map in read(): both inside an MMIO exit). A vCPU whose read exits on the
 //     removed slot takes mu_ in read() and sees the new mode; one that exits for a write does too.
 //     KVM never waits for a thread in userspace, and mu_ is only taken outside KVM_RUN, so holding
 //     mu_ across the ioctl cannot deadlock.
@@ -52,22 +55,24 @@ namespace tern {
 
 /// Where the OVMF variable store goes and how it is backed (create_ovmf_vars_flash()).
 struct OvmfVarsSpec {
-  VarsFileSpec file;           ///< path, template, block size, max size (errors: "firmware-vars")
-  uint64_t end_gpa = 0;        ///< the store ends here: the code image's first byte (0xFFC84000
-                               ///< for Debian's 4M build), so it starts at end_gpa - size
-  uint32_t slot = 0;           ///< KVM memslot number for the ROMD mapping (not a RAM slot)
-  bool romd = true;            ///< false: no memslot, every read exits (slower, simpler)
+  VarsFileSpec file;     ///< path, template, block size, max size (errors: "firmware-vars")
+  uint64_t end_gpa = 0;  ///< the store ends here: the code image's first byte (0xFFC84000
+                         ///< for Debian's 4M build), so it starts at end_gpa - size
+  uint32_t slot = 0;     ///< KVM memslot number for the ROMD mapping (not a RAM slot)
+  bool romd = true;      ///< false: no memslot, every read exits (slower, simpler)
   std::chrono::milliseconds quiet{250};  ///< idle time before a store is written to the file
 };
 
 class PflashDevice : public BusDevice {
  public:
+  /// Read exits in read-array mode after which the ROMD slot is mapped again.
+  static constexpr uint32_t kLazyRomdReads = 32;
   /// Device counters (any thread).
   struct Stats {
     CfiFlash::Counters flash;
-    uint64_t romd_flips = 0;     ///< memslot removals + re-additions
-    uint64_t stores = 0;         ///< vars-file stores written
-    uint64_t store_errors = 0;   ///< vars-file stores that failed (retried)
+    uint64_t romd_flips = 0;    ///< memslot removals + re-additions
+    uint64_t stores = 0;        ///< vars-file stores written
+    uint64_t store_errors = 0;  ///< vars-file stores that failed (retried)
   };
 
   /// A device over `file`'s contents at `gpa` (4 KiB-aligned). `vm` null or !romd: no memslot.
@@ -120,8 +125,9 @@ class PflashDevice : public BusDevice {
 
   mutable std::mutex mu_;  // flash_, storage bytes, slot_mapped_, romd_flips_, the generations
   uint64_t romd_flips_ = 0;
-  uint64_t dirty_gen_ = 0;      // bumped by every change of the contents
-  uint64_t persisted_gen_ = 0;  // the generation the file holds
+  uint32_t unmapped_array_reads_ = 0;  // read exits in read-array mode since the last write
+  uint64_t dirty_gen_ = 0;             // bumped by every change of the contents
+  uint64_t persisted_gen_ = 0;         // the generation the file holds
   std::chrono::steady_clock::time_point last_write_{};
   std::condition_variable cv_;
   bool stopping_ = false;
@@ -137,7 +143,7 @@ class PflashDevice : public BusDevice {
 /// store so it ends at spec.end_gpa (refused naming "firmware-vars" when it would not fit or
 /// wrap), maps the ROMD memslot and starts persistence. Insert the result into the MMIO bus at
 /// [gpa(), gpa()+size()).
-[[nodiscard]] Result<std::shared_ptr<PflashDevice>> create_ovmf_vars_flash(KvmVm& vm,
-                                                                           const OvmfVarsSpec& spec);
+[[nodiscard]] Result<std::shared_ptr<PflashDevice>> create_ovmf_vars_flash(
+    KvmVm& vm, const OvmfVarsSpec& spec);
 
 }  // namespace tern

@@ -37,8 +37,9 @@ Result<void> PflashDevice::restore_state(snap::ByteReader& r) {
                          file_->path() + ") has " + std::to_string(size_));
   ASSIGN_OR_RETURN(auto bytes, named(kDev, "contents", r.bytes(size)));
   if (mode >= CfiFlash::kModeCount)
-    return bad_field(kDev, "mode", std::to_string(mode) + " (0.." +
-                                       std::to_string(CfiFlash::kModeCount - 1) + ")");
+    return bad_field(
+        kDev, "mode",
+        std::to_string(mode) + " (0.." + std::to_string(CfiFlash::kModeCount - 1) + ")");
   if (erase_offset >= size)
     return bad_field(kDev, "erase address", std::to_string(erase_offset) + " past the end");
   std::lock_guard lock(mu_);

@@ -68,8 +68,9 @@ Result<void> check_size(uint64_t size, const VarsFileSpec& spec, const std::stri
 Result<std::vector<uint8_t>> read_template(const VarsFileSpec& spec, bool required) {
   if (spec.template_path.empty()) {
     if (required)
-      return vars_error(spec.path, "does not exist, and there is no template (OVMF_VARS) to "
-                                   "create it from");
+      return vars_error(spec.path,
+                        "does not exist, and there is no template (OVMF_VARS) to "
+                        "create it from");
     return std::vector<uint8_t>{};
   }
   int raw = retry_eintr([&] { return ::open(spec.template_path.c_str(), O_RDONLY | O_CLOEXEC); });
@@ -125,8 +126,9 @@ Result<VarsFile> VarsFile::open(const VarsFileSpec& spec) {
   } else if (!S_ISREG(st.st_mode)) {
     return vars_error(path, "is not a regular file");
   } else if ((st.st_mode & S_IWUSR) == 0) {
-    return vars_error(path, "is read-only (its owner has no write permission); tern writes the "
-                            "variable store back to it");
+    return vars_error(path,
+                      "is read-only (its owner has no write permission); tern writes the "
+                      "variable store back to it");
   }
   int raw = retry_eintr([&] { return ::open(path.c_str(), O_RDWR | O_CLOEXEC); });
   if (raw < 0) {
@@ -138,9 +140,9 @@ Result<VarsFile> VarsFile::open(const VarsFileSpec& spec) {
   f.fd_.reset(raw);
   std::string dir = snap::dir_of(path);
   if (::access(dir.c_str(), W_OK) != 0)
-    return vars_error(path, "its directory " + dir +
-                                " is not writable (tern replaces the file atomically)",
-                      errno);
+    return vars_error(
+        path, "its directory " + dir + " is not writable (tern replaces the file atomically)",
+        errno);
   if (auto lk = lock_image(f.fd_.borrow(), true, std::string(kVarsField) + " " + path); !lk)
     return lock_error(lk.error());
   if (::fstat(f.fd_.get(), &st) != 0) return vars_error(path, "fstat", errno);

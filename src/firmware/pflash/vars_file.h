@@ -26,11 +26,11 @@ inline constexpr const char* kVarsField = "firmware-vars";
 
 /// What to open.
 struct VarsFileSpec {
-  std::string path;           ///< --firmware-vars: the per-VM store
-  std::string template_path;  ///< OVMF_VARS_4M.fd: copied to `path` when it does not exist;
-                              ///< when set, `path` must have exactly its size. May be empty.
-  uint32_t block_size = 4096; ///< the flash erase-block size the size must be a multiple of
-  uint64_t max_size = 0;      ///< bytes available below the code image (0: no limit)
+  std::string path;            ///< --firmware-vars: the per-VM store
+  std::string template_path;   ///< OVMF_VARS_4M.fd: copied to `path` when it does not exist;
+                               ///< when set, `path` must have exactly its size. May be empty.
+  uint32_t block_size = 4096;  ///< the flash erase-block size the size must be a multiple of
+  uint64_t max_size = 0;       ///< bytes available below the code image (0: no limit)
 };
 
 class VarsFile {

@@ -1,14 +1,18 @@
 #include "firmware/pflash/vars_file.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
+#include "base/fd.h"
 #include "base/testing/temp_dir.h"
 
 namespace tern {
@@ -23,8 +27,9 @@ std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
 }
 
 void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
 }
 
 std::vector<uint8_t> slurp(const std::string& path) {
@@ -75,9 +80,21 @@ TEST_F(VarsFileTest, StoreReplacesTheFileWholeAndKeepsItsMode) {
   ASSERT_EQ(::chmod(vars.c_str(), 0640), 0);
   auto f = VarsFile::open(spec());
   ASSERT_TRUE(f) << f.error().message();
+  // The old inode is never written: whoever holds it open still reads the old store.
+  UniqueFd old_fd(::open(vars.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(old_fd.valid());
+  struct stat before {};
+  ASSERT_EQ(::fstat(old_fd.get(), &before), 0);
   auto next = pattern(8 * 4096, 42);
   ASSERT_TRUE(f->store(next));
   EXPECT_EQ(slurp(vars), next);
+  std::vector<uint8_t> old_view(tmpl_bytes.size());
+  ASSERT_EQ(::pread(old_fd.get(), old_view.data(), old_view.size(), 0),
+            static_cast<ssize_t>(old_view.size()));
+  EXPECT_EQ(old_view, tmpl_bytes);
+  struct stat after {};
+  ASSERT_EQ(::stat(vars.c_str(), &after), 0);
+  EXPECT_NE(after.st_ino, before.st_ino);
   struct stat st {};
   ASSERT_EQ(::stat(vars.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0640u);
@@ -154,6 +171,53 @@ TEST_F(VarsFileTest, BadInputIsRefusedNamingTheField) {
   ASSERT_EQ(::chmod(vars.c_str(), 0444), 0);
   expect_refused(spec(), "read-only");
   EXPECT_EQ(slurp(vars), tmpl_bytes);  // every refusal lost nothing
+}
+
+}  // namespace
+}  // namespace tern
+
+namespace tern {
+namespace {
+
+// A process killed (SIGKILL) at any instant of a store leaves the previous store or the new one,
+// whole: a child stores two patterns in turn, announcing each store on a pipe; the parent kills
+// it after a varying number of announcements, i.e. somewhere inside a store.
+TEST_F(VarsFileTest, SigkillDuringStoresNeverLeavesATornFile) {
+  // 2 MiB stores: long enough that a kill lands inside one (an in-place writer fails this test).
+  tmpl_bytes = pattern(512 * 4096, 3);
+  write_file(tmpl, tmpl_bytes);
+  auto s = spec();
+  s.max_size = 0;
+  auto a = pattern(512 * 4096, 11), b = pattern(512 * 4096, 22);
+  ASSERT_TRUE(VarsFile::open(s));  // created from the template, lock released
+  for (int round = 1; round <= 12; ++round) {
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(p[0]);
+      auto f = VarsFile::open(s);
+      if (!f) ::_exit(2);
+      for (int i = 0;; ++i) {
+        char c = 's';
+        if (::write(p[1], &c, 1) != 1) ::_exit(3);
+        if (!f->store(i % 2 ? b : a)) ::_exit(4);
+      }
+    }
+    ::close(p[1]);
+    char c;
+    for (int n = 0; n < round; ++n) ASSERT_EQ(::read(p[0], &c, 1), 1);
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ::close(p[0]);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << WEXITSTATUS(status);
+    auto got = slurp(vars);
+    EXPECT_TRUE(got == a || got == b || got == tmpl_bytes) << "torn store in round " << round;
+    auto again = VarsFile::open(s);  // the lock died with the process
+    ASSERT_TRUE(again) << again.error().message();
+  }
 }
 
 }  // namespace
