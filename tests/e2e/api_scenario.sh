@@ -92,7 +92,6 @@ dump_stall() {
 # in tern, a vCPU running, or a guest with no timer armed (it waits for a device interrupt tern
 # owes it) is not this: the check fails as a test failure.
 l2_timer_wedged() {
-    why=""
     for t in /proc/"$tern_pid"/task/*; do
         case "$(cat "$t/comm" 2>/dev/null)" in
             vcpu*) [ "$(cat "$t/wchan" 2>/dev/null)" = kvm_vcpu_block ] || return 1 ;;

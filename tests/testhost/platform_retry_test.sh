@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# testhost self-test: L1's QEMU aborting (SIGABRT after glib's "assertion failed", as QEMU 7.2's TCG
+# testhost self-test of what counts as the platform's failure (th_run_retrying boots L1 once more)
+# and what is a verdict. A test host that stops using CPU and writing to its console is killed by
+# run.sh --stall (exit 125, a TESTHOST-STALL log line saying what it saw) and booted once more (RETRY
+# on stderr, the first log kept as LOG.wedged, a TESTHOST-RETRIED line). L1's QEMU aborting (SIGABRT after glib's "assertion failed", as QEMU 7.2's TCG
 # did in tcg_handle_interrupt with an L2 guest in SeaBIOS) before the scenario's verdict is an
 # emulator failure: run.sh exits 125 with a TESTHOST-QEMU-ABORT log line naming the assertion, and
 # th_run_retrying boots L1 once more. An abort after TESTHOST-DONE keeps the scenario's verdict, and
 # a scenario's own failure is not retried. A scenario that found its nested guest wedged in L1's
 # KVM (a TESTHOST-L2-WEDGED line, status 125: tests/e2e/api_scenario.sh) is booted once more; a
 # scenario's 125 without that line is its verdict. --tcg-thread / TH_TCG_THREAD reach QEMU's -accel.
-# L1's QEMU is a fake one (first on PATH); no nested guest runs. Usage: tests/testhost/platform_retry_test.sh
+# L1's QEMU is a fake one (first on PATH); no nested guest runs (~20 s, the two 5-s stalls).
+# Usage: tests/testhost/platform_retry_test.sh
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source "$repo/testhost/lib.sh"
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 # The fake L1: FAKE_MODE abort (markers, glib's assertion, SIGABRT), done-then-abort, fail (rc=1),
-# l2-wedged (TESTHOST-L2-WEDGED, rc=125), rc125 (rc=125 alone).
+# l2-wedged (TESTHOST-L2-WEDGED, rc=125), rc125 (rc=125 alone), stall (a console line, then sleeps).
 cat >"$dir/qemu-system-x86_64" <<'FAKE'
 #!/usr/bin/env bash
 ulimit -c 0
@@ -27,6 +31,7 @@ case "$FAKE_MODE" in
     fail) echo "TESTHOST-DONE rc=1"; exit 0 ;;
     l2-wedged) echo "TESTHOST-L2-WEDGED ticking: every vCPU halted in KVM"; echo "TESTHOST-DONE rc=125"; exit 0 ;;
     rc125) echo "TESTHOST-DONE rc=125"; exit 0 ;;
+    stall) echo "FAKE-L1 scenario output"; exec sleep 600 ;;
 esac
 echo "**" >&2
 echo "ERROR:../accel/tcg/tcg-accel-ops.c:80:tcg_handle_interrupt: assertion failed: (qemu_mutex_iothread_locked())" >&2
@@ -47,6 +52,14 @@ run() {  # run MODE [run.sh ARGS...]: th_run_retrying around run.sh with the fak
         "$repo/testhost/run.sh" --scenario "$dir/scenario.sh" --no-tern --timeout 120 --log "$dir/$mode.log" "$@" \
         >"$dir/$mode.out" 2>"$dir/$mode.err" || rc=$?
 }
+
+run stall --stall 5
+expect "a stall: exit status 125 after the second stall (got $rc)" test "$rc" = 125
+expect "... the retry is said on stderr" grep -q 'RETRY: the test host wedged (run.sh exited 125' "$dir/stall.err"
+expect "... the first log is kept" grep -q '^TESTHOST-STALL no CPU and no console output' "$dir/stall.log.wedged"
+expect "... the stall line names the process state" grep -q '^TESTHOST-STALL .*qemu pid [0-9]* state S' "$dir/stall.log"
+expect "... the second log says it was a retry" grep -q '^TESTHOST-RETRIED once' "$dir/stall.log"
+expect "... the console's last lines are shown" grep -q 'FAKE-L1 scenario output' "$dir/stall.err"
 
 run abort
 expect "an abort before the verdict: exit 125 after the second abort (got $rc)" test "$rc" = 125
