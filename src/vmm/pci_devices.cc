@@ -66,9 +66,8 @@ Result<uint8_t> PciDevices::add(std::shared_ptr<PciFunction> fn) {
   PciPlacement p = *placed;
   p.intx_irq = kIntxIrqs[functions_.size() % std::size(kIntxIrqs)];
   if (piix_intx_) {
-    // The slot add() will pick: the next after the chipset's (slot 1) and the functions so far.
-    const auto slot = static_cast<uint8_t>(kPiixSlot + 1 + functions_.size());
-    p.intx_irq = piix_intx_irq(slot, 1);
+    // The slot root_->add() picks next, and the IRQ the firmware writes into its Interrupt Line.
+    if (auto slot = root_->next_free_slot()) p.intx_irq = piix_intx_irq(*slot, 1);
   }
   if (auto ok = fn->place(p); !ok) return fail(name, ok.error().message());
   auto slot = root_->add(fn);
