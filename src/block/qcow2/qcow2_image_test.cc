@@ -206,5 +206,28 @@ TEST_F(Qcow2ImageTest, WritesAreCheckedCleanAndCompareEqualByQemuImg) {
   }
 }
 
+// Internal snapshots stay intact: a write to a cluster the snapshot shares gets a new cluster (its
+// L2 entry lacks QCOW_OFLAG_COPIED), and the snapshot still reads its old bytes.
+TEST_F(Qcow2ImageTest, WritesLeaveInternalSnapshotsIntact) {
+  auto before = make_raw("src.img", 2 << 20, 21);
+  qemu_img("convert -f raw -O qcow2 " + path("src.img") + " " + path("s.qcow2"));
+  qemu_img("snapshot -c s1 " + path("s.qcow2"));
+  auto after = before;
+  {
+    auto d = open("s.qcow2");
+    ASSERT_TRUE(d) << d.error().message();
+    auto data = pattern(200000, 77);
+    ASSERT_TRUE(d->qcow2()->write_sync(12345, data.data(), data.size()));
+    std::copy(data.begin(), data.end(), after.begin() + 12345);
+    ASSERT_TRUE(d->qcow2()->write_zeroes(1 << 20, 65536));
+    std::fill_n(after.begin() + (1 << 20), 65536, 0);
+    EXPECT_EQ(read_all(*d), after);
+  }
+  testing::write_file(path("after.img"), after);
+  expect_check_and_compare("s.qcow2", "after.img");
+  qemu_img("convert -f qcow2 -O raw -l snapshot.name=s1 " + path("s.qcow2") + " " + path("s1.raw"));
+  EXPECT_EQ(testing::read_file(path("s1.raw")), before);
+}
+
 }  // namespace
 }  // namespace tern
