@@ -143,6 +143,14 @@ Result<DiskImage> DiskImage::open(const DiskConfig& c) {
   return d;
 }
 
+void DiskImage::append_counters(std::vector<std::pair<std::string, uint64_t>>& out) const {
+  if (!qcow2_) return;
+  Qcow2Stats s = qcow2_->stats();
+  out.insert(out.end(), {{"qcow2_l2_cache_hits", s.l2_hits},
+                         {"qcow2_l2_cache_misses", s.l2_misses},
+                         {"qcow2_allocations", s.allocations}});
+}
+
 Result<void> DiskImage::flush() const {
   if (read_only_) return {};
   if (retry_eintr([&] { return ::fdatasync(fd_.get()); }) != 0)

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/fd.h"
 #include "base/result.h"
@@ -38,6 +40,9 @@ class DiskImage {
   [[nodiscard]] DiskFormat format() const { return format_; }
   /// The qcow2 image (shared by the disk's queues), or nullptr for a raw disk.
   [[nodiscard]] Qcow2Image* qcow2() const { return qcow2_.get(); }
+  /// Appends the qcow2 metadata counters for `tern stat` (qcow2_l2_cache_hits,
+  /// qcow2_l2_cache_misses, qcow2_allocations: host clusters allocated); nothing for raw.
+  void append_counters(std::vector<std::pair<std::string, uint64_t>>& out) const;
   /// Disk size in bytes: the file's (raw) or the qcow2 virtual size (need not be a multiple of
   /// 512; the tail is never exposed).
   [[nodiscard]] uint64_t size_bytes() const { return size_; }

@@ -145,6 +145,14 @@ TEST_F(Qcow2ExecutorTest, ReadsAndWritesThroughTheExecutorMatchQemuImg) {
     ASSERT_EQ(run(BlockOp::Kind::kWriteZeroes, 1u << 20, nullptr, 256 * 1024), BlockStatus::kOk);
     std::fill_n(expected.begin() + (1 << 20), 256 * 1024, 0);
     ASSERT_EQ(run(BlockOp::Kind::kFlush, 0, nullptr, 0), BlockStatus::kOk);
+    // tern stat's view: the L2 cache was used and clusters were allocated.
+    std::vector<std::pair<std::string, uint64_t>> counters;
+    disk_->append_counters(counters);
+    ASSERT_EQ(counters.size(), 3u);
+    EXPECT_EQ(counters[0].first, "qcow2_l2_cache_hits");
+    EXPECT_GT(counters[0].second, 0u);
+    EXPECT_GT(counters[1].second, 0u);  // misses: the first look at each L2 table
+    EXPECT_GT(counters[2].second, 20u);  // allocations: at least one per write
     exec_.reset();
     disk_.reset();
     testing::write_file(path("expected.raw"), expected);
