@@ -4,11 +4,10 @@
 // corruption (leaks allowed) and everything the child flushed must read back. Then reads and
 // writes through BlockExecutor (thread-pool engine; cache=none with unaligned buffers too) land
 // where qemu-img sees them.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include "base/testing/temp_dir.h"
 #include "block/block_executor.h"
@@ -44,7 +43,8 @@ TEST_F(Qcow2CrashTest, SigkillDuringAllocatingWritesLeavesACleanImageWithFlushed
     SCOPED_TRACE(kill_at);
     const std::string img = path("crash.qcow2");
     ::unlink(img.c_str());
-    ASSERT_EQ(run_command("qemu-img create -q -f qcow2 -o cluster_size=4096 " + img + " 8M").status, 0);
+    ASSERT_EQ(run_command("qemu-img create -q -f qcow2 -o cluster_size=4096 " + img + " 8M").status,
+              0);
     pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
@@ -68,7 +68,8 @@ TEST_F(Qcow2CrashTest, SigkillDuringAllocatingWritesLeavesACleanImageWithFlushed
     auto check = run_command("qemu-img check " + img);
     EXPECT_TRUE(check_clean(check)) << check.status << ": " << check.output;
     // The flushed bytes, as qemu-img reads them.
-    ASSERT_EQ(run_command("qemu-img convert -f qcow2 -O raw " + img + " " + path("out.raw")).status, 0);
+    ASSERT_EQ(run_command("qemu-img convert -f qcow2 -O raw " + img + " " + path("out.raw")).status,
+              0);
     auto out = testing::read_file(path("out.raw"));
     ASSERT_GE(out.size(), 4096 + 100 + flushed.size());
     EXPECT_TRUE(std::equal(flushed.begin(), flushed.end(), out.begin() + 4096 + 100));
@@ -121,13 +122,16 @@ TEST_F(Qcow2ExecutorTest, ReadsAndWritesThroughTheExecutorMatchQemuImg) {
     SCOPED_TRACE(std::string(cache_mode_name(cache)));
     ::unlink(path("exec.qcow2").c_str());
     ASSERT_EQ(run_command("qemu-img create -q -f qcow2 -b " + path("base.raw") + " -F raw " +
-                          path("exec.qcow2")).status, 0);
+                          path("exec.qcow2"))
+                  .status,
+              0);
     open(cache);
     if (::testing::Test::HasFatalFailure()) return;
     auto expected = base;
     // Aligned and (for cache=none) unaligned buffers: 1 byte past an aligned allocation.
     std::vector<uint8_t> mem(300 * 1024 + 4096 * 2);
-    uint8_t* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(mem.data()) + 4095) & ~uintptr_t{4095});
+    uint8_t* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(mem.data()) + 4095) &
+                                                  ~uintptr_t{4095});
     for (int i = 0; i < 20; ++i) {
       uint64_t off = (static_cast<uint64_t>(i) * 197 * 1024) % (3u << 20) & ~uint64_t{511};
       uint64_t len = 512 * (1 + (i * 37) % 400);
@@ -137,7 +141,8 @@ TEST_F(Qcow2ExecutorTest, ReadsAndWritesThroughTheExecutorMatchQemuImg) {
       ASSERT_EQ(run(BlockOp::Kind::kWrite, off, buf, len), BlockStatus::kOk);
       std::copy(data.begin(), data.end(), expected.begin() + static_cast<long>(off));
       // Read back a range around it, through the executor.
-      uint64_t roff = off >= 4096 ? off - 4096 : 0, rlen = std::min<uint64_t>(len + 8192, (4u << 20) - roff);
+      uint64_t roff = off >= 4096 ? off - 4096 : 0,
+               rlen = std::min<uint64_t>(len + 8192, (4u << 20) - roff);
       rlen = std::min<uint64_t>(rlen, 300 * 1024);
       ASSERT_EQ(run(BlockOp::Kind::kRead, roff, buf, rlen), BlockStatus::kOk);
       EXPECT_TRUE(std::equal(buf, buf + rlen, expected.begin() + static_cast<long>(roff))) << i;
@@ -151,14 +156,15 @@ TEST_F(Qcow2ExecutorTest, ReadsAndWritesThroughTheExecutorMatchQemuImg) {
     ASSERT_EQ(counters.size(), 3u);
     EXPECT_EQ(counters[0].first, "qcow2_l2_cache_hits");
     EXPECT_GT(counters[0].second, 0u);
-    EXPECT_GT(counters[1].second, 0u);  // misses: the first look at each L2 table
+    EXPECT_GT(counters[1].second, 0u);   // misses: the first look at each L2 table
     EXPECT_GT(counters[2].second, 20u);  // allocations: at least one per write
     exec_.reset();
     disk_.reset();
     testing::write_file(path("expected.raw"), expected);
     auto check = run_command("qemu-img check " + path("exec.qcow2"));
     EXPECT_TRUE(check_clean(check)) << check.output;
-    auto cmp = run_command("qemu-img compare -f qcow2 -F raw " + path("exec.qcow2") + " " + path("expected.raw"));
+    auto cmp = run_command("qemu-img compare -f qcow2 -F raw " + path("exec.qcow2") + " " +
+                           path("expected.raw"));
     EXPECT_EQ(cmp.status, 0) << cmp.output;
   }
 }

@@ -36,7 +36,9 @@ Result<void> FdQcow2File::write(uint64_t off, const void* buf, size_t n) {
   return {};
 }
 
-uint64_t FdQcow2File::size() const { return size_; }
+uint64_t FdQcow2File::size() const {
+  return size_;
+}
 
 Result<void> FdQcow2File::sync() {
   if (retry_eintr([&] { return ::fdatasync(fd_.get()); }) != 0)
@@ -52,7 +54,8 @@ Result<void> MemQcow2File::read(uint64_t off, void* buf, size_t n) const {
 }
 
 Result<void> MemQcow2File::write(uint64_t off, const void* buf, size_t n) {
-  if (off > max_size_ || n > max_size_ - off) return fail("write", "past the in-memory file's limit");
+  if (off > max_size_ || n > max_size_ - off)
+    return fail("write", "past the in-memory file's limit");
   if (off + n > bytes_.size()) bytes_.resize(off + n);
   if (n > 0) std::memcpy(bytes_.data() + off, buf, n);
   return {};

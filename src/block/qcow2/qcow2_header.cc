@@ -97,12 +97,14 @@ Result<Qcow2Header> parse_qcow2_header(const Qcow2File& file, const std::string&
   if (hd.header_length >= 105) {
     uint8_t ct = h[104];
     bool flagged = (hd.incompatible_features & kQcow2IncompatCompression) != 0;
-    if (ct > 1) return bad("compression_type " + std::to_string(ct) + " not supported (zlib, zstd)");
+    if (ct > 1)
+      return bad("compression_type " + std::to_string(ct) + " not supported (zlib, zstd)");
     if ((ct != 0) != flagged)
       return bad("compression_type " + std::to_string(ct) +
                  " disagrees with incompatible feature bit 3");
   } else if ((hd.incompatible_features & kQcow2IncompatCompression) != 0) {
-    return bad("incompatible feature bit 3 (compression type) set without a compression_type field");
+    return bad(
+        "incompatible feature bit 3 (compression type) set without a compression_type field");
   }
   // Tables: aligned, inside the file, bounded.
   const uint64_t cs = hd.cluster_size;
@@ -133,8 +135,8 @@ Result<Qcow2Header> parse_qcow2_header(const Qcow2File& file, const std::string&
                " unaligned or past the end of the file");
   // Backing file name: inside the first cluster, no NUL.
   if (backing_off != 0) {
-    if (backing_len == 0 || backing_len > 1023 || backing_off > cs || backing_len > cs - backing_off ||
-        backing_off + backing_len > file_size)
+    if (backing_len == 0 || backing_len > 1023 || backing_off > cs ||
+        backing_len > cs - backing_off || backing_off + backing_len > file_size)
       return bad("backing_file_offset/backing_file_size outside the first cluster or above 1023");
     hd.backing_file.resize(backing_len);
     TRY(file.read(backing_off, hd.backing_file.data(), backing_len));

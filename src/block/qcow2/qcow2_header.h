@@ -43,10 +43,10 @@ struct Qcow2Header {
   uint64_t incompatible_features = 0;
   uint64_t compatible_features = 0;
   uint64_t autoclear_features = 0;
-  uint32_t refcount_order = 4;   ///< 0..6: refcounts of 1 << refcount_order bits.
+  uint32_t refcount_order = 4;  ///< 0..6: refcounts of 1 << refcount_order bits.
   uint32_t header_length = 72;
-  std::string backing_file;      ///< Empty: none. At most 1023 bytes, no NUL.
-  std::string backing_format;    ///< Header extension 0xe2792aca; empty when absent.
+  std::string backing_file;    ///< Empty: none. At most 1023 bytes, no NUL.
+  std::string backing_format;  ///< Header extension 0xe2792aca; empty when absent.
 
   [[nodiscard]] uint64_t l2_entries() const { return cluster_size / 8; }
   [[nodiscard]] uint32_t refcount_bits() const { return 1u << refcount_order; }

@@ -46,7 +46,9 @@ class Qcow2HeaderTest : public ::testing::Test {
   std::vector<uint8_t> image_;
 };
 
-TEST_F(Qcow2HeaderTest, ValidImageOpens) { EXPECT_EQ(open_error(), "(opened)"); }
+TEST_F(Qcow2HeaderTest, ValidImageOpens) {
+  EXPECT_EQ(open_error(), "(opened)");
+}
 
 TEST_F(Qcow2HeaderTest, FieldsOutOfRangeAreNamed) {
   auto orig = image_;
@@ -91,10 +93,12 @@ TEST_F(Qcow2HeaderTest, IncompatibleFeaturesAreRefusedByName) {
   EXPECT_NE(open_error(false).find("'corrupt' (bit 1)"), std::string::npos);
   image_ = orig;
   put64(72, 4);
-  EXPECT_NE(open_error().find("'external data file' (bit 2) set: not supported"), std::string::npos);
+  EXPECT_NE(open_error().find("'external data file' (bit 2) set: not supported"),
+            std::string::npos);
   image_ = orig;
   put64(72, 16);
-  EXPECT_NE(open_error().find("'extended L2 entries' (bit 4) set: not supported"), std::string::npos);
+  EXPECT_NE(open_error().find("'extended L2 entries' (bit 4) set: not supported"),
+            std::string::npos);
   image_ = orig;
   put64(72, uint64_t{1} << 40);
   EXPECT_NE(open_error().find("incompatible feature unknown (bit 40)"), std::string::npos);

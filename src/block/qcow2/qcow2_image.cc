@@ -30,13 +30,13 @@ class RawBacking final : public BackingReader {
   std::unique_ptr<Qcow2File> f_;
 };
 
-std::string dir_of(const std::string& path) {
+}  // namespace
+
+std::string directory_of(const std::string& path) {
   auto slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
 }
-
-}  // namespace
 
 Result<std::unique_ptr<Qcow2Image>> Qcow2Image::open(
     std::unique_ptr<Qcow2File> file, const std::string& dir, const Qcow2OpenOptions& o,
@@ -44,8 +44,8 @@ Result<std::unique_ptr<Qcow2Image>> Qcow2Image::open(
   std::unique_ptr<Qcow2Image> img(new Qcow2Image());
   img->what_ = o.what;
   ASSIGN_OR_RETURN(img->header_, parse_qcow2_header(*file, o.what, o.writable));
-  ASSIGN_OR_RETURN(img->meta_, Qcow2Metadata::open(*file, img->header_, o.what, o.writable,
-                                                   o.sync_metadata));
+  ASSIGN_OR_RETURN(img->meta_,
+                   Qcow2Metadata::open(*file, img->header_, o.what, o.writable, o.sync_metadata));
   img->file_ = std::move(file);
   const std::string& name = img->header_.backing_file;
   if (name.empty()) return img;
@@ -85,21 +85,24 @@ Result<std::unique_ptr<Qcow2Image>> Qcow2Image::open(
     Qcow2OpenOptions bo = o;
     bo.what = what;
     bo.writable = false;
-    ASSIGN_OR_RETURN(img->backing_, Qcow2Image::open(std::move(bf), dir_of(path), bo, chain));
+    ASSIGN_OR_RETURN(img->backing_, Qcow2Image::open(std::move(bf), directory_of(path), bo, chain));
   }
   return img;
 }
 
-Result<void> Qcow2Image::map(uint64_t off, uint64_t len, bool write, std::vector<Qcow2Extent>& out) {
+Result<void> Qcow2Image::map(uint64_t off, uint64_t len, bool write,
+                             std::vector<Qcow2Extent>& out) {
   std::lock_guard lock(mu_);
   const uint64_t cs = header_.cluster_size;
-  if (off > header_.size || len > header_.size - off) return fail(what_, "request past the disk's end");
+  if (off > header_.size || len > header_.size - off)
+    return fail(what_, "request past the disk's end");
   while (len > 0) {
     const uint64_t in = off & (cs - 1), n = std::min(cs - in, len);
     ASSIGN_OR_RETURN(Qcow2Mapping m, meta_->lookup(off >> header_.cluster_bits));
     const bool direct = m.kind == Qcow2Mapping::Kind::kData && (!write || m.copied);
     const uint64_t host = direct ? m.host + in : 0;
-    if (!out.empty() && out.back().direct == direct && out.back().guest_off + out.back().len == off &&
+    if (!out.empty() && out.back().direct == direct &&
+        out.back().guest_off + out.back().len == off &&
         (!direct || out.back().host + out.back().len == host)) {
       out.back().len += n;
     } else {
@@ -220,7 +223,8 @@ Result<void> Qcow2Image::write_cluster(uint64_t gc, uint64_t in, const uint8_t* 
 Result<void> Qcow2Image::write_sync(uint64_t off, const uint8_t* buf, uint64_t len) {
   std::lock_guard lock(mu_);
   const uint64_t cs = header_.cluster_size;
-  if (off > header_.size || len > header_.size - off) return fail(what_, "write past the disk's end");
+  if (off > header_.size || len > header_.size - off)
+    return fail(what_, "write past the disk's end");
   while (len > 0) {
     const uint64_t in = off & (cs - 1), n = std::min(cs - in, len);
     TRY(write_cluster(off >> header_.cluster_bits, in, buf, n));
@@ -234,7 +238,8 @@ Result<void> Qcow2Image::write_sync(uint64_t off, const uint8_t* buf, uint64_t l
 Result<void> Qcow2Image::write_zeroes(uint64_t off, uint64_t len) {
   std::lock_guard lock(mu_);
   const uint64_t cs = header_.cluster_size;
-  if (off > header_.size || len > header_.size - off) return fail(what_, "zeroing past the disk's end");
+  if (off > header_.size || len > header_.size - off)
+    return fail(what_, "zeroing past the disk's end");
   std::vector<uint8_t> zeros;
   while (len > 0) {
     const uint64_t in = off & (cs - 1), n = std::min(cs - in, len);
@@ -242,7 +247,8 @@ Result<void> Qcow2Image::write_zeroes(uint64_t off, uint64_t len) {
     ASSIGN_OR_RETURN(Qcow2Mapping m, meta_->lookup(gc));
     const bool reads_zero = m.kind == Qcow2Mapping::Kind::kZero ||
                             (m.kind == Qcow2Mapping::Kind::kUnallocated && !backing_);
-    if (!reads_zero && n == cs && header_.version >= 3 && m.kind != Qcow2Mapping::Kind::kCompressed) {
+    if (!reads_zero && n == cs && header_.version >= 3 &&
+        m.kind != Qcow2Mapping::Kind::kCompressed) {
       // A whole cluster on v3: the zero flag, keeping an allocated cluster for later writes
       // (never freed: no stale mapping can reach a reused cluster).
       const bool keep = m.kind == Qcow2Mapping::Kind::kData && m.copied;
@@ -257,7 +263,9 @@ Result<void> Qcow2Image::write_zeroes(uint64_t off, uint64_t len) {
   return {};
 }
 
-Result<void> Qcow2Image::flush() { return file_->sync(); }
+Result<void> Qcow2Image::flush() {
+  return file_->sync();
+}
 
 Qcow2Stats Qcow2Image::stats() {
   std::lock_guard lock(mu_);

@@ -32,14 +32,18 @@ class BackingReader {
   [[nodiscard]] virtual Result<void> read_at(uint64_t off, uint8_t* buf, uint64_t len) = 0;
 };
 
+/// The directory part of `path` ("." when it has none, "/" for a file in the root): where a
+/// relative backing file name is looked up.
+[[nodiscard]] std::string directory_of(const std::string& path);
+
 /// How to open an image (and its chain).
 struct Qcow2OpenOptions {
-  std::string what;             ///< How errors name the image ("--disk path=/x.qcow2").
+  std::string what;  ///< How errors name the image ("--disk path=/x.qcow2").
   bool writable = false;
-  bool backing_files = false;   ///< --disk backing_files=on: open the backing chain.
-  bool sync_metadata = true;    ///< false with cache=unsafe (no fdatasync between steps).
-  bool lock_backing = true;     ///< Read-lock backing files (--disk locking).
-  unsigned max_chain = 16;      ///< Longest backing chain (this image included).
+  bool backing_files = false;  ///< --disk backing_files=on: open the backing chain.
+  bool sync_metadata = true;   ///< false with cache=unsafe (no fdatasync between steps).
+  bool lock_backing = true;    ///< Read-lock backing files (--disk locking).
+  unsigned max_chain = 16;     ///< Longest backing chain (this image included).
 };
 
 /// One piece of a guest request.
@@ -79,7 +83,9 @@ class Qcow2Image final : public BackingReader {
                                  std::vector<Qcow2Extent>& out);
   /// Reads [off, off + len) whatever its clusters are (zeros past size()).
   [[nodiscard]] Result<void> read_sync(uint64_t off, uint8_t* buf, uint64_t len);
-  Result<void> read_at(uint64_t off, uint8_t* buf, uint64_t len) override { return read_sync(off, buf, len); }
+  Result<void> read_at(uint64_t off, uint8_t* buf, uint64_t len) override {
+    return read_sync(off, buf, len);
+  }
   /// Writes [off, off + len), allocating clusters as needed (see the file comment).
   [[nodiscard]] Result<void> write_sync(uint64_t off, const uint8_t* buf, uint64_t len);
   /// Zeroes [off, off + len) (DISCARD and WRITE_ZEROES): clusters that already read as zeros are

@@ -37,7 +37,8 @@ class Qcow2ImageTest : public ::testing::Test {
     for (size_t at = 0; at + 65536 <= size; at += 3 * 65536)
       for (size_t i = 0; i < 65536; ++i) bytes[at + i] = static_cast<uint8_t>((i / 64) % 7);
     for (size_t mib = 1; mib * (1u << 20) < size; mib += 2)
-      std::fill_n(bytes.begin() + mib * (1u << 20), std::min<size_t>(1u << 20, size - mib * (1u << 20)), 0);
+      std::fill_n(bytes.begin() + mib * (1u << 20),
+                  std::min<size_t>(1u << 20, size - mib * (1u << 20)), 0);
     testing::write_file(path(name), bytes);
     return bytes;
   }
@@ -59,7 +60,8 @@ class Qcow2ImageTest : public ::testing::Test {
   void expect_check_and_compare(const std::string& img, const std::string& expected_raw) {
     auto check = run_command("qemu-img check " + path(img));
     EXPECT_TRUE(check_clean(check)) << check.status << ": " << check.output;
-    auto cmp = run_command("qemu-img compare -f qcow2 -F raw " + path(img) + " " + path(expected_raw));
+    auto cmp =
+        run_command("qemu-img compare -f qcow2 -F raw " + path(img) + " " + path(expected_raw));
     EXPECT_EQ(cmp.status, 0) << cmp.output;
   }
 
@@ -99,9 +101,9 @@ TEST_F(Qcow2ImageTest, BackingFileOnlyWithBackingFilesOn) {
   qemu_img("create -q -f qcow2 -b " + path("base.img") + " -F raw " + path("top.qcow2"));
   auto refused = open("top.qcow2");
   ASSERT_FALSE(refused);
-  EXPECT_TRUE(refused.error().message().starts_with("--disk backing_files: --disk path=" +
-                                                    path("top.qcow2") + " names backing file '" +
-                                                    path("base.img") + "'"))
+  EXPECT_TRUE(refused.error().message().starts_with(
+      "--disk backing_files: --disk path=" + path("top.qcow2") + " names backing file '" +
+      path("base.img") + "'"))
       << refused.error().message();
   auto d = open("top.qcow2", DiskFormat::kAuto, /*backing=*/true);
   ASSERT_TRUE(d) << d.error().message();
@@ -132,10 +134,10 @@ struct Layout {
 
 TEST_F(Qcow2ImageTest, ReadsWhatQemuImgConverted) {
   auto expected = make_raw("src.img", 6 << 20, 3);
-  for (Layout l : {Layout{"compat=0.10", "v2"}, Layout{"compat=1.1", "v3"},
-                   Layout{"cluster_size=512", "c512"}, Layout{"cluster_size=2M", "c2M"},
-                   Layout{"compat=1.1,refcount_bits=1", "rc1"},
-                   Layout{"compat=1.1,refcount_bits=64", "rc64"}}) {
+  for (Layout l :
+       {Layout{"compat=0.10", "v2"}, Layout{"compat=1.1", "v3"}, Layout{"cluster_size=512", "c512"},
+        Layout{"cluster_size=2M", "c2M"}, Layout{"compat=1.1,refcount_bits=1", "rc1"},
+        Layout{"compat=1.1,refcount_bits=64", "rc64"}}) {
     SCOPED_TRACE(l.name);
     std::string img = std::string(l.name) + ".qcow2";
     qemu_img("convert -f raw -O qcow2 -o " + std::string(l.options) + " " + path("src.img") + " " +

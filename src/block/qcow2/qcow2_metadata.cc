@@ -47,8 +47,9 @@ Result<std::unique_ptr<Qcow2Metadata>> Qcow2Metadata::open(Qcow2File& file, cons
   m->sync_metadata_ = sync_metadata;
   // Both sizes were checked against the file (and capped) by parse_qcow2_header.
   ASSIGN_OR_RETURN(m->l1_, read_be64_table(file, h.l1_table_offset, h.l1_size));
-  ASSIGN_OR_RETURN(m->reftable_, read_be64_table(file, h.refcount_table_offset,
-                                                 uint64_t{h.refcount_table_clusters} * h.cluster_size / 8));
+  ASSIGN_OR_RETURN(m->reftable_,
+                   read_be64_table(file, h.refcount_table_offset,
+                                   uint64_t{h.refcount_table_clusters} * h.cluster_size / 8));
   m->l2_capacity_ = std::max<uint64_t>(4, l2_cache_bytes / h.cluster_size);
   m->next_free_ = (file.size() + h.cluster_size - 1) >> h.cluster_bits;
   return m;
@@ -60,7 +61,9 @@ Result<void> Qcow2Metadata::fail_entry(const std::string& why) const {
 
 bool Qcow2Metadata::overlaps_tables(uint64_t off) const {
   const uint64_t cs = h_.cluster_size;
-  auto overlaps = [&](uint64_t start, uint64_t len) { return off < start + len && start < off + cs; };
+  auto overlaps = [&](uint64_t start, uint64_t len) {
+    return off < start + len && start < off + cs;
+  };
   return overlaps(0, cs) || overlaps(h_.l1_table_offset, uint64_t{h_.l1_size} * 8) ||
          overlaps(h_.refcount_table_offset, uint64_t{h_.refcount_table_clusters} * cs);
 }
@@ -96,11 +99,12 @@ Result<Qcow2Mapping> Qcow2Metadata::lookup(uint64_t gc) {
   }
   const uint64_t l1e = l1_[l1_index];
   if ((l1e & kL1Reserved) != 0) {
-    TRY(fail_entry("L1 entry " + std::to_string(l1_index) + " has reserved bits set (" + hex(l1e) + ")"));
+    TRY(fail_entry("L1 entry " + std::to_string(l1_index) + " has reserved bits set (" + hex(l1e) +
+                   ")"));
   }
   const uint64_t l2_off = l1e & kOffsetMask;
   if (l2_off == 0) return m;
-  ASSIGN_OR_RETURN(std::vector<uint64_t>* table, l2_table(l2_off));
+  ASSIGN_OR_RETURN(std::vector<uint64_t> * table, l2_table(l2_off));
   const uint64_t e = (*table)[gc % l2e];
   const uint64_t cs = h_.cluster_size;
   if ((e & kCompressed) != 0) {
@@ -131,7 +135,8 @@ Result<Qcow2Mapping> Qcow2Metadata::lookup(uint64_t gc) {
   if (m.host % cs != 0 || m.host > file_.size() || cs > file_.size() - m.host ||
       overlaps_tables(m.host)) {
     TRY(fail_entry("L2 entry for guest cluster " + std::to_string(gc) + " names cluster " +
-                   hex(m.host) + ": unaligned, past the end of the file or over the header/tables"));
+                   hex(m.host) +
+                   ": unaligned, past the end of the file or over the header/tables"));
   }
   m.kind = Qcow2Mapping::Kind::kData;
   return m;
@@ -208,7 +213,8 @@ Result<void> Qcow2Metadata::set_refcount(uint64_t host, uint64_t value) {
     return file_.write(rb + idx * bits / 8, &b, 1);
   }
   uint8_t buf[8] = {};
-  for (unsigned k = 0; k < bits / 8; ++k) buf[bits / 8 - 1 - k] = static_cast<uint8_t>(value >> (8 * k));
+  for (unsigned k = 0; k < bits / 8; ++k)
+    buf[bits / 8 - 1 - k] = static_cast<uint8_t>(value >> (8 * k));
   return file_.write(rb + idx * bits / 8, buf, bits / 8);
 }
 
@@ -245,7 +251,7 @@ Result<void> Qcow2Metadata::set_l2(uint64_t gc, uint64_t host, bool zero) {
     // A new L2 table (a copy of a shared one), written and made durable before its L1 entry.
     std::vector<uint64_t> table(l2e, 0);
     if (l2_off != 0) {
-      ASSIGN_OR_RETURN(std::vector<uint64_t>* old, l2_table(l2_off));
+      ASSIGN_OR_RETURN(std::vector<uint64_t> * old, l2_table(l2_off));
       table = *old;
     }
     ASSIGN_OR_RETURN(uint64_t fresh, allocate_cluster());
@@ -257,7 +263,7 @@ Result<void> Qcow2Metadata::set_l2(uint64_t gc, uint64_t host, bool zero) {
     l1_[l1_index] = fresh | kCopied;
     l2_off = fresh;
   }
-  ASSIGN_OR_RETURN(std::vector<uint64_t>* t, l2_table(l2_off));
+  ASSIGN_OR_RETURN(std::vector<uint64_t> * t, l2_table(l2_off));
   const uint64_t entry = (host != 0 ? host | kCopied : 0) | (zero ? kZeroFlag : 0);
   TRY(write_be64(file_, l2_off + (gc % l2e) * 8, entry));
   (*t)[gc % l2e] = entry;

@@ -55,14 +55,16 @@ struct Qcow2Counters {
 class Qcow2Metadata {
  public:
   /// Reads the L1 and refcount tables of `file` (validated `h`). `writable`: allocations allowed.
-  /// `l2_cache_bytes`: budget of the L2 cache (at least 4 tables are kept). Errors start with `what`.
+  /// `l2_cache_bytes`: budget of the L2 cache (at least 4 tables are kept). Errors start with
+  /// `what`.
   [[nodiscard]] static Result<std::unique_ptr<Qcow2Metadata>> open(
       Qcow2File& file, const Qcow2Header& h, std::string what, bool writable, bool sync_metadata,
       uint64_t l2_cache_bytes = 4u << 20);
 
   /// The mapping of the guest cluster with index `guest_cluster` (< size / cluster_size rounded
   /// up). Errors: an L1/L2 entry with reserved bits set, unaligned, or naming a cluster past the
-  /// end of the file or over the header / L1 / refcount table (the request fails; the image stays open).
+  /// end of the file or over the header / L1 / refcount table (the request fails; the image stays
+  /// open).
   [[nodiscard]] Result<Qcow2Mapping> lookup(uint64_t guest_cluster);
   /// Allocates one host cluster (refcount 0 -> 1, durable per the file comment); its offset.
   [[nodiscard]] Result<uint64_t> allocate_cluster();

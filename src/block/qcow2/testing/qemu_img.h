@@ -13,7 +13,7 @@
 namespace tern::testing {
 
 struct CommandResult {
-  int status = -1;  ///< Exit status (-1: did not run / killed).
+  int status = -1;     ///< Exit status (-1: did not run / killed).
   std::string output;  ///< stdout and stderr.
 };
 
@@ -40,7 +40,8 @@ inline std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
 
 inline void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
 }
 
 inline std::vector<uint8_t> read_file(const std::string& path) {
