@@ -19,6 +19,7 @@ PACKAGES=(
   # nested test host and guests (testhost/, tests/e2e, bench/)
   qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio kmod seabios e2fsprogs
   qemu-system-common  # qemu-storage-daemon: the vhost-user-blk back-end of tests/e2e/vhost_user_test.sh
+  qemu-utils  # qemu-img: the qcow2 peer of src/block/qcow2 tests (create, convert, check, compare)
   python3 curl fio iperf3 iproute2 jq
   lz4  # tests/e2e/boot_scenario.sh extracts an uncompressed vmlinux for the ELF boot case
   memtest86+  # /boot/memtest86+x64.bin: the non-Linux guest of tests/e2e/boot_test.sh

@@ -225,6 +225,15 @@ Result<void> parse_drive_tuning(JsonReader& r, DiskConfig& disk) {
 Result<void> parse_drive_locking(JsonReader& r, DiskConfig& disk) {
   ASSIGN_OR_RETURN(auto locking, optional_on_off(r, "locking"));
   if (locking) disk.locking = *locking;
+  // tern's extensions "format" ("raw" | "qcow2"; absent: probed) and "backing_files" (on/off).
+  ASSIGN_OR_RETURN(auto format, r.optional_string("format"));
+  if (format) {
+    auto f = parse_disk_format(*format);
+    if (!f) return fail(r.field("format"), "\"" + *format + "\": unknown image format (raw, qcow2)");
+    disk.format = *f;
+  }
+  ASSIGN_OR_RETURN(auto backing, optional_on_off(r, "backing_files"));
+  if (backing) disk.backing_files = *backing;
   return {};
 }
 
@@ -239,7 +248,8 @@ Result<DriveSpec> parse_vhost_user_drive(JsonReader& r, DriveSpec d, std::string
   if (ro.value_or(false))
     return fail(r.field("is_read_only"),
                 "true: " + why + "read-only access is the back-end's (export the disk read-only)");
-  for (const char* f : {"cache_type", "io_engine", "rate_limiter", "locking", "kick_suppress",
+  for (const char* f : {"cache_type", "io_engine", "rate_limiter", "locking", "format", "backing_files",
+                        "kick_suppress",
                         "coalesce_us", "poll_us"})
     if (r.raw(f))
       return fail(r.field(f), why + std::string(f) + " belongs to the back-end (omit the field)");
@@ -362,6 +372,8 @@ nlohmann::json to_json(const DriveSpec& d) {
   if (d.disk.queues != defaults.queues) j["queues"] = d.disk.queues;
   if (d.disk.queue_size != defaults.queue_size) j["queue_size"] = d.disk.queue_size;
   if (d.disk.locking != defaults.locking) j["locking"] = d.disk.locking;
+  if (d.disk.format != defaults.format) j["format"] = std::string(disk_format_name(d.disk.format));
+  if (d.disk.backing_files != defaults.backing_files) j["backing_files"] = d.disk.backing_files;
   if (d.disk.kick_suppress != defaults.kick_suppress) j["kick_suppress"] = d.disk.kick_suppress;
   if (d.disk.coalesce_us != defaults.coalesce_us) j["coalesce_us"] = d.disk.coalesce_us;
   if (d.disk.poll_us != defaults.poll_us) j["poll_us"] = d.disk.poll_us;

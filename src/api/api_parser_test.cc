@@ -395,6 +395,31 @@ TEST(ApiParser, DriveNotifyTuning) {
   }
 }
 
+// tern's "format" ("raw" | "qcow2"; absent: probed) and "backing_files" extensions; GET
+// /vm/config renders them only when given.
+TEST(ApiParser, DriveFormatAndBackingFiles) {
+  auto parse = [](const std::string& fields) {
+    return parse_api_request(
+        "PUT", "/drives/d0",
+        R"({"drive_id": "d0", "is_root_device": true, "path_on_host": "/proc/self/exe")" + fields +
+            "}");
+  };
+  auto plain = parse("");
+  ASSERT_TRUE(plain);
+  nlohmann::json pj = to_json(std::get<api::PutDrive>(*plain).value);
+  EXPECT_FALSE(pj.contains("format") || pj.contains("backing_files")) << pj.dump();
+  auto q = parse(R"(, "format": "qcow2", "backing_files": true)");
+  ASSERT_TRUE(q) << q.error().body;
+  const DiskConfig& d = std::get<api::PutDrive>(*q).value.disk;
+  EXPECT_EQ(d.format, DiskFormat::kQcow2);
+  EXPECT_TRUE(d.backing_files);
+  nlohmann::json j = to_json(std::get<api::PutDrive>(*q).value);
+  EXPECT_EQ(j["format"], "qcow2") << j.dump();
+  EXPECT_EQ(j["backing_files"], true) << j.dump();
+  EXPECT_EQ(fault(parse(R"(, "format": "vmdk")")),
+            "format: \"vmdk\": unknown image format (raw, qcow2)");
+}
+
 // tern's "locking" extension (QEMU's locking=): true/"on" (default) or false/"off"; GET
 // /vm/config renders it only when off (a default drive stays Firecracker's Drive).
 TEST(ApiParser, DriveLocking) {

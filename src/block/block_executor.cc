@@ -119,6 +119,10 @@ void BlockExecutor::start_io(uint16_t slot) {
       return;
     case BlockOp::Kind::kRead:
     case BlockOp::Kind::kWrite: {
+      if (disk_.qcow2() != nullptr) {
+        start_qcow2(slot);
+        return;
+      }
       op.kind = r.kind == BlockOp::Kind::kRead ? IoOp::Kind::kRead : IoOp::Kind::kWrite;
       op.offset = r.offset;
       op.len = r.len;
@@ -143,6 +147,10 @@ void BlockExecutor::start_io(uint16_t slot) {
     }
     case BlockOp::Kind::kDiscard:
     case BlockOp::Kind::kWriteZeroes:
+      if (disk_.qcow2() != nullptr) {
+        zero_qcow2(slot);
+        return;
+      }
       f.pending_ops = static_cast<unsigned>(r.ranges.size());
       for (uint32_t i = 0; i < r.ranges.size(); ++i) {
         IoOp z;
@@ -157,6 +165,96 @@ void BlockExecutor::start_io(uint16_t slot) {
       }
       return;
   }
+}
+
+void BlockExecutor::start_qcow2(uint16_t slot) {
+  InFlight& f = slots_[slot];
+  BlockOp& r = f.op;
+  Qcow2Image& q = *disk_.qcow2();
+  const bool write = r.kind == BlockOp::Kind::kWrite;
+  auto host_failure = [&](const Error& e) {
+    f.failed = f.host_error = true;
+    TERN_LOG_RATELIMITED(*log_limit_, warn, "{}: qcow2 {} at {}: {}", log_prefix_,
+                         write ? "write" : "read", r.offset, e.message());
+  };
+  std::vector<Qcow2Extent> extents;
+  if (auto ok = q.map(r.offset, r.len, write, extents); !ok) {
+    host_failure(ok.error());
+    finish(slot);
+    return;
+  }
+  // O_DIRECT needs aligned memory and host offsets: anything else goes the synchronous
+  // (buffered) way instead of through the bounce pool.
+  const uint32_t lbs = disk_.logical_block_size(), ma = disk_.memory_alignment();
+  const bool mem_ok =
+      !disk_.direct() || std::all_of(r.iov.begin(), r.iov.end(), [&](const iovec& v) {
+        return reinterpret_cast<uintptr_t>(v.iov_base) % ma == 0 && v.iov_len % lbs == 0;
+      });
+  std::vector<uint8_t> buf;
+  for (const Qcow2Extent& e : extents) {
+    const uint64_t skip = e.guest_off - r.offset;
+    if (e.direct && mem_ok && (!disk_.direct() || (e.host % lbs == 0 && e.len % lbs == 0))) {
+      std::vector<iovec> slice;
+      uint64_t s = skip, n = e.len;
+      for (const iovec& v : r.iov) {
+        if (n == 0) break;
+        if (s >= v.iov_len) {
+          s -= v.iov_len;
+          continue;
+        }
+        const size_t take = static_cast<size_t>(std::min<uint64_t>(v.iov_len - s, n));
+        slice.push_back(iovec{static_cast<uint8_t*>(v.iov_base) + s, take});
+        n -= take;
+        s = 0;
+      }
+      IoOp op;
+      op.kind = write ? IoOp::Kind::kWrite : IoOp::Kind::kRead;
+      op.offset = e.host;
+      op.len = e.len;
+      op.iov = slice.data();
+      op.iovcnt = static_cast<int>(slice.size());
+      op.user_data = user_data(slot, static_cast<uint32_t>(f.pieces.size()));
+      f.pieces.push_back(std::move(slice));  // the vector's buffer (op.iov) does not move
+      f.piece_lens.push_back(e.len);
+      ++f.pending_ops;
+      engine_->enqueue(op);
+      continue;
+    }
+    // Synchronous, through a buffer of at most 1 MiB.
+    for (uint64_t done = 0; done < e.len && !f.failed;) {
+      const uint64_t n = std::min<uint64_t>(e.len - done, 1u << 20);
+      buf.resize(n);
+      Result<void> ok;
+      if (write) {
+        copy_iov(r.iov, skip + done, buf.data(), n, false);
+        ok = q.write_sync(e.guest_off + done, buf.data(), n);
+      } else {
+        ok = q.read_sync(e.guest_off + done, buf.data(), n);
+        if (ok) copy_iov(r.iov, skip + done, buf.data(), n, true);
+      }
+      if (!ok) host_failure(ok.error());
+      done += n;
+    }
+  }
+  if (f.pending_ops == 0) finish(slot);
+}
+
+void BlockExecutor::zero_qcow2(uint16_t slot) {
+  InFlight& f = slots_[slot];
+  Qcow2Image& q = *disk_.qcow2();
+  for (const BlockRange& range : f.op.ranges) {
+    auto ok = q.write_zeroes(range.offset, range.len);
+    if (!ok) {
+      f.failed = f.host_error = true;
+      TERN_LOG_RATELIMITED(*log_limit_, warn, "{}: qcow2 zeroing at {}: {}", log_prefix_,
+                           range.offset, ok.error().message());
+      break;
+    }
+  }
+  if (!f.failed && disk_.cache() == CacheMode::kDirectSync) {
+    if (auto ok = q.flush(); !ok) f.failed = f.host_error = true;
+  }
+  finish(slot);
 }
 
 void BlockExecutor::start_bounced(uint16_t slot) {
@@ -220,8 +318,9 @@ void BlockExecutor::reap(std::vector<BlockCompletion>& out) {
     BlockOp& r = f.op;
     bool ok = c.result >= 0;
     bool rw = is_rw(r.kind);
-    if (rw && static_cast<uint64_t>(c.result) != (f.bounce != nullptr ? f.piece : r.len))
-      ok = false;
+    uint64_t expected = f.bounce != nullptr ? f.piece : r.len;
+    if (!f.piece_lens.empty()) expected = op_index < f.piece_lens.size() ? f.piece_lens[op_index] : 0;
+    if (rw && static_cast<uint64_t>(c.result) != expected) ok = false;
     if (!ok && c.result == -EOPNOTSUPP && r.kind == BlockOp::Kind::kWriteZeroes &&
         op_index < r.ranges.size() && !r.ranges[op_index].unmap) {
       // No FALLOC_FL_ZERO_RANGE here (e.g. tmpfs): a punched hole reads back as zeroes too.

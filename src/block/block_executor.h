@@ -73,11 +73,18 @@ class BlockExecutor {
     uint64_t bounce_done = 0;   // bytes of op.len already through the chunk
     uint64_t piece = 0;         // bytes of the piece in flight
     iovec bounce_iov{};
+    // qcow2: the iovecs and expected length of each I/O op (user_data's op index).
+    std::vector<std::vector<iovec>> pieces;
+    std::vector<uint64_t> piece_lens;
   };
 
   BlockExecutor(const DiskImage& disk, std::unique_ptr<IoEngine> engine,
                 BlockExecutorCounters* counters, RateLimit* log_limit, std::string log_prefix);
   void start_io(uint16_t slot);
+  /// A qcow2 disk's read/write: host extents to the engine, the rest synchronously.
+  void start_qcow2(uint16_t slot);
+  /// A qcow2 disk's DISCARD / WRITE_ZEROES (synchronous).
+  void zero_qcow2(uint16_t slot);
   /// Bounced read/write: takes a chunk of the bounce budget (or queues the slot until one is
   /// free) and starts the first piece.
   void start_bounced(uint16_t slot);

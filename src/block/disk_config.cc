@@ -23,6 +23,24 @@ Result<DiskInterface> parse_disk_interface(std::string_view s) {
   return fail("--disk interface=" + std::string(s), "unknown disk interface (virtio, nvme)");
 }
 
+Result<DiskFormat> parse_disk_format(std::string_view s) {
+  if (s == "raw") return DiskFormat::kRaw;
+  if (s == "qcow2") return DiskFormat::kQcow2;
+  return fail("--disk format=" + std::string(s), "unknown image format (raw, qcow2)");
+}
+
+std::string_view disk_format_name(DiskFormat f) {
+  switch (f) {
+    case DiskFormat::kAuto:
+      return "auto";
+    case DiskFormat::kRaw:
+      return "raw";
+    case DiskFormat::kQcow2:
+      return "qcow2";
+  }
+  return "?";
+}
+
 std::string_view disk_interface_name(DiskInterface i) {
   switch (i) {
     case DiskInterface::kVirtio:
@@ -74,6 +92,9 @@ Result<void> validate_vhost_user(const DiskConfig& c) {
   if (!c.serial.empty()) return backends("serial", "the serial (GET_ID)");
   if (c.engine != defaults.engine) return backends("io", "the I/O engine");
   if (c.locking != defaults.locking) return backends("locking", "image locking");
+  if (c.format != defaults.format) return backends("format", "the image format");
+  if (c.backing_files != defaults.backing_files)
+    return backends("backing_files", "opening backing files");
   if (c.kick_suppress != defaults.kick_suppress)
     return backends("kick_suppress", "notification handling");
   if (c.coalesce_us != defaults.coalesce_us) return backends("coalesce_us", "interrupt coalescing");

@@ -33,6 +33,15 @@ enum class DiskInterface : uint8_t {
   kNvme,    ///< "nvme": an emulated NVMe controller (src/nvme), /dev/nvmeXn1.
 };
 
+/// How the image's bytes are read (--disk format=..., drive body "format").
+enum class DiskFormat : uint8_t {
+  kAuto,   ///< Not given (default): probed at open. A file starting with the qcow2 magic
+           ///< "QFI\xfb" is served as qcow2 (never with its backing file unless
+           ///< backing_files=on), anything else as raw.
+  kRaw,    ///< "raw": the file's bytes are the disk's, whatever they contain.
+  kQcow2,  ///< "qcow2": a qcow2 image (src/block/qcow2); refused when the magic is missing.
+};
+
 /// Largest --disk coalesce_us= / poll_us= (µs); virtio::kMaxNotifyTuningUs.
 inline constexpr uint32_t kMaxNotifyTuningUs = 10'000;
 
@@ -63,6 +72,12 @@ struct DiskConfig {
   /// lock when read_only), so a second tern cannot open it for writing; off (QEMU's
   /// locking=off): no lock taken or tested. Not with vhost-user (the back-end's).
   bool locking = true;
+  /// raw, qcow2, or probed (the default; DiskFormat). Not with vhost-user (the back-end's).
+  DiskFormat format = DiskFormat::kAuto;
+  /// on: a qcow2 image's backing file (and its chain) is opened, read-only. off (default): an
+  /// image that names a backing file is refused, naming this key: the backing file name sits in
+  /// bytes a guest may have written, so tern opens host paths from it only when the user says so.
+  bool backing_files = false;
   /// Notification tuning of a virtio-blk disk tern serves (virtio/notify_tuning.h; refused with
   /// vhost-user= and interface=nvme, naming the key). kick_suppress=on|off: the guest's
   /// notifications stay off while requests are in flight. coalesce_us=N: a completion interrupt
@@ -83,6 +98,10 @@ struct DiskConfig {
 /// "virtio" | "nvme" -> DiskInterface; error names "--disk interface=".
 [[nodiscard]] Result<DiskInterface> parse_disk_interface(std::string_view s);
 [[nodiscard]] std::string_view disk_interface_name(DiskInterface i);
+/// "raw" | "qcow2" -> DiskFormat; error names "--disk format=".
+[[nodiscard]] Result<DiskFormat> parse_disk_format(std::string_view s);
+/// "auto" (not given), "raw", "qcow2".
+[[nodiscard]] std::string_view disk_format_name(DiskFormat f);
 [[nodiscard]] std::string_view cache_mode_name(CacheMode m);
 [[nodiscard]] std::string_view io_engine_name(IoEngineKind k);
 

@@ -16,6 +16,40 @@ namespace {
 
 std::string field(const DiskConfig& c) { return "--disk path=" + c.path; }
 
+std::string dir_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Decides the format (DiskConfig::format) and opens a qcow2 image over `meta_fd` (buffered:
+// metadata never goes through O_DIRECT). Guest-written bytes choose nothing beyond that: a
+// backing file is opened only with backing_files=on.
+Result<void> open_format(const DiskConfig& c, const struct stat& st, UniqueFd meta_fd,
+                         uint64_t size, DiskFormat* format, std::shared_ptr<Qcow2Image>* out) {
+  *format = DiskFormat::kRaw;
+  if (c.format == DiskFormat::kRaw) return {};
+  auto file = std::make_unique<FdQcow2File>(std::move(meta_fd), c.path, size);
+  const bool magic = has_qcow2_magic(*file);
+  if (!magic) {
+    if (c.format == DiskFormat::kQcow2)
+      return fail("--disk format=qcow2", c.path + ": not a qcow2 image (no QFI\\xfb magic)");
+    return {};
+  }
+  Qcow2OpenOptions o;
+  o.what = field(c);
+  o.writable = !c.read_only;
+  o.backing_files = c.backing_files;
+  o.sync_metadata = c.cache != CacheMode::kUnsafe;
+  o.lock_backing = c.locking;
+  ASSIGN_OR_RETURN(auto img, Qcow2Image::open(std::move(file), dir_of(c.path), o,
+                                              {{static_cast<uint64_t>(st.st_dev),
+                                                static_cast<uint64_t>(st.st_ino)}}));
+  *out = std::move(img);
+  *format = DiskFormat::kQcow2;
+  return {};
+}
+
 // statx(STATX_DIOALIGN) (Linux 6.1+): {memory alignment, offset alignment}; zeros when unknown.
 void probe_dio_align(int fd, uint32_t* mem_align, uint32_t* offset_align) {
   struct statx stx {};
@@ -56,7 +90,11 @@ Result<DiskImage> DiskImage::open(const DiskConfig& c) {
     return fail_errno(field(c));
   }
   d.fd_.reset(fd);
+  UniqueFd meta_fd;  // the buffered fd, kept for probing and qcow2 metadata
   if (d.direct_) {
+    int keep = retry_eintr([&] { return ::dup(d.fd_.get()); });
+    if (keep < 0) return fail_errno("dup", c.path);
+    meta_fd.reset(keep);
     int dfd = retry_eintr([&] { return ::open(c.path.c_str(), flags | O_DIRECT | O_CLOEXEC); });
     if (dfd < 0) {
       if (errno == EINVAL)
@@ -80,6 +118,13 @@ Result<DiskImage> DiskImage::open(const DiskConfig& c) {
     if (::fstat(d.fd_.get(), &st) != 0) return fail_errno("fstat", c.path);
     d.size_ = static_cast<uint64_t>(st.st_size);
   }
+  if (!meta_fd.valid()) {
+    int keep = retry_eintr([&] { return ::dup(d.fd_.get()); });
+    if (keep < 0) return fail_errno("dup", c.path);
+    meta_fd.reset(keep);
+  }
+  TRY(open_format(c, st, std::move(meta_fd), d.size_, &d.format_, &d.qcow2_));
+  if (d.qcow2_) d.size_ = d.qcow2_->size();
 
   if (d.direct_) {
     uint32_t mem_align = 0, off_align = 0;
@@ -96,6 +141,14 @@ Result<DiskImage> DiskImage::open(const DiskConfig& c) {
     d.mem_align_ = mem_align;
   }
   return d;
+}
+
+void DiskImage::append_counters(std::vector<std::pair<std::string, uint64_t>>& out) const {
+  if (!qcow2_) return;
+  Qcow2Stats s = qcow2_->stats();
+  out.insert(out.end(), {{"qcow2_l2_cache_hits", s.l2_hits},
+                         {"qcow2_l2_cache_misses", s.l2_misses},
+                         {"qcow2_allocations", s.allocations}});
 }
 
 Result<void> DiskImage::flush() const {

@@ -3,11 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/fd.h"
 #include "base/result.h"
 #include "block/disk_config.h"
+#include "block/qcow2/qcow2_image.h"
 
 namespace tern {
 
@@ -24,10 +28,23 @@ class DiskImage {
   /// another process (a write lock is held on it); stop that VM, or add locking=off to share
   /// it anyway". Probes the logical block size for O_DIRECT (BLKSSZGET for block devices, statx
   /// STATX_DIOALIGN for files, else 512).
+  /// Format (config.format): raw serves the bytes as they are; qcow2 requires the magic
+  /// ("--disk format=qcow2: <p>: not a qcow2 image"); not given, a file starting with the qcow2
+  /// magic is opened as qcow2 and anything else as raw. A qcow2 image is validated at open
+  /// (Qcow2Image::open: errors name the header field or feature refused) and its backing file is
+  /// opened only with config.backing_files (else refused naming "--disk backing_files").
   [[nodiscard]] static Result<DiskImage> open(const DiskConfig& config);
 
   [[nodiscard]] BorrowedFd fd() const { return fd_.borrow(); }
-  /// Image size in bytes (need not be a multiple of 512; the tail is never exposed).
+  /// The format served: kRaw or kQcow2 (never kAuto).
+  [[nodiscard]] DiskFormat format() const { return format_; }
+  /// The qcow2 image (shared by the disk's queues), or nullptr for a raw disk.
+  [[nodiscard]] Qcow2Image* qcow2() const { return qcow2_.get(); }
+  /// Appends the qcow2 metadata counters for `tern stat` (qcow2_l2_cache_hits,
+  /// qcow2_l2_cache_misses, qcow2_allocations: host clusters allocated); nothing for raw.
+  void append_counters(std::vector<std::pair<std::string, uint64_t>>& out) const;
+  /// Disk size in bytes: the file's (raw) or the qcow2 virtual size (need not be a multiple of
+  /// 512; the tail is never exposed).
   [[nodiscard]] uint64_t size_bytes() const { return size_; }
   /// Capacity reported to the guest, in 512-byte sectors: floor(size / 512).
   [[nodiscard]] uint64_t capacity_sectors() const { return size_ / 512; }
@@ -60,6 +77,8 @@ class DiskImage {
   uint32_t lbs_ = 512;
   uint32_t mem_align_ = 1;
   CacheMode cache_ = CacheMode::kWriteback;
+  DiskFormat format_ = DiskFormat::kRaw;
+  std::shared_ptr<Qcow2Image> qcow2_;
 };
 
 }  // namespace tern

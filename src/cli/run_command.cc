@@ -60,8 +60,10 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   run->add_option("--disk", o.disks,
                   "virtio-blk disk (repeatable; the first is /dev/vda): path=FILE[,cache=writeback|"
                   "none|unsafe|directsync][,readonly=on][,serial=STR][,queues=N][,queue_size=N]"
-                  "[,io=io_uring|threads][,locking=off][,kick_suppress=on|off][,coalesce_us=N]"
-                  "[,poll_us=N] (the image is locked while open, a second tern on it refused; "
+                  "[,io=io_uring|threads][,locking=off][,format=raw|qcow2][,backing_files=on]"
+                  "[,kick_suppress=on|off][,coalesce_us=N]"
+                  "[,poll_us=N] (format: probed when not given, a qcow2 backing file opened only "
+                  "with backing_files=on: docs/disk-images.md; the image is locked while open, a second tern on it refused; "
                   "locking=off shares it: docs/disk-images.md; notification tuning, N in "
                   "0..10000 µs, defaults kick_suppress=on, coalesce_us=0, poll_us=0 (off): "
                   "README \"Fewer exits per I/O\"), or "

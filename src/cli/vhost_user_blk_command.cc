@@ -27,7 +27,8 @@ CLI::App* add_vhost_user_blk_command(CLI::App& app, VhostUserBlkOptions& o) {
       ->required();
   c->add_option("--disk", o.disk,
                 "path=FILE[,cache=writeback|none|unsafe|directsync][,readonly=on][,serial=ID]"
-                "[,queues=N][,queue_size=N][,io=io_uring|threads][,locking=off][,kick_suppress=on|off]"
+                "[,queues=N][,queue_size=N][,io=io_uring|threads][,locking=off][,format=raw|qcow2]"
+                "[,backing_files=on][,kick_suppress=on|off]"
                 "[,coalesce_us=N][,poll_us=N] (locked while served unless locking=off; the "
                 "notification tuning as for tern run --disk)")
       ->required();

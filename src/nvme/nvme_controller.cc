@@ -306,6 +306,7 @@ DeviceCounters NvmeController::counters() const {
                 {"async_events_dropped", ld(async_events_dropped_)},
                 {"bounced", ld(executor_counters_.bounced)},
                 {"bounce_waits", ld(executor_counters_.bounce_waits)}};
+  disk_->disk().append_counters(d.counters);
   return d;
 }
 

@@ -16,11 +16,13 @@ enum SectionId : uint32_t {
   kVcpuBase = 0x100,    ///< VcpuState of vCPU (id - kVcpuBase).
 };
 
-/// 5: a virtio-blk disk's spec ends with its notification tuning (kick_suppress, coalesce_us,
+/// 6: a disk's spec (virtio-blk and NVMe) ends with its image format and backing_files flag
+/// (block/disk_config.h: an explicit format=raw stays raw after a restore; before 6: probed,
+/// backing files off). 5: a virtio-blk disk's spec ends with its notification tuning (kick_suppress, coalesce_us,
 /// poll_us). 4: a disk's spec (virtio-blk and NVMe) ends with its locking flag. 3: a disk's spec ends
 /// with its vhost-user socket. 3, 2 (before vhost-user) and 1 (disks only) are still read (their
 /// disks restore with locking on).
-inline constexpr uint32_t kMachineSectionVersion = 5;
+inline constexpr uint32_t kMachineSectionVersion = 6;
 inline constexpr uint32_t kVmKvmSectionVersion = 1;
 inline constexpr uint32_t kLegacySectionVersion = 1;
 inline constexpr uint32_t kPciSectionVersion = 2;  ///< 2: functions keyed by kind.

@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::string_view kKeys =
     "keys: path, vhost-user, interface, cache, readonly, serial, queues, queue_size, io, locking, "
-    "kick_suppress, coalesce_us, poll_us";
+    "format, backing_files, kick_suppress, coalesce_us, poll_us";
 
 Result<unsigned> parse_number(std::string_view key, std::string_view v, unsigned max,
                               const char* range) {
@@ -37,13 +37,15 @@ struct BackendKey {
   std::string_view what;
   std::string_view hint;  ///< What to do instead ("" when obvious).
 };
-constexpr std::array<BackendKey, 9> kBackendKeys = {{
+constexpr std::array<BackendKey, 11> kBackendKeys = {{
     {"path", "the image", ""},
     {"cache", "the host cache mode", ""},
     {"readonly", "read-only access", ": export the disk read-only"},
     {"serial", "the serial (GET_ID)", ""},
     {"io", "the I/O engine", ""},
     {"locking", "image locking", ""},
+    {"format", "the image format", ""},
+    {"backing_files", "opening backing files", ""},
     {"kick_suppress", "notification handling", ""},
     {"coalesce_us", "interrupt coalescing", ""},
     {"poll_us", "polling", ""},
@@ -82,6 +84,10 @@ Result<DiskConfig> parse_disk_option(std::string_view text) {
       ASSIGN_OR_RETURN(c.read_only, parse_on_off(key, value));
     } else if (key == "locking") {
       ASSIGN_OR_RETURN(c.locking, parse_on_off(key, value));
+    } else if (key == "format") {
+      ASSIGN_OR_RETURN(c.format, parse_disk_format(value));
+    } else if (key == "backing_files") {
+      ASSIGN_OR_RETURN(c.backing_files, parse_on_off(key, value));
     } else if (key == "serial") {
       c.serial = std::string(value);  // its length: validate_disk_config, which knows the interface
     } else if (key == "queues") {

@@ -48,6 +48,8 @@ std::string render(const DiskConfig& d) {
         ",locking=" + on_off(d.locking) + ",interface=" +
         std::string(disk_interface_name(d.interface));
     if (!d.serial.empty()) s += ",serial=" + d.serial;
+    if (d.format != DiskFormat::kAuto) s += ",format=" + std::string(disk_format_name(d.format));
+    s += ",backing_files=" + on_off(d.backing_files);
   }
   if (d.interface != DiskInterface::kNvme) {
     s += ",queues=" + std::to_string(d.queues) + ",queue_size=" + std::to_string(d.queue_size);
@@ -65,7 +67,7 @@ bool same(const DiskConfig& a, const DiskConfig& b) {
          a.engine == b.engine && a.vhost_user_socket == b.vhost_user_socket &&
          a.interface == b.interface && a.locking == b.locking &&
          a.kick_suppress == b.kick_suppress && a.coalesce_us == b.coalesce_us &&
-         a.poll_us == b.poll_us;
+         a.poll_us == b.poll_us && a.format == b.format && a.backing_files == b.backing_files;
 }
 
 // `p` lexically normalised ("a/./b//c" -> "a/b/c"), without a trailing '/'.
@@ -103,7 +105,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(!socket->empty() && d->path.empty());
       kept_absolute(d->vhost_user_socket, *socket);
       // A vhost-user disk leaves the image's keys to its back-end: none may have been given.
-      for (const char* key : {"cache", "readonly", "serial", "io", "locking"})
+      for (const char* key :
+           {"cache", "readonly", "serial", "io", "locking", "format", "backing_files"})
         FUZZ_CHECK(!item(text, key).has_value());
     } else {
       FUZZ_CHECK(d->vhost_user_socket.empty() && !path->empty());

@@ -20,6 +20,30 @@ TEST(DiskOptionTest, ParsesEveryKey) {
 
 // A relative image path is kept absolute: GET /vm/config and a snapshot's machine section name
 // the image, so `tern restore` run from another directory finds it (issue 31 item 13).
+// format= and backing_files= (docs/disk-images.md, "Image formats"): named in every refusal.
+TEST(DiskOptionTest, FormatAndBackingFiles) {
+  auto c = parse_disk_option("path=/d.img");
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->format, DiskFormat::kAuto);
+  EXPECT_FALSE(c->backing_files);
+  c = parse_disk_option("path=/d.qcow2,format=qcow2,backing_files=on");
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->format, DiskFormat::kQcow2);
+  EXPECT_TRUE(c->backing_files);
+  c = parse_disk_option("path=/d.img,format=raw");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->format, DiskFormat::kRaw);
+  auto bad = parse_disk_option("path=/d.img,format=vmdk");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(), "--disk format=vmdk: unknown image format (raw, qcow2)");
+  bad = parse_disk_option("path=/d.img,backing_files=yes");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(), "--disk backing_files=yes: must be on or off");
+  bad = parse_disk_option("vhost-user=/s.sock,format=raw");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(), "--disk format: not with vhost-user= (the image format is the back-end's)");
+}
+
 TEST(DiskOptionTest, RelativePathIsKeptAbsolute) {
   testing::TempDir dir;
   ASSERT_FALSE(dir.path().empty());

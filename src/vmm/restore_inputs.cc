@@ -37,7 +37,8 @@ Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::s
   }
   in.state = std::move(*state);
 
-  // The machine section: version 5, or an older one (4: before notification tuning; 3: before
+  // The machine section: version 6, or an older one (5: before disk formats; 4: before
+  // notification tuning; 3: before
   // disk locking; 2: before vhost-user; 1: before the device registry, disks only).
   const snap::StateSection* ms = in.state.find(snap::kMachineSection);
   if (ms && ms->version >= 1 && ms->version < snap::kMachineSectionVersion) {

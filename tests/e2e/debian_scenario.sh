@@ -19,8 +19,12 @@
 #   reopened, no watchdog or lockup line in the guest's journal since the save nor on its console
 #   (a restored guest must not take the wait for a hung CPU); `systemctl poweroff`: exit 0;
 #   e2fsck clean.
-# DEB_CASES (default all four) runs only the cases it lists; DEB_MEM (default 768) the guest's MiB.
-: "${DEB_CASES:=bad vda1 nvme2 snap2}" "${DEB_LOCK_CHECK:=1}" "${DEB_MEM:=768}" "${DEB_HOLD:=40}"
+# "qcow2" (1 vCPU, virtio-blk): a qcow2 overlay made by qemu-img in L1 over the raw image
+#   (-b /dev/vda -F raw): refused without backing_files=on, naming the key; with it the guest boots
+#   from the overlay (marker, prompt), writes and syncs a file, `systemctl poweroff`: exit 0;
+#   `qemu-img check` of the overlay clean (exit 0), and the overlay holds allocated clusters.
+# DEB_CASES (default all five) runs only the cases it lists; DEB_MEM (default 768) the guest's MiB.
+: "${DEB_CASES:=bad vda1 nvme2 snap2 qcow2}" "${DEB_LOCK_CHECK:=1}" "${DEB_MEM:=768}" "${DEB_HOLD:=40}"
 # shellcheck source=testhost/debian_lib.sh disable=SC2154  # deb_* results are set by the library
 . /testhost/debian_lib.sh
 T="$TH_TERN" DISK=/dev/vda fails=0
@@ -126,6 +130,28 @@ if want_case vda1; then
     fi
     stopped vda1 "systemctl poweroff" 0
     fsck_clean vda1
+    case_end
+fi
+
+if want_case qcow2; then
+    case_begin qcow2
+    OV=/tmp/overlay.qcow2
+    rm -f "$OV"
+    out=$(qemu-img create -q -f qcow2 -b "$DISK" -F raw "$OV" 2>&1)
+    check qcow2-create $? "qemu-img create -f qcow2 -b $DISK -F raw $OV: $(echo "$out" | oneline)"
+    refused qcow2-backing-refused "backing_files=on" $RUN --disk "path=$OV"
+    deb_start qcow2 tern 1 "$DEB_MEM" "path=$OV,backing_files=on" "$NET"
+    booted qcow2 1 /dev/vda
+    deb_cmd qcow2 60 "dd if=/dev/urandom of=/root/qcow2-probe bs=1M count=8 2>/dev/null && sync"
+    [ "$deb_rc" = 0 ]
+    check qcow2-guest-write $? "8 MiB written and synced in the guest: rc '$deb_rc'"
+    stopped qcow2 "systemctl poweroff" 0
+    out=$(qemu-img check "$OV" 2>&1)
+    check qcow2-check $? "qemu-img check $OV: $(echo "$out" | oneline)"
+    size=$(wc -c <"$OV")
+    [ "$size" -gt 8388608 ]
+    check qcow2-allocated $? "overlay is $size bytes (> the 8 MiB the guest wrote)"
+    rm -f "$OV"
     case_end
 fi
 

@@ -7,7 +7,8 @@
 # holds); 1 vCPU on virtio-blk
 # with a DHCP lease from busybox udhcpd and an HTTP fetch from busybox httpd (sha256 compared),
 # poweroff -> exit 0; 2 vCPUs with root on NVMe, reboot -> exit 3; a snapshot at the login prompt
-# restored, a command typed afterwards runs; e2fsck -fn clean in L1 after each. The image is L1's
+# restored, a command typed afterwards runs; the Debian guest booted from a qcow2 overlay over the
+# image (backing_files=on; refused without), qemu-img check clean after; e2fsck -fn clean in L1 after each. The image is L1's
 # /dev/vda through a QEMU snapshot overlay: it is never changed.
 #
 # Usage: tests/e2e/debian_test.sh     Environment: TERN_BIN (default build/tern), E2E_LOG,
@@ -37,6 +38,7 @@ fi
 ip_bin=/usr/sbin/ip  # iproute2's (busybox's ip has no tuntap); L1 calls it by this path
 [[ -x "$ip_bin" ]] && "$ip_bin" -V 2>&1 | grep -q iproute2 || th_die "$ip_bin is not iproute2's ip; install the Debian package 'iproute2'"
 th_need_cmd e2fsck e2fsprogs
+th_need_cmd qemu-img qemu-utils
 echo "image: $img ($(du -h "$img" | cut -f1) used)"
 
 # The guest boots from Debian's initrd, not from the test's initramfs: CHECK_GUEST_EXTRA is an empty
@@ -48,7 +50,7 @@ touch -d @0 "$CHECK_GUEST_EXTRA"
 # test host left at 0% CPU is killed after 120 s and booted once more (th_run_retrying).
 CHECK_RUN_ARGS=(--disk "$img" --disk-snapshot --with-debian-initrd --memory 3072 --timeout 1500 --stall 120
     --modules "virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk tun tap"
-    --bin "$ip_bin" --bin "$(command -v e2fsck)"
+    --bin "$ip_bin" --bin "$(command -v e2fsck)" --bin "$(command -v qemu-img)"
     --env "DEB_LOCK_CHECK=${E2E_DEB_LOCK_CHECK:-1}")
 if [[ -n "${E2E_DEB_CASES:-}" ]]; then CHECK_RUN_ARGS+=(--env "DEB_CASES=$E2E_DEB_CASES"); fi
 export E2E_LOG="${E2E_LOG:-$TH_CACHE/logs/e2e-debian.log}"

@@ -99,6 +99,7 @@ void VirtioBlock::device_counters(std::vector<std::pair<std::string, uint64_t>>&
                          {"over_limits", s.over_limits},
                          {"bounce_waits", s.bounce_waits},
                          {"bounce_bytes", s.bounce_bytes}});
+  disk_.append_counters(out);
 }
 
 }  // namespace tern

@@ -80,6 +80,11 @@ using NetSpec = NetConfig;
 /// src/virtio/block) or, with a vhost_user_socket, a vhost-user-blk front-end (VhostUserBlk,
 /// src/vhost_user/frontend) whose image is the back-end's: no size fact, no protected file,
 /// nothing to flush.
+/// A disk's format and backing_files flag as machine section v6 records them (virtio-blk and
+/// NVMe specs end with them): a u8 DiskFormat, a bool. decode refuses an unknown format.
+void encode_disk_format(snap::ByteWriter& w, const DiskConfig& c);
+[[nodiscard]] Result<void> decode_disk_format(snap::ByteReader& r, DiskConfig& c);
+
 struct DiskKind {
   using Spec = DiskSpec;
   static constexpr std::string_view kKind = "virtio-blk";

@@ -43,6 +43,19 @@ Error vhost_user_error(const DiskSpec& s, Error e) {
 
 }  // namespace
 
+void encode_disk_format(snap::ByteWriter& w, const DiskConfig& c) {
+  w.u8(static_cast<uint8_t>(c.format));
+  w.boolean(c.backing_files);
+}
+
+Result<void> decode_disk_format(snap::ByteReader& r, DiskConfig& c) {
+  ASSIGN_OR_RETURN(uint8_t format, r.u8());
+  if (format > static_cast<uint8_t>(DiskFormat::kQcow2)) return fail(r.what(), "bad image format");
+  c.format = static_cast<DiskFormat>(format);
+  ASSIGN_OR_RETURN(c.backing_files, r.boolean());
+  return {};
+}
+
 Result<std::shared_ptr<VirtioDevice>> DiskKind::make(const Spec& s, const std::string& name) {
   // An NVMe disk is an NvmeSpec (disk_device_spec()), never a virtio-blk disk.
   if (s.interface != DiskInterface::kVirtio)
@@ -62,7 +75,8 @@ Result<std::shared_ptr<VirtioDevice>> DiskKind::make(const Spec& s, const std::s
 
 // Machine section v2: path, cache, read-only, serial, queues, queue size, engine. v3 adds the
 // vhost-user socket (empty: a disk tern serves), v4 the locking flag, v5 the notification tuning
-// (kick_suppress, coalesce_us, poll_us: how the restored queues run, as the user asked).
+// (kick_suppress, coalesce_us, poll_us: how the restored queues run, as the user asked), v6 the
+// image format and backing_files (an explicit format=raw is never probed after a restore).
 void DiskKind::encode(snap::ByteWriter& w, const Spec& c) {
   w.string(c.path);
   w.u8(static_cast<uint8_t>(c.cache));
@@ -76,6 +90,7 @@ void DiskKind::encode(snap::ByteWriter& w, const Spec& c) {
   w.boolean(c.kick_suppress);
   w.u32(c.coalesce_us);
   w.u32(c.poll_us);
+  encode_disk_format(w, c);
 }
 
 Result<DiskKind::Spec> DiskKind::decode(snap::ByteReader& r, uint32_t version) {
@@ -110,6 +125,7 @@ Result<DiskKind::Spec> DiskKind::decode(snap::ByteReader& r, uint32_t version) {
     c.coalesce_us = 0;
     c.poll_us = 0;
   }
+  if (version >= 6) TRY(decode_disk_format(r, c));
   if (auto ok = validate_disk_config(c); !ok) return fail(r.what(), ok.error().message());
   return c;
 }

@@ -27,6 +27,8 @@ DiskSpec image_disk() {
   d.queues = 2;
   d.queue_size = 128;
   d.engine = IoEngineKind::kThreads;
+  d.format = DiskFormat::kQcow2;  // machine section v6
+  d.backing_files = true;
   return d;
 }
 
@@ -34,6 +36,8 @@ DiskSpec image_disk() {
 // decodes: every tuning off, whatever today's defaults are.
 DiskSpec pre_v5_image_disk() {
   DiskSpec d = image_disk();
+  d.format = DiskFormat::kAuto;  // before v6: probed, backing files off
+  d.backing_files = false;
   d.kick_suppress = false;
   d.coalesce_us = 0;
   d.poll_us = 0;
@@ -58,6 +62,8 @@ void expect_same(const DiskSpec& a, const DiskSpec& b) {
   EXPECT_EQ(a.engine, b.engine);
   EXPECT_EQ(a.vhost_user_socket, b.vhost_user_socket);
   EXPECT_EQ(a.locking, b.locking);
+  EXPECT_EQ(a.format, b.format);
+  EXPECT_EQ(a.backing_files, b.backing_files);
   EXPECT_EQ(a.kick_suppress, b.kick_suppress);
   EXPECT_EQ(a.coalesce_us, b.coalesce_us);
   EXPECT_EQ(a.poll_us, b.poll_us);

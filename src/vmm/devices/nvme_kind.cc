@@ -33,6 +33,7 @@ void NvmeKind::encode(snap::ByteWriter& w, const Spec& s) {
   w.string(s.disk.serial);
   w.u8(static_cast<uint8_t>(s.disk.engine));
   w.boolean(s.disk.locking);
+  encode_disk_format(w, s.disk);  // machine section v6
 }
 
 Result<NvmeKind::Spec> NvmeKind::decode(snap::ByteReader& r, uint32_t version) {
@@ -51,6 +52,7 @@ Result<NvmeKind::Spec> NvmeKind::decode(snap::ByteReader& r, uint32_t version) {
   if (version >= 4) {
     ASSIGN_OR_RETURN(s.disk.locking, r.boolean());
   }
+  if (version >= 6) TRY(decode_disk_format(r, s.disk));
   if (auto ok = validate_disk_config(s.disk); !ok) return fail(r.what(), ok.error().message());
   return s;
 }

@@ -59,14 +59,23 @@ TEST(NvmeKind, SpecRoundTrips) {
 TEST(NvmeKind, LockingFlagAndVersion3) {
   NvmeSpec s = nvme_test_spec();
   s.disk.locking = false;
+  s.disk.format = DiskFormat::kRaw;
   snap::ByteWriter w;
   NvmeKind::encode(w, s);
   auto bytes = w.take();
+  snap::ByteReader r6(bytes, "nvme");
+  auto v6 = NvmeKind::decode(r6, 6);  // machine section v6: the format and backing_files
+  ASSERT_TRUE(v6) << v6.error().message();
+  EXPECT_TRUE(r6.expect_end());
+  EXPECT_EQ(v6->disk.format, DiskFormat::kRaw);
+  EXPECT_FALSE(v6->disk.backing_files);
+  bytes.resize(bytes.size() - 2);  // the v4/v5 layout
   snap::ByteReader r(bytes, "nvme");
   auto back = NvmeKind::decode(r, 4);
   ASSERT_TRUE(back) << back.error().message();
   EXPECT_TRUE(r.expect_end());
   EXPECT_FALSE(back->disk.locking);
+  EXPECT_EQ(back->disk.format, DiskFormat::kAuto);  // before v6: probed
   bytes.pop_back();  // the v3 layout: no flag
   snap::ByteReader r3(bytes, "nvme");
   auto v3 = NvmeKind::decode(r3, 3);

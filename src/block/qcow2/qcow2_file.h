@@ -1,0 +1,63 @@
+// Qcow2File: the random-access byte file a qcow2 image lives in, as the qcow2 layer sees it:
+// positioned reads and writes of whole ranges, the size, and a data sync. FdQcow2File serves an
+// fd (buffered I/O: metadata never goes through O_DIRECT); MemQcow2File a byte vector (fuzzers
+// and unit tests).
+//
+// Thread-safety: FdQcow2File's calls are pread/pwrite and may be made from any thread;
+// MemQcow2File is not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/fd.h"
+#include "base/result.h"
+
+namespace tern {
+
+class Qcow2File {
+ public:
+  virtual ~Qcow2File() = default;
+  /// Reads exactly `n` bytes at `off`; a range past the end of the file is an error.
+  [[nodiscard]] virtual Result<void> read(uint64_t off, void* buf, size_t n) const = 0;
+  /// Writes exactly `n` bytes at `off` (growing the file as needed).
+  [[nodiscard]] virtual Result<void> write(uint64_t off, const void* buf, size_t n) = 0;
+  /// Current size in bytes.
+  [[nodiscard]] virtual uint64_t size() const = 0;
+  /// Makes completed writes durable (fdatasync).
+  [[nodiscard]] virtual Result<void> sync() = 0;
+};
+
+/// A Qcow2File over an fd it owns. `name` (the path) starts error messages.
+class FdQcow2File final : public Qcow2File {
+ public:
+  FdQcow2File(UniqueFd fd, std::string name, uint64_t size);
+  Result<void> read(uint64_t off, void* buf, size_t n) const override;
+  Result<void> write(uint64_t off, const void* buf, size_t n) override;
+  uint64_t size() const override;
+  Result<void> sync() override;
+
+ private:
+  UniqueFd fd_;
+  std::string name_;
+  uint64_t size_;  // grown by write(); guarded by the image's metadata mutex
+};
+
+/// A Qcow2File in memory (at most `max_size` bytes: writes past it fail).
+class MemQcow2File final : public Qcow2File {
+ public:
+  explicit MemQcow2File(std::vector<uint8_t> bytes, uint64_t max_size = 64u << 20)
+      : bytes_(std::move(bytes)), max_size_(max_size) {}
+  Result<void> read(uint64_t off, void* buf, size_t n) const override;
+  Result<void> write(uint64_t off, const void* buf, size_t n) override;
+  uint64_t size() const override { return bytes_.size(); }
+  Result<void> sync() override { return {}; }
+  [[nodiscard]] const std::vector<uint8_t>& bytes() const { return bytes_; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  uint64_t max_size_;
+};
+
+}  // namespace tern

@@ -1,0 +1,235 @@
+// The qcow2 layer against the real peer, qemu-img: images qemu-img made (v2, v3, cluster sizes
+// 512 B / 64 KiB / 2 MiB, compressed, with a backing file) read back the expected bytes; after
+// tern writes a known pattern, `qemu-img check` is clean and `qemu-img compare` agrees with a raw
+// file holding the expected content. Also the format rule (probe, format=, backing_files=).
+#include "block/qcow2/qcow2_image.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "base/testing/temp_dir.h"
+#include "block/disk_image.h"
+#include "block/qcow2/testing/qemu_img.h"
+
+namespace tern {
+namespace {
+
+using testing::check_clean;
+using testing::pattern;
+using testing::run_command;
+
+class Qcow2ImageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir_.path().empty());
+    ASSERT_EQ(run_command("qemu-img --version").status, 0) << "qemu-img missing (qemu-utils)";
+  }
+  std::string path(const std::string& name) const { return dir_.path() + "/" + name; }
+  void qemu_img(const std::string& args) {
+    auto r = run_command("qemu-img " + args);
+    ASSERT_EQ(r.status, 0) << "qemu-img " << args << ": " << r.output;
+  }
+  /// A raw file of `size` bytes with a pattern in every other MiB (the rest zeros: holes).
+  std::vector<uint8_t> make_raw(const std::string& name, size_t size, uint32_t seed) {
+    auto bytes = pattern(size, seed);
+    // Every third 64 KiB compresses well (convert -c stores compressed clusters only there).
+    for (size_t at = 0; at + 65536 <= size; at += 3 * 65536)
+      for (size_t i = 0; i < 65536; ++i) bytes[at + i] = static_cast<uint8_t>((i / 64) % 7);
+    for (size_t mib = 1; mib * (1u << 20) < size; mib += 2)
+      std::fill_n(bytes.begin() + mib * (1u << 20),
+                  std::min<size_t>(1u << 20, size - mib * (1u << 20)), 0);
+    testing::write_file(path(name), bytes);
+    return bytes;
+  }
+  Result<DiskImage> open(const std::string& name, DiskFormat f = DiskFormat::kAuto,
+                         bool backing = false, bool read_only = false) {
+    DiskConfig c;
+    c.path = path(name);
+    c.format = f;
+    c.backing_files = backing;
+    c.read_only = read_only;
+    return DiskImage::open(c);
+  }
+  std::vector<uint8_t> read_all(DiskImage& d) {
+    std::vector<uint8_t> out(d.size_bytes());
+    auto ok = d.qcow2()->read_sync(0, out.data(), out.size());
+    EXPECT_TRUE(ok) << ok.error().message();
+    return out;
+  }
+  void expect_check_and_compare(const std::string& img, const std::string& expected_raw) {
+    auto check = run_command("qemu-img check " + path(img));
+    EXPECT_TRUE(check_clean(check)) << check.status << ": " << check.output;
+    auto cmp =
+        run_command("qemu-img compare -f qcow2 -F raw " + path(img) + " " + path(expected_raw));
+    EXPECT_EQ(cmp.status, 0) << cmp.output;
+  }
+
+  testing::TempDir dir_{"tern-qcow2"};
+};
+
+// Before: tern served a qcow2 file as a raw disk (the guest saw the metadata as its disk).
+TEST_F(Qcow2ImageTest, ProbedQcow2IsServedAsQcow2AndFormatRawServesTheBytes) {
+  qemu_img("create -q -f qcow2 " + path("a.qcow2") + " 64M");
+  {
+    auto q = open("a.qcow2");
+    ASSERT_TRUE(q) << q.error().message();
+    EXPECT_EQ(q->format(), DiskFormat::kQcow2);
+    EXPECT_EQ(q->size_bytes(), 64u << 20);
+  }
+  auto raw = open("a.qcow2", DiskFormat::kRaw);
+  ASSERT_TRUE(raw) << raw.error().message();
+  EXPECT_EQ(raw->format(), DiskFormat::kRaw);
+  EXPECT_EQ(raw->qcow2(), nullptr);
+  EXPECT_LT(raw->size_bytes(), 1u << 20);  // the file's few clusters of metadata
+  // A raw file: probed raw; format=qcow2 refused naming the field.
+  make_raw("r.img", 1 << 20, 1);
+  {
+    auto r = open("r.img");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->format(), DiskFormat::kRaw);
+  }
+  auto bad = open("r.img", DiskFormat::kQcow2);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(),
+            "--disk format=qcow2: " + path("r.img") + ": not a qcow2 image (no QFI\\xfb magic)");
+}
+
+// A guest-written qcow2 header naming a host file: never opened without backing_files=on.
+TEST_F(Qcow2ImageTest, BackingFileOnlyWithBackingFilesOn) {
+  auto base = make_raw("base.img", 4 << 20, 7);
+  qemu_img("create -q -f qcow2 -b " + path("base.img") + " -F raw " + path("top.qcow2"));
+  auto refused = open("top.qcow2");
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(refused.error().message().starts_with(
+      "--disk backing_files: --disk path=" + path("top.qcow2") + " names backing file '" +
+      path("base.img") + "'"))
+      << refused.error().message();
+  auto d = open("top.qcow2", DiskFormat::kAuto, /*backing=*/true);
+  ASSERT_TRUE(d) << d.error().message();
+  EXPECT_EQ(read_all(*d), base);
+}
+
+TEST_F(Qcow2ImageTest, BackingChainLoopsAndSelfReferencesAreRefused) {
+  qemu_img("create -q -f qcow2 " + path("a.qcow2") + " 1M");
+  // a -> b -> a (rebase -u rewrites the header without opening the chain).
+  qemu_img("create -q -f qcow2 -b " + path("a.qcow2") + " -F qcow2 " + path("b.qcow2"));
+  qemu_img("rebase -u -f qcow2 -b " + path("b.qcow2") + " -F qcow2 " + path("a.qcow2"));
+  auto loop = open("a.qcow2", DiskFormat::kAuto, true);
+  ASSERT_FALSE(loop);
+  EXPECT_NE(loop.error().message().find("the backing chain loops"), std::string::npos)
+      << loop.error().message();
+  qemu_img("create -q -f qcow2 " + path("s.qcow2") + " 1M");
+  qemu_img("rebase -u -f qcow2 -b s.qcow2 -F qcow2 " + path("s.qcow2"));
+  auto self = open("s.qcow2", DiskFormat::kAuto, true);
+  ASSERT_FALSE(self);
+  EXPECT_NE(self.error().message().find("the backing chain loops"), std::string::npos)
+      << self.error().message();
+}
+
+struct Layout {
+  const char* options;
+  const char* name;
+};
+
+TEST_F(Qcow2ImageTest, ReadsWhatQemuImgConverted) {
+  auto expected = make_raw("src.img", 6 << 20, 3);
+  for (Layout l :
+       {Layout{"compat=0.10", "v2"}, Layout{"compat=1.1", "v3"}, Layout{"cluster_size=512", "c512"},
+        Layout{"cluster_size=2M", "c2M"}, Layout{"compat=1.1,refcount_bits=1", "rc1"},
+        Layout{"compat=1.1,refcount_bits=64", "rc64"}}) {
+    SCOPED_TRACE(l.name);
+    std::string img = std::string(l.name) + ".qcow2";
+    qemu_img("convert -f raw -O qcow2 -o " + std::string(l.options) + " " + path("src.img") + " " +
+             path(img));
+    auto d = open(img);
+    ASSERT_TRUE(d) << d.error().message();
+    EXPECT_EQ(read_all(*d), expected);
+  }
+  // Compressed clusters (deflate) and zstd.
+  qemu_img("convert -c -f raw -O qcow2 " + path("src.img") + " " + path("z.qcow2"));
+  auto z = open("z.qcow2");
+  ASSERT_TRUE(z) << z.error().message();
+  EXPECT_EQ(read_all(*z), expected);
+  qemu_img("convert -c -f raw -O qcow2 -o compression_type=zstd " + path("src.img") + " " +
+           path("zstd.qcow2"));
+  auto zs = open("zstd.qcow2");
+  ASSERT_TRUE(zs) << zs.error().message();
+  EXPECT_EQ(read_all(*zs), expected);
+}
+
+// Random writes (partial clusters, spanning clusters) through tern over each layout, mirrored
+// into a raw file: qemu-img check clean, qemu-img compare equal.
+TEST_F(Qcow2ImageTest, WritesAreCheckedCleanAndCompareEqualByQemuImg) {
+  const size_t size = 8u << 20;
+  auto base = make_raw("base.img", size, 11);
+  struct Case {
+    const char* name;
+    std::string create;
+  };
+  std::vector<Case> cases = {
+      {"v2", "create -q -f qcow2 -o compat=0.10 IMG 8M"},
+      {"v3", "create -q -f qcow2 IMG 8M"},
+      {"c512", "create -q -f qcow2 -o cluster_size=512 IMG 8M"},
+      {"c2M", "create -q -f qcow2 -o cluster_size=2M IMG 8M"},
+      {"rc1", "create -q -f qcow2 -o refcount_bits=1 IMG 8M"},
+      {"backing", "create -q -f qcow2 -b " + path("base.img") + " -F raw IMG"},
+      {"compressed", "convert -c -f raw -O qcow2 " + path("base.img") + " IMG"},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string img = std::string(c.name) + ".qcow2";
+    std::string cmd = c.create;
+    cmd.replace(cmd.find("IMG"), 3, path(img));
+    qemu_img(cmd);
+    const bool has_base = c.name == std::string("backing") || c.name == std::string("compressed");
+    std::vector<uint8_t> expected = has_base ? base : std::vector<uint8_t>(size, 0);
+    {
+      auto d = open(img, DiskFormat::kQcow2, /*backing=*/true);
+      ASSERT_TRUE(d) << d.error().message();
+      std::mt19937 g(42);
+      for (int i = 0; i < 60; ++i) {
+        uint64_t len = 1 + g() % (200 * 1024);
+        uint64_t off = g() % (size - len);
+        auto data = pattern(len, static_cast<uint32_t>(i));
+        auto ok = d->qcow2()->write_sync(off, data.data(), len);
+        ASSERT_TRUE(ok) << ok.error().message();
+        std::copy(data.begin(), data.end(), expected.begin() + static_cast<long>(off));
+      }
+      // Zeroing, whole clusters and pieces.
+      auto z = d->qcow2()->write_zeroes(3u << 20, (1u << 20) + 4096);
+      ASSERT_TRUE(z) << z.error().message();
+      std::fill_n(expected.begin() + (3 << 20), (1 << 20) + 4096, 0);
+      EXPECT_EQ(read_all(*d), expected);
+      ASSERT_TRUE(d->qcow2()->flush());
+    }
+    testing::write_file(path("expected.img"), expected);
+    expect_check_and_compare(img, "expected.img");
+  }
+}
+
+// Internal snapshots stay intact: a write to a cluster the snapshot shares gets a new cluster (its
+// L2 entry lacks QCOW_OFLAG_COPIED), and the snapshot still reads its old bytes.
+TEST_F(Qcow2ImageTest, WritesLeaveInternalSnapshotsIntact) {
+  auto before = make_raw("src.img", 2 << 20, 21);
+  qemu_img("convert -f raw -O qcow2 " + path("src.img") + " " + path("s.qcow2"));
+  qemu_img("snapshot -c s1 " + path("s.qcow2"));
+  auto after = before;
+  {
+    auto d = open("s.qcow2");
+    ASSERT_TRUE(d) << d.error().message();
+    auto data = pattern(200000, 77);
+    ASSERT_TRUE(d->qcow2()->write_sync(12345, data.data(), data.size()));
+    std::copy(data.begin(), data.end(), after.begin() + 12345);
+    ASSERT_TRUE(d->qcow2()->write_zeroes(1 << 20, 65536));
+    std::fill_n(after.begin() + (1 << 20), 65536, 0);
+    EXPECT_EQ(read_all(*d), after);
+  }
+  testing::write_file(path("after.img"), after);
+  expect_check_and_compare("s.qcow2", "after.img");
+  qemu_img("convert -f qcow2 -O raw -l snapshot.name=s1 " + path("s.qcow2") + " " + path("s1.raw"));
+  EXPECT_EQ(testing::read_file(path("s1.raw")), before);
+}
+
+}  // namespace
+}  // namespace tern
