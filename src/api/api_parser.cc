@@ -67,6 +67,7 @@ Result<BootSource> parse_boot_source(const nlohmann::json& j, const std::string&
   ASSIGN_OR_RETURN(b.initrd_path, r.optional_string("initrd_path"));
   ASSIGN_OR_RETURN(b.boot_args, r.optional_string("boot_args"));
   ASSIGN_OR_RETURN(auto protocol, r.optional_string("boot_protocol"));
+  ASSIGN_OR_RETURN(auto on_reboot, r.optional_string("on_reboot"));
   TRY(r.finish());
   if (protocol) {
     auto p = parse_boot_protocol(*protocol);
@@ -74,6 +75,11 @@ Result<BootSource> parse_boot_source(const nlohmann::json& j, const std::string&
       return fail(r.field("boot_protocol"),
                   "\"" + *protocol + "\" is not one of \"auto\", \"pvh\", \"bzimage\"");
     b.boot_protocol = *p;
+  }
+  if (on_reboot) {
+    b.on_reboot = parse_on_reboot(*on_reboot);
+    if (!b.on_reboot)
+      return fail(r.field("on_reboot"), "\"" + *on_reboot + "\" is not one of \"exit\", \"restart\"");
   }
   TRY(check_readable_file(b.kernel_image_path, r.field("kernel_image_path")));
   if (b.initrd_path) TRY(check_readable_file(*b.initrd_path, r.field("initrd_path")));
@@ -319,6 +325,7 @@ nlohmann::json to_json(const BootSource& b) {
   if (b.boot_args) j["boot_args"] = *b.boot_args;
   if (b.boot_protocol != BootProtocol::kAuto)
     j["boot_protocol"] = std::string(boot_protocol_name(b.boot_protocol));
+  if (b.on_reboot) j["on_reboot"] = std::string(on_reboot_name(*b.on_reboot));
   return j;
 }
 

@@ -17,6 +17,7 @@ namespace tern {
 struct RunOptions {
   std::string kernel;
   std::string boot_protocol = "auto";  ///< --boot-protocol: auto, pvh, bzimage.
+  std::string on_reboot;  ///< --on-reboot exit|restart; empty: the boot's default.
   std::string initrd;
   std::string cmdline;
   bool cmdline_given = false;
