@@ -69,7 +69,7 @@ struct BootSource {
   BootProtocol boot_protocol = BootProtocol::kAuto;
   /// tern extension "on_reboot" ("exit" | "restart"; absent: the boot's default — restart for a
   /// firmware boot, exit for a direct kernel boot; GET renders it only when given).
-  std::optional<OnReboot> on_reboot;
+  std::optional<OnReboot> on_reboot{};
 };
 
 /// PUT|PATCH /machine-config (Firecracker MachineConfiguration), with Firecracker's defaults.

@@ -158,9 +158,14 @@ void ControlLoop::handle(cmd::GuestStopped& c) {
   // Reboot in place: a reset request (not a power-off or signal that came meanwhile: those
   // change the state or signo_ first) with --on-reboot restart.
   const bool reset_request = e.kind == StopKind::kReboot || e.kind == StopKind::kTripleFault;
-  if (reset_request && machine_->on_reboot() == OnReboot::kRestart && signo_ == 0 &&
-      (life_.state() == VmState::kRunning || life_.state() == VmState::kPaused)) {
-    if (restart_guest(e, status)) return;
+  if (reset_request && machine_->on_reboot() == OnReboot::kRestart) {
+    if (signo_ == 0 && (life_.state() == VmState::kRunning || life_.state() == VmState::kPaused)) {
+      if (restart_guest(e, status)) return;
+    } else {
+      // A stop signal or power-off came while the guest was resetting: with restart a reset is
+      // not a reason to stop, so tern ends for what was asked (128+N, or 0).
+      status = life_.state() == VmState::kStopping ? kExitPowerOff : kExitSignalBase + signo_;
+    }
   }
   if (e.kind == StopKind::kStopped)
     status = life_.state() == VmState::kStopping ? kExitPowerOff
@@ -184,16 +189,17 @@ void ControlLoop::handle(cmd::GuestStopped& c) {
 bool ControlLoop::restart_guest(const StopEvent& e, int& status) {
   ++resets_;
   last_reset_reason_ = stop_kind_name(e.kind);
+  spdlog::info("guest reset #{} ({}: {}): restarting the VM in place", resets_, last_reset_reason_,
+               e.detail);
   nlohmann::json ev = {{"event", "reset"},
                        {"reason", last_reset_reason_},
                        {"detail", e.detail},
                        {"count", resets_}};
   if (e.vcpu >= 0) ev["vcpu"] = e.vcpu;
-  events_.publish(std::move(ev));
-  spdlog::info("guest reset #{} ({}: {}): restarting the VM in place", resets_, last_reset_reason_,
-               e.detail);
   if (auto r = machine_->reset(); !r) {
     std::fprintf(stderr, "tern: guest reset failed: %s\n", r.error().message().c_str());
+    ev["error"] = r.error().message();
+    events_.publish(std::move(ev));
     status = kExitError;
     machine_.reset();  // no VM is left to serve (GET /tern/stats answers without one)
     return false;
@@ -206,6 +212,8 @@ bool ControlLoop::restart_guest(const StopEvent& e, int& status) {
   // A pause that came after the guest's request but before this: the new VM is paused too.
   if (life_.state() == VmState::kPaused) machine_->pause();
   watch_stop();
+  // Published once the new VM runs: whoever reads it can talk to (or stop) the new VM.
+  events_.publish(std::move(ev));
   return true;
 }
 

@@ -78,12 +78,14 @@ tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine(
   return std::make_unique<VmMachine>(std::move(*vm), OnReboot::kExit, nullptr);
 }
 
-tl::expected<std::unique_ptr<Machine>, StartFailure> create_vm_machine(
-    const VmConfig& config) {
+namespace {
+
+tl::expected<std::unique_ptr<Machine>, StartFailure> build_vm_machine(const VmConfig& config,
+                                                                      bool check_host) {
   // User input first: a typo gets its own message whatever the host.
   auto inputs = prepare_boot(config);
   if (!inputs) return tl::unexpected(StartFailure{kExitError, inputs.error()});
-  if (std::string why = kvm_unusable_reason(); !why.empty())
+  if (std::string why = check_host ? kvm_unusable_reason() : ""; !why.empty())
     return tl::unexpected(StartFailure{kExitNoHwVirt, Error{std::move(why), "", 0}});
   auto vm = Vm::create(*inputs);
   if (!vm) return tl::unexpected(StartFailure{kExitError, vm.error()});
@@ -91,6 +93,17 @@ tl::expected<std::unique_ptr<Machine>, StartFailure> create_vm_machine(
   std::unique_ptr<BootInputs> kept;
   if (on_reboot == OnReboot::kRestart) kept = std::make_unique<BootInputs>(std::move(*inputs));
   return std::make_unique<VmMachine>(std::move(*vm), on_reboot, std::move(kept));
+}
+
+}  // namespace
+
+tl::expected<std::unique_ptr<Machine>, StartFailure> create_vm_machine(const VmConfig& config) {
+  return build_vm_machine(config, /*check_host=*/true);
+}
+
+tl::expected<std::unique_ptr<Machine>, StartFailure> create_vm_machine_on_any_kvm(
+    const VmConfig& config) {
+  return build_vm_machine(config, /*check_host=*/false);
 }
 
 }  // namespace tern
