@@ -4,7 +4,8 @@
 # Case 1: tern run --on-reboot restart --api-sock: the guest (action rebootdisk) writes a record to
 #   /dev/vda and reboots; it boots again in the same tern (marker twice on the console), reads the
 #   record back; the same socket answers GET /tern/stats (lifecycle.resets 1) and GET / (Running);
-#   the events stream has one "reset"; PUT /tern/power-off ends tern with status 0.
+#   the events stream has one "reset"; a snapshot of the restarted VM (`tern snapshot --exit`)
+#   restores and the guest ticks on; PUT /tern/power-off ends the restored tern with status 0.
 # Case 2: the same guest and a fresh disk without --on-reboot (kernel boot: exit): status 3, one boot.
 : "${REBOOT_WAIT:=120}"
 [ -n "$TH_TERN" ] || { echo "REBOOT-CHECK name=setup FAIL tern binary not in the test host"; exit 2; }
@@ -56,10 +57,27 @@ echo "$r" | grep -q '"lifecycle":{"last_reset_reason":"reboot","resets":1}'
 check stats-resets $? "$(echo "$r" | grep -o '"lifecycle":{[^}]*}')"
 r=$(api GET /)
 echo "$r" | grep -q '"state":"Running"'; check state-running $? "$r"
-r=$(api PUT /tern/power-off)
+# A snapshot of the restarted VM restores (nothing of the VM before the reset in it): `tern
+# snapshot --exit` saves it and ends tern (0); `tern restore --resume` goes on ticking from there.
+last_tick() { tr -d '\r' <"$1" | sed -n 's/^TERN-TICK \([0-9][0-9]*\)$/\1/p' | tail -n 1; }
+ticked_past() { t=$(last_tick "$1"); [ -n "$t" ] && [ "$t" -gt "$2" ]; }  # ticked_past LOG N
+out=$("$TH_TERN" snapshot --api-sock "$S" --state /tmp/reboot1.state --mem /tmp/reboot1.mem --exit 2>&1)
+check snapshot-after-reset $? "$(echo "$out" | tail -n 1)"
 wait "$tern_pid"
 st=$?
-[ "$st" = 0 ]; check power-off-status $? "tern exit status $st; stderr: $(tr '\n' ' ' </tmp/reboot1.err)"
+[ "$st" = 0 ]; check snapshot-exit-status $? "tern exit status $st; stderr: $(tr '\n' ' ' </tmp/reboot1.err)"
+saved=$(last_tick "$CON")
+S=/tmp/reboot1b.sock
+"$TH_TERN" restore --state /tmp/reboot1.state --mem /tmp/reboot1.mem --resume --api-sock "$S" \
+    >/tmp/reboot1b.log 2>/tmp/reboot1b.err </dev/null &
+pid_b=$!
+rc=1
+[ -n "$saved" ] && wait_for "$REBOOT_WAIT" ticked_past /tmp/reboot1b.log $((saved + 3)) && rc=0
+check restored-after-reset-ticks $rc "saved at tick ${saved:-none}, restored VM at tick $(last_tick /tmp/reboot1b.log); stderr: $(head -c 300 /tmp/reboot1b.err)"
+api PUT /tern/power-off >/dev/null
+wait "$pid_b"
+st=$?
+[ "$st" = 0 ]; check power-off-status $? "restored tern exit status $st"
 wait "$events_pid"
 grep -q '"event":"reset"' /tmp/reboot1-events.log
 check event-reset $? "$(grep -a '"event":"reset"' /tmp/reboot1-events.log)"
