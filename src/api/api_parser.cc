@@ -71,6 +71,7 @@ Result<BootSource> parse_boot_source(const nlohmann::json& j, const std::string&
   // tern extensions: firmware instead of a kernel (docs/firmware.md).
   ASSIGN_OR_RETURN(b.firmware_path, r.optional_string("firmware_path"));
   ASSIGN_OR_RETURN(b.firmware_vars_path, r.optional_string("firmware_vars_path"));
+  ASSIGN_OR_RETURN(auto on_reboot, r.optional_string("on_reboot"));
   TRY(r.finish());
   if (kernel) {
     if (kernel->empty()) return fail(r.field("kernel_image_path"), "empty path");
@@ -84,6 +85,11 @@ Result<BootSource> parse_boot_source(const nlohmann::json& j, const std::string&
       return fail(r.field("boot_protocol"),
                   "\"" + *protocol + "\" is not one of \"auto\", \"pvh\", \"bzimage\"");
     b.boot_protocol = *p;
+  }
+  if (on_reboot) {
+    b.on_reboot = parse_on_reboot(*on_reboot);
+    if (!b.on_reboot)
+      return fail(r.field("on_reboot"), "\"" + *on_reboot + "\" is not one of \"exit\", \"restart\"");
   }
   TRY(check_boot_source(b, json_boot_source_names(where)));
   if (b.firmware_path) {
@@ -350,6 +356,7 @@ nlohmann::json to_json(const BootSource& b) {
   if (b.boot_args) j["boot_args"] = *b.boot_args;
   if (b.boot_protocol != BootProtocol::kAuto)
     j["boot_protocol"] = std::string(boot_protocol_name(b.boot_protocol));
+  if (b.on_reboot) j["on_reboot"] = std::string(on_reboot_name(*b.on_reboot));
   return j;
 }
 

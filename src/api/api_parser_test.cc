@@ -79,6 +79,32 @@ TEST(ApiParser, BootSourceFirmware) {
       << fault(neither);
 }
 
+// tern extension "on_reboot" in PUT /boot-source: "exit" and "restart", rendered back only when
+// given (absent: the boot's default); anything else is a 400 naming the field.
+TEST(ApiParser, BootSourceOnReboot) {
+  for (auto [text, want] : {std::pair{"exit", OnReboot::kExit}, {"restart", OnReboot::kRestart}}) {
+    auto r = parse_api_request("PUT", "/boot-source",
+                               std::string(R"({"kernel_image_path": "/proc/self/exe", )") +
+                                   R"("on_reboot": ")" + text + R"("})");
+    ASSERT_TRUE(r) << r.error().body;
+    const auto& b = std::get<api::PutBootSource>(*r).value;
+    EXPECT_EQ(b.on_reboot, want);
+    EXPECT_EQ(to_json(b)["on_reboot"], text);
+  }
+  auto none = parse_api_request("PUT", "/boot-source", R"({"kernel_image_path": "/proc/self/exe"})");
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(std::get<api::PutBootSource>(*none).value.on_reboot);
+  EXPECT_FALSE(to_json(std::get<api::PutBootSource>(*none).value).contains("on_reboot"));
+  auto bad = parse_api_request("PUT", "/boot-source",
+                               R"({"kernel_image_path": "/proc/self/exe", "on_reboot": "reset"})");
+  EXPECT_NE(fault(bad).find(R"(on_reboot: "reset" is not one of "exit", "restart")"),
+            std::string::npos)
+      << fault(bad);
+  bad = parse_api_request("PUT", "/boot-source",
+                          R"({"kernel_image_path": "/proc/self/exe", "on_reboot": true})");
+  EXPECT_NE(fault(bad).find("on_reboot"), std::string::npos);
+}
+
 // Bodies as Firecracker's getting-started guide and API docs write them.
 TEST(ApiParser, FirecrackerDocumentationBodies) {
   auto boot = parse_api_request("PUT", "/boot-source",

@@ -42,6 +42,13 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
                   "decompression saved no measurable time and the bzImage path keeps KASLR, "
                   "docs/boot.md; the log says which)")
       ->capture_default_str();
+  run->add_option("--on-reboot", o.on_reboot,
+                  "What a guest reboot (ACPI reset register, keyboard controller, triple fault) "
+                  "does: exit (tern exits with status 3, or 4 for a triple fault; QEMU's "
+                  "-no-reboot) or restart (every vCPU and device is reset and the guest boots "
+                  "again in this process, with the same disks, console and API socket). Default: "
+                  "exit for a kernel boot (as Firecracker), restart for a firmware boot "
+                  "(docs/lifecycle.md)");
   run->add_option("--initrd", o.initrd, "Initial ramdisk (cpio, optionally compressed)");
   run->add_option("--cmdline", o.cmdline,
                   std::string("Kernel command line; console=ttyS0 is added when it names no "
@@ -125,6 +132,11 @@ Result<VmResources> run_resources(const RunOptions& o) {
   if (!o.firmware.empty()) boot.firmware_path = o.firmware;
   if (!o.firmware_vars.empty()) boot.firmware_vars_path = o.firmware_vars;
   TRY(check_boot_source(boot, cli_boot_source_names()));
+  if (!o.on_reboot.empty()) {
+    boot.on_reboot = parse_on_reboot(o.on_reboot);
+    if (!boot.on_reboot)
+      return fail("--on-reboot", "\"" + o.on_reboot + "\" is not one of exit, restart");
+  }
   r.boot = std::move(boot);
   ASSIGN_OR_RETURN(r.memory_bytes, parse_size(o.memory, "--memory"));
   r.vcpus = o.cpus;

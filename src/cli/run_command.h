@@ -19,6 +19,7 @@ struct RunOptions {
   std::string firmware;       ///< --firmware PATH (instead of --kernel).
   std::string firmware_vars;  ///< --firmware-vars PATH (UEFI variable store).
   std::string boot_protocol = "auto";  ///< --boot-protocol: auto, pvh, bzimage.
+  std::string on_reboot;  ///< --on-reboot exit|restart; empty: the boot's default.
   std::string initrd;
   std::string cmdline;
   bool cmdline_given = false;

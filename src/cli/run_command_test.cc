@@ -36,6 +36,24 @@ TEST(RunCommand, RngIsOptionalWithAnOptionalSpec) {
   EXPECT_EQ(eq.devices["--rng"], "ops=5");
 }
 
+// --on-reboot exit|restart reaches the VmConfig; unset stays unset (the boot's default); a bad
+// value is refused naming the option.
+TEST(RunCommand, OnReboot) {
+  auto unset = run_resources(parse({"--kernel", "k"}));
+  ASSERT_TRUE(unset);
+  EXPECT_FALSE(unset->vm_config()->on_reboot);
+  auto restart = run_resources(parse({"--kernel", "k", "--on-reboot", "restart"}));
+  ASSERT_TRUE(restart);
+  EXPECT_EQ(restart->vm_config()->on_reboot, OnReboot::kRestart);
+  EXPECT_EQ(restart->vm_config_json()["boot-source"]["on_reboot"], "restart");
+  auto exit = run_resources(parse({"--kernel", "k", "--on-reboot", "exit"}));
+  ASSERT_TRUE(exit);
+  EXPECT_EQ(exit->vm_config()->on_reboot, OnReboot::kExit);
+  auto bad = run_resources(parse({"--kernel", "k", "--on-reboot", "reset"}));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(), R"(--on-reboot: "reset" is not one of exit, restart)");
+}
+
 TEST(RunCommand, ResourcesFromOptions) {
   auto o = parse({"--kernel", "k", "--cmdline", "quiet", "--memory", "256M", "--cpus", "2",
                   "--disk", "path=/a", "--rng"});

@@ -41,8 +41,27 @@ enum class BootProtocol { kAuto, kPvh, kBzImage };
   return std::nullopt;
 }
 
-/// PUT /boot-source (Firecracker BootSource, plus tern's "boot_protocol", "firmware_path" and
-/// "firmware_vars_path"). Exactly one of kernel_image_path (non-empty) and firmware_path is given.
+/// What a guest reset request does (`tern run --on-reboot`, boot-source "on_reboot"; QEMU's
+/// -no-reboot is kExit). A reset request is the ACPI reset register, the i8042 pulse (0xFE), a
+/// triple fault (KVM_EXIT_SHUTDOWN) or KVM_SYSTEM_EVENT_RESET. kExit: tern exits with status 3
+/// (4 for a triple fault); kRestart: the VM is reset and boots again in the same process
+/// (docs/lifecycle.md "Reboot in place").
+enum class OnReboot { kExit, kRestart };
+
+/// "exit", "restart".
+[[nodiscard]] constexpr std::string_view on_reboot_name(OnReboot a) {
+  return a == OnReboot::kRestart ? "restart" : "exit";
+}
+
+/// The OnReboot named `s` ("exit", "restart"), or nullopt.
+[[nodiscard]] constexpr std::optional<OnReboot> parse_on_reboot(std::string_view s) {
+  for (OnReboot a : {OnReboot::kExit, OnReboot::kRestart})
+    if (s == on_reboot_name(a)) return a;
+  return std::nullopt;
+}
+
+/// PUT /boot-source (Firecracker BootSource, plus tern's "boot_protocol", "firmware_path",
+/// "firmware_vars_path" and "on_reboot"). Exactly one of kernel_image_path (non-empty) and firmware_path is given.
 struct BootSource {
   std::string kernel_image_path;  ///< Empty for a firmware boot.
   std::optional<std::string> initrd_path;
@@ -55,6 +74,9 @@ struct BootSource {
   /// tern extension "firmware_vars_path" (--firmware-vars): the UEFI variable store (pflash),
   /// only with a UEFI firmware_path.
   std::optional<std::string> firmware_vars_path = std::nullopt;
+  /// tern extension "on_reboot" ("exit" | "restart"; absent: the boot's default — restart for a
+  /// firmware boot, exit for a direct kernel boot; GET renders it only when given).
+  std::optional<OnReboot> on_reboot{};
 };
 
 /// PUT|PATCH /machine-config (Firecracker MachineConfiguration), with Firecracker's defaults.

@@ -53,12 +53,13 @@ Result<std::shared_ptr<NvmeDisk>> NvmeDisk::create(const DiskConfig& config, std
 }
 
 Result<std::shared_ptr<PciFunction>> NvmeDisk::make_function(const PciFunctionServices& services) {
-  if (made_) return fail(name_, "make_function: the controller was already built");
+  if (!made_.expired()) return fail(name_, "make_function: the controller was already built");
   if (!services.memory || !services.platform)
     return fail(name_, "make_function: guest memory and a PCI platform are required");
   ASSIGN_OR_RETURN(auto c, NvmeController::create(shared_from_this(), services));
-  made_ = true;
-  return std::shared_ptr<PciFunction>(std::move(c));
+  std::shared_ptr<PciFunction> fn = std::move(c);
+  made_ = fn;
+  return fn;
 }
 
 // ---- construction ----

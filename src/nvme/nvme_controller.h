@@ -60,7 +60,9 @@ class NvmeDisk final : public PciFunctionModel, public std::enable_shared_from_t
   void set_io_engine_factory(IoEngineFactory f) { engine_factory_ = std::move(f); }
   [[nodiscard]] const IoEngineFactory& io_engine_factory() const { return engine_factory_; }
   /// The controller (an NvmeController); it shares this disk (shared_from_this: the disk must be
-  /// owned by a shared_ptr, as create() makes it). Once; a second call is an error.
+  /// owned by a shared_ptr, as create() makes it). One controller at a time: a second call while
+  /// the first controller exists is an error; once it is gone (the VM rebuilt after a guest
+  /// reset, vm.h "Reset rule") a new one, in its power-on state, may be made.
   [[nodiscard]] Result<std::shared_ptr<PciFunction>> make_function(
       const PciFunctionServices& services) override;
 
@@ -71,7 +73,7 @@ class NvmeDisk final : public PciFunctionModel, public std::enable_shared_from_t
   DiskImage disk_;
   std::string name_;
   IoEngineFactory engine_factory_;
-  bool made_ = false;
+  std::weak_ptr<PciFunction> made_;  // the controller built, while it exists
 };
 
 /// The controller: a PciFunction (kind "nvme"). Built by NvmeDisk::make_function(). Snapshots:

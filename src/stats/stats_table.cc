@@ -26,6 +26,7 @@ void add_kvm_counters(std::map<std::string, uint64_t>& out, const Json& kvm) {
 }
 
 const char* section_title(const std::string& s) {
+  if (s == "lifecycle") return "VM lifecycle";
   if (s == "exits") return "exits by reason (all vCPUs)";
   if (s == "vcpus") return "exits by vCPU";
   if (s == "devices") return "PIO/MMIO accesses by device";
@@ -48,8 +49,8 @@ using stats_text::human;
 // Display order of sections.
 const std::vector<std::string>& section_order() {
   static const std::vector<std::string> order{
-      "exits",  "vcpus",           "devices", "device_time_ns", "unclaimed",
-      "queues", "device_counters", "kvm_vm",  "kvm_vcpu",       "cpu_ns"};
+      "lifecycle", "exits",           "vcpus",  "devices",  "device_time_ns", "unclaimed",
+      "queues",    "device_counters", "kvm_vm", "kvm_vcpu", "cpu_ns"};
   return order;
 }
 
@@ -180,6 +181,9 @@ constexpr const char* kExitRatioTitle = "MMIO exits per request (guest BAR acces
 StatCounters flatten_stats(const Json& stats) {
   StatCounters c;
   for (const std::string& s : section_order()) c[s];
+  // Guest resets restarted in place (--on-reboot restart; the control loop's count: the VM's
+  // own counters below start again from zero at each reset, the VM being new).
+  c["lifecycle"]["guest resets"] = u64(stats.value("lifecycle", Json::object()), "resets");
   const Json& exits = stats.value("exits", Json::object()).value("by_reason", Json::object());
   for (auto r = exits.begin(); r != exits.end(); ++r)
     if (r->is_number_unsigned()) c["exits"][r.key()] = r->get<uint64_t>();

@@ -53,6 +53,22 @@ TEST(StatsTable, TableShowsSectionsAndCpuPercent) {
   EXPECT_NE(t.find("note: VM: kvm in-kernel stats unavailable"), std::string::npos) << t;
 }
 
+// GET /tern/stats "lifecycle" (the control loop's count of guest resets restarted in place) is
+// a row of `tern stat` and of the summary once there was one.
+TEST(StatsTable, GuestResetsAreShownOnceThereWasOne) {
+  auto a = testing::stats_snapshot(1'000'000'000, 1);
+  auto b = testing::stats_snapshot(3'000'000'000, 3);
+  a["lifecycle"] = {{"resets", 0}};
+  b["lifecycle"] = {{"resets", 2}, {"last_reset_reason", "reboot"}};
+  auto r = compute_rates(a, b);
+  EXPECT_EQ(r["rates"]["lifecycle"]["guest resets"]["total"], 2u);
+  std::string t = render_rates_table(r, 10);
+  EXPECT_NE(t.find("VM lifecycle"), std::string::npos) << t;
+  EXPECT_NE(t.find("guest resets"), std::string::npos) << t;
+  EXPECT_NE(render_summary(b).find("guest resets"), std::string::npos);
+  EXPECT_EQ(render_summary(a).find("VM lifecycle"), std::string::npos);
+}
+
 TEST(StatsTable, SummaryHasTotalsAndLatency) {
   std::string s = render_summary(testing::stats_snapshot(1, 2));
   EXPECT_NE(s.find("KVM_EXIT_IO"), std::string::npos) << s;

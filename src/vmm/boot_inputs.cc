@@ -211,6 +211,9 @@ Result<BootInputs> prepare_boot(const VmConfig& c) {
   if (c.firmware_path) {
     // The firmware loads its bootloader from the disks: no kernel, initrd or command line.
     TRY(prepare_firmware(c, in));
+    // A firmware guest reboots through its firmware (installers, GRUB, systemctl reboot): in
+    // place by default, as QEMU (docs/lifecycle.md "Reboot in place").
+    in.default_on_reboot = OnReboot::kRestart;
     ASSIGN_OR_RETURN(in.devices, make_devices(c.devices));
     return in;
   }

@@ -20,9 +20,12 @@
 
 namespace tern {
 
-/// A VmConfig after validation, with the files it names already read. Lives only until the VM is
-/// built (create_vm_machine): the kernel and initrd bytes are in HostBuffers (their own mappings),
-/// so they go back to the OS when it is dropped, not into malloc's free lists.
+/// A VmConfig after validation, with the files it names already read, and the host side of the
+/// VM (open disk images, taps, vhost-user connections: `devices`). Lives until the VM is built
+/// (create_vm_machine), or for the VM's whole life when a guest reset restarts it (each reset
+/// builds the VM again from it: Vm::create, "Reset rule" in vm.h). The kernel and initrd bytes
+/// are in HostBuffers (their own mappings), so they go back to the OS when it is dropped, not
+/// into malloc's free lists.
 struct BootInputs {
   VmConfig config;
   /// The protocol chosen: kPvh or kBzImage (never kAuto), and why (for the log line).
@@ -43,6 +46,10 @@ struct BootInputs {
   /// --firmware-vars: the store, opened and locked (moved into the VM's pflash when it is built).
   std::shared_ptr<VarsFile> firmware_vars;
   ConsoleTarget console;
+  /// What a guest reset does when the user gave no --on-reboot (VmConfig::on_reboot): kExit for
+  /// a direct kernel boot (Firecracker's behaviour, which orchestrators on its API expect); a
+  /// firmware boot sets kRestart (a real machine's, and what installers expect).
+  OnReboot default_on_reboot = OnReboot::kExit;
   /// One device per config.devices entry, in order, made by the device registry (disk images
   /// already open): virtio devices and PCI function models (NVMe disks).
   std::vector<MadeDevice> devices;

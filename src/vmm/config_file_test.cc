@@ -88,6 +88,27 @@ TEST(ConfigFile, MemoryBackend) {
             "machine-config.memory_backend: \"tmpfs\": unknown backend (anon, memfd, hugetlbfs)");
 }
 
+// tern extension boot-source.on_reboot: parsed, kept through resources() into VmConfig and
+// GET /vm/config; absent stays unset (the boot's default); a bad value names the field.
+TEST(ConfigFile, OnReboot) {
+  auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe",
+      "on_reboot": "restart"}})");
+  ASSERT_TRUE(c) << c.error().message();
+  VmResources r = c->resources();
+  EXPECT_EQ(r.vm_config_json()["boot-source"]["on_reboot"], "restart");
+  auto config = r.vm_config();
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_EQ(config->on_reboot, OnReboot::kRestart);
+  auto absent = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"}})");
+  ASSERT_TRUE(absent);
+  EXPECT_FALSE(absent->resources().vm_config()->on_reboot);
+  auto bad = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe",
+      "on_reboot": "poweroff"}})");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message(),
+            R"(boot-source.on_reboot: "poweroff" is not one of "exit", "restart")");
+}
+
 // tern extension boot-source.boot_protocol: parsed, kept through resources() into VmConfig and
 // GET /vm/config (rendered only when not "auto"); a bad value names the field.
 TEST(ConfigFile, BootProtocol) {

@@ -28,7 +28,8 @@ Error with_api_field_names(Error e) {
   static const std::pair<const char*, const char*> names[] = {
       {"--kernel", "boot-source.kernel_image_path"}, {"--initrd", "boot-source.initrd_path"},
       {"--cmdline", "boot-source.boot_args"},        {"--memory", "machine-config.mem_size_mib"},
-      {"--cpus", "machine-config.vcpu_count"},      {"--boot-protocol", "boot-source.boot_protocol"}};
+      {"--cpus", "machine-config.vcpu_count"},      {"--boot-protocol", "boot-source.boot_protocol"},
+      {"--on-reboot", "boot-source.on_reboot"}};
   for (auto [cli, api] : names)
     if (e.op == cli) e.op = api;
   for (const DeviceSurface& s : device_surfaces())
@@ -154,6 +155,18 @@ void ControlLoop::handle(cmd::GuestStopped& c) {
   machine_->finish();
   const StopEvent& e = c.event;
   int status = exit_status_for(e.kind);
+  // Reboot in place: a reset request (not a power-off or signal that came meanwhile: those
+  // change the state or signo_ first) with --on-reboot restart.
+  const bool reset_request = e.kind == StopKind::kReboot || e.kind == StopKind::kTripleFault;
+  if (reset_request && machine_->on_reboot() == OnReboot::kRestart) {
+    if (signo_ == 0 && (life_.state() == VmState::kRunning || life_.state() == VmState::kPaused)) {
+      if (restart_guest(e, status)) return;
+    } else {
+      // A stop signal or power-off came while the guest was resetting: with restart a reset is
+      // not a reason to stop, so tern ends for what was asked (128+N, or 0).
+      status = life_.state() == VmState::kStopping ? kExitPowerOff : kExitSignalBase + signo_;
+    }
+  }
   if (e.kind == StopKind::kStopped)
     status = life_.state() == VmState::kStopping ? kExitPowerOff
                                                  : kExitSignalBase + (signo_ ? signo_ : 15);
@@ -171,6 +184,37 @@ void ControlLoop::handle(cmd::GuestStopped& c) {
   }
   exit_status_ = status;
   done_ = true;
+}
+
+bool ControlLoop::restart_guest(const StopEvent& e, int& status) {
+  ++resets_;
+  last_reset_reason_ = stop_kind_name(e.kind);
+  spdlog::info("guest reset #{} ({}: {}): restarting the VM in place", resets_, last_reset_reason_,
+               e.detail);
+  nlohmann::json ev = {{"event", "reset"},
+                       {"reason", last_reset_reason_},
+                       {"detail", e.detail},
+                       {"count", resets_}};
+  if (e.vcpu >= 0) ev["vcpu"] = e.vcpu;
+  if (auto r = machine_->reset(); !r) {
+    std::fprintf(stderr, "tern: guest reset failed: %s\n", r.error().message().c_str());
+    ev["error"] = r.error().message();
+    events_.publish(std::move(ev));
+    status = kExitError;
+    machine_.reset();  // no VM is left to serve (GET /tern/stats answers without one)
+    return false;
+  }
+  // In-kernel exit accounting as the user last set it, before the first KVM_RUN (as at boot).
+  if (resources_.kernel_exits)
+    if (auto on = machine_->set_kernel_exits(true); !on)
+      spdlog::warn("{} (the VM runs without in-kernel exit accounting)", on.error().message());
+  machine_->start();
+  // A pause that came after the guest's request but before this: the new VM is paused too.
+  if (life_.state() == VmState::kPaused) machine_->pause();
+  watch_stop();
+  // Published once the new VM runs: whoever reads it can talk to (or stop) the new VM.
+  events_.publish(std::move(ev));
+  return true;
 }
 
 ApiResponse ControlLoop::state_error(const std::string& what) const {
@@ -294,6 +338,8 @@ ApiResponse ControlLoop::execute(const ApiRequest& request) {
               if (res.kernel_exits) j["kernel_exits"]["requested"] = true;
             }
             j["snapshot"] = progress_.json();
+            j["lifecycle"] = {{"resets", resets_}};
+            if (resets_ > 0) j["lifecycle"]["last_reset_reason"] = last_reset_reason_;
             return ApiResponse::json(j);
           },
           [&](const api::GetMetrics&) {

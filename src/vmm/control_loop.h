@@ -69,6 +69,8 @@ class ControlLoop {
 
   /// The VM's statistics while a VM exists (also after it stopped), else null. Control thread.
   [[nodiscard]] const StatsSource* stats() const { return machine_ ? &machine_->stats() : nullptr; }
+  /// Guest resets done in place (--on-reboot restart) since the VM was built (control thread).
+  [[nodiscard]] uint64_t resets() const { return resets_; }
   /// Progress of the current or last snapshot save (any thread).
   [[nodiscard]] const SnapshotProgress& snapshot_progress() const { return progress_; }
 
@@ -83,6 +85,9 @@ class ControlLoop {
   void handle(cmd::Api& c);
   void handle(cmd::Signal& c);
   void handle(cmd::GuestStopped& c);
+  /// A guest reset request `e` with --on-reboot restart: resets the machine and starts it again
+  /// ("reset" event, resets_ counted). False when the reset failed (`status` then set: 1).
+  bool restart_guest(const StopEvent& e, int& status);
   void handle(cmd::SnapshotSaved& c);
   void handle(cmd::DeviceWork& c);
   void create_snapshot(const SnapshotCreateSpec& spec, std::function<void(ApiResponse)> reply);
@@ -111,6 +116,8 @@ class ControlLoop {
   std::atomic<bool> cancel_save_{false};  // power-off and stop signals cancel a save in progress
   std::function<void(ApiResponse)> save_reply_;
   // The loop itself, not the VM: when run() returns, with which status, after which signal.
+  uint64_t resets_ = 0;  // guest resets restarted in place (GET /tern/stats "lifecycle")
+  std::string last_reset_reason_;
   bool done_ = false;
   int exit_status_ = 0;
   int signo_ = 0;

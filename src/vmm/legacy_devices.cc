@@ -10,12 +10,17 @@
 
 namespace tern {
 
-Result<std::unique_ptr<LegacyDevices>> LegacyDevices::create(const ConsoleTarget& console,
-                                                             GsiLevel irq, StopLatch& stop) {
+Result<std::unique_ptr<LegacyDevices>> LegacyDevices::create(
+    const ConsoleTarget& console, std::shared_ptr<ConsoleOutput> console_out, GsiLevel irq,
+    StopLatch& stop) {
   auto d = std::unique_ptr<LegacyDevices>(new LegacyDevices());
-  auto out = ConsoleOutput::create(console);
-  if (!out) return fail("--console", out.error().message());
-  d->console_out_ = std::move(*out);
+  if (console_out) {
+    d->console_out_ = std::move(console_out);
+  } else {
+    auto out = ConsoleOutput::create(console);
+    if (!out) return fail("--console", out.error().message());
+    d->console_out_ = std::move(*out);
+  }
   auto line = [irq](uint32_t gsi) { return IrqLine([irq, gsi](bool level) { irq(gsi, level); }); };
   d->serial_ = std::make_shared<Serial8250>(line(x86::kSerialIrq), d->console_out_->sink());
   // Device callbacks run on the vCPU thread that did the PIO write: the event names it and its RIP.

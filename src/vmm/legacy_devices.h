@@ -25,9 +25,11 @@ using GsiLevel = std::function<void(uint32_t gsi, bool level)>;
 
 class LegacyDevices {
  public:
-  /// Opens the console target and creates the devices. Guest power-off and reset requests
-  /// (ACPI registers, i8042 0xFE) are posted to `stop` as kPowerOff / kReboot.
+  /// Opens the console target (or takes `console_out`, already open: a VM rebuilt after a guest
+  /// reset goes on writing to the same file) and creates the devices. Guest power-off and reset
+  /// requests (ACPI registers, i8042 0xFE) are posted to `stop` as kPowerOff / kReboot.
   static Result<std::unique_ptr<LegacyDevices>> create(const ConsoleTarget& console,
+                                                       std::shared_ptr<ConsoleOutput> console_out,
                                                        GsiLevel irq, StopLatch& stop);
   ~LegacyDevices();
 
@@ -52,10 +54,12 @@ class LegacyDevices {
   /// The CMOS (firmware boots store the memory-size bytes in it before vCPUs run).
   [[nodiscard]] CmosRtc& cmos() { return *rtc_; }
   [[nodiscard]] Serial8250& serial() { return *serial_; }
+  /// The console output (shared with a VM built after a guest reset).
+  [[nodiscard]] std::shared_ptr<ConsoleOutput> console_output() const { return console_out_; }
 
  private:
   LegacyDevices() = default;
-  std::unique_ptr<ConsoleOutput> console_out_;
+  std::shared_ptr<ConsoleOutput> console_out_;
   std::unique_ptr<ConsoleInput> console_in_;
   std::shared_ptr<Serial8250> serial_;
   std::shared_ptr<I8042> i8042_;

@@ -42,6 +42,19 @@ class Machine {
   /// Parks all vCPUs; returns when they are parked.
   virtual void pause() = 0;
   virtual void resume() = 0;
+  /// What a guest reset request (StopKind kReboot or kTripleFault) does to this VM: --on-reboot
+  /// as given, else the boot's default (BootInputs::default_on_reboot). Any thread.
+  [[nodiscard]] virtual OnReboot on_reboot() const { return OnReboot::kExit; }
+  /// Reboot in place (docs/lifecycle.md), after wait_stopped() returned a reset request and
+  /// finish(): in-flight device work is completed and the writable disks are flushed, then the
+  /// guest side of the VM is brought to its power-on state and loaded again (kernel/initrd or
+  /// firmware) with the same host resources (disk images and their locks, taps, vhost-user
+  /// connections, the console); start() then runs it. The rule every part follows is in
+  /// src/vmm/vm.h ("Reset rule"). An error (a flush that failed, a KVM failure while rebuilding)
+  /// leaves the machine unusable: the caller ends the VM. Control thread.
+  [[nodiscard]] virtual Result<void> reset() {
+    return fail("reset", "this VM cannot be reset in place");
+  }
   /// Types Ctrl+Alt+Del on the guest's keyboard; false if it cannot take it now.
   virtual bool send_ctrl_alt_del() = 0;
   /// Saves the VM (which the caller has paused) to spec's state and memory files; the VM stays

@@ -25,14 +25,14 @@ Vm::~Vm() {
   for (auto& v : vcpus_) v->join();
 }
 
-Result<std::unique_ptr<Vm>> Vm::create(const BootInputs& inputs) {
+Result<std::unique_ptr<Vm>> Vm::create(const BootInputs& inputs, KeptHost kept) {
   auto vm = std::unique_ptr<Vm>(new Vm());
-  TRY(vm->build(inputs));
+  TRY(vm->build(inputs, std::move(kept)));
   return vm;
 }
 
-Result<void> Vm::build(const BootInputs& in) {
-  if (in.config.firmware_path) return build_firmware(in);
+Result<void> Vm::build(const BootInputs& in, KeptHost kept) {
+  if (in.config.firmware_path) return build_firmware(in, std::move(kept));
   const VmConfig& c = in.config;
   TRY(build_kvm(c.vcpus, x86::kTssAddr, x86::kIdentityMapAddr));
   // 2. Guest RAM and memslots.
@@ -66,7 +66,7 @@ Result<void> Vm::build(const BootInputs& in) {
                in.protocol_reason, entry);
 
   // 4. Devices.
-  TRY(build_devices(in.console, in.devices));
+  TRY(build_devices(in.console, in.devices, std::move(kept.console)));
   // 5. vCPUs: CPUID before sregs/regs (KVM validates CR4/EFER against CPUID; add_vcpu sets it).
   for (uint32_t i = 0; i < c.vcpus; ++i) {
     ASSIGN_OR_RETURN(KvmVcpu * vcpu, add_vcpu(i, c.vcpus));
@@ -153,10 +153,11 @@ Result<void> Vm::add_memory(GuestMemory mem) {
 }
 
 Result<void> Vm::build_devices(const ConsoleTarget& console,
-                               const std::vector<MadeDevice>& devices, bool firmware) {
+                               const std::vector<MadeDevice>& devices,
+                               std::shared_ptr<ConsoleOutput> console_out, bool firmware) {
   KvmVm* kvm_vm = &*vm_;
   ASSIGN_OR_RETURN(devices_, LegacyDevices::create(
-                                 console,
+                                 console, std::move(console_out),
                                  [kvm_vm](uint32_t irq, bool level) {
                                    static RateLimit limit;
                                    auto r = kvm_vm->irq_line(irq, level);
@@ -256,6 +257,15 @@ void Vm::resume() {
   release_clock();
   for (auto& v : vcpus_) v->resume();
 }
+
+Result<void> Vm::prepare_reset() {
+  // The vCPUs are joined (finish()): nothing new reaches a ring. Completed writes are made
+  // durable before the devices (and their completion state) go away.
+  pci_->quiesce();
+  return flush_devices(machine_.devices, made_devices_);
+}
+
+KeptHost Vm::release_host() { return KeptHost{devices_->console_output()}; }
 
 bool Vm::send_ctrl_alt_del() { return devices_->i8042().trigger_ctrl_alt_del(); }
 

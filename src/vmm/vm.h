@@ -1,5 +1,29 @@
 // Vm: a Linux guest built from a VmConfig — KVM VM, guest RAM, legacy devices, vCPU threads — and
 // run until it stops.
+//
+// Reset rule (reboot in place, --on-reboot restart; docs/lifecycle.md). A guest reset does not
+// walk the devices with a reset() each (QEMU's way): the Vm is dropped whole and built again from
+// the same BootInputs (VmMachine::reset()). tern already separates the two sides, so this is the
+// one mechanism for everything, present and future:
+//  - Guest side: everything Vm::build() makes — the KVM VM (irqchip, PIT, LAPICs, memslots, GSI
+//    routes), the vCPUs with their registers and MSRs, guest RAM (fresh, zeroed: unlike QEMU,
+//    nothing of the old guest's RAM survives), the PCI bus with every function's config space,
+//    BARs and MSI-X table, the legacy devices, statistics. Power-on state is what the
+//    constructor gives: a new device needs no reset code if Vm::build() (or a step it calls)
+//    makes it. Boot-time loading (kernel, initrd, boot_params, ACPI/MP tables, firmware images,
+//    fw_cfg contents) is a build step too, so it runs again at every reset.
+//  - Host side: what prepare_boot() opens before the VM exists and keeps in BootInputs — disk
+//    images with their locks, taps, vhost-user connections (BootInputs::devices), a firmware
+//    variable store file — plus the console output (KeptHost). It outlives the guest side. A
+//    host-side object that also holds guest-visible state must return it to power-on state in
+//    its reset(), which the teardown calls (virtio: VirtioDevice::reset(), as when the driver
+//    writes status 0; the virtio-pci transport calls it when destroyed), and must accept being
+//    built into a new VM again (PciFunctionModel::make_function once per VM).
+//  - Before the teardown the vCPUs are joined, every device is quiesced (requests taken from a
+//    ring completed into it) and the writable disks are flushed (prepare_reset()): a write the
+//    guest got a completion for is on stable storage whatever the cache mode.
+// So a new piece of the machine either is made in Vm::build() (guest side) or is opened in
+// prepare_boot() into BootInputs with a reset() (host side); nothing else is needed for reboot.
 #pragma once
 
 #include <memory>
@@ -29,14 +53,24 @@
 
 namespace tern {
 
+class ConsoleOutput;
 class LegacyDevices;
 class PciDevices;
+
+/// Host resources a Vm hands to the Vm built after a guest reset ("Reset rule" above) that are
+/// not in BootInputs because the VM opens them: the console output (its file is created and
+/// truncated once; its writer thread goes on).
+struct KeptHost {
+  std::shared_ptr<ConsoleOutput> console;  ///< Null: open BootInputs::console.
+};
 
 class Vm {
  public:
   /// Builds the whole VM from validated inputs (see prepare_boot()): KVM VM, RAM, kernel, firmware
-  /// tables, devices, vCPUs. Errors here are host/KVM failures. No vCPU runs until run().
-  static Result<std::unique_ptr<Vm>> create(const BootInputs& inputs);
+  /// tables, devices, vCPUs. `inputs` is not consumed: a reset builds again from it, with what
+  /// the previous Vm kept (release_host()). Errors here are host/KVM failures. No vCPU runs until
+  /// run().
+  static Result<std::unique_ptr<Vm>> create(const BootInputs& inputs, KeptHost kept = {});
   /// Rebuilds a VM from a snapshot (see prepare_restore()): KVM VM, RAM mapped copy-on-write from
   /// the memory file, devices, vCPUs, and every saved state applied in KVM's order (vm_snapshot.cc).
   /// No vCPU runs until start(). Errors name the section or file.
@@ -78,6 +112,12 @@ class Vm {
   [[nodiscard]] Result<void> set_kernel_exits(bool enabled);
   /// Types Ctrl+Alt+Del on the i8042 keyboard. False if the guest's keyboard cannot take it.
   bool send_ctrl_alt_del();
+  /// Before a reset drops this Vm (after finish()): quiesces every device (in-flight requests
+  /// completed into their rings, workers parked) and flushes the writable disks (fdatasync; as a
+  /// snapshot does). Errors name the disk; the Vm stays quiesced either way.
+  [[nodiscard]] Result<void> prepare_reset();
+  /// After finish(): the host resources the Vm built after a reset takes over (KeptHost).
+  [[nodiscard]] KeptHost release_host();
 
   [[nodiscard]] const Bus& pio_bus() const { return pio_; }
   [[nodiscard]] const std::vector<std::unique_ptr<VcpuThread>>& vcpus() const { return vcpus_; }
@@ -89,11 +129,11 @@ class Vm {
 
  private:
   Vm() = default;
-  Result<void> build(const BootInputs& in);
+  Result<void> build(const BootInputs& in, KeptHost kept);
   Result<void> build_restored(const RestoreInputs& in);
   /// build() for a firmware boot (--firmware; vm_firmware.cc): RAM, the image read-only below
   /// 4 GiB and its last 128 KiB at 0xE0000, devices, vCPUs in the RESET state.
-  Result<void> build_firmware(const BootInputs& in);
+  Result<void> build_firmware(const BootInputs& in, KeptHost kept);
   /// Maps `in.firmware` (vm_firmware.cc). After add_memory().
   Result<void> map_firmware(const BootInputs& in);
   /// fw_cfg on 0x510 with the items the firmware reads (vm_firmware.cc). After build_devices().
@@ -107,8 +147,10 @@ class Vm {
   Result<void> build_ram(const VmConfig& c);
   /// Statistics, in-kernel exit accounting when asked, and machine_'s size and devices.
   void finish_build(const BootInputs& in);
-  /// The legacy devices and PCI bus 0; `firmware`: on the PC chipset (build_firmware_devices).
+  /// The legacy devices and PCI bus 0; `console_out`: the console output a reset kept (null:
+  /// made from `console`); `firmware`: on the PC chipset (build_firmware_devices).
   Result<void> build_devices(const ConsoleTarget& console, const std::vector<MadeDevice>& devices,
+                             std::shared_ptr<ConsoleOutput> console_out = nullptr,
                              bool firmware = false);
   /// Firmware boots (vm_firmware.cc): the legacy devices without their 0x600 PM registers, the
   /// i440FX/PIIX chipset in slots 0-1, `devices` from slot 2 with PIIX INTx wiring.

@@ -17,6 +17,9 @@ namespace tern {
 struct VmConfig {
   std::string kernel_path;  ///< bzImage (x86 boot protocol ≥ 2.12, 64-bit) or vmlinux (ELF).
   BootProtocol boot_protocol = BootProtocol::kAuto;  ///< --boot-protocol (boot_inputs.h).
+  /// --on-reboot / boot-source "on_reboot" as given; unset: the boot's default
+  /// (BootInputs::default_on_reboot: restart for a firmware boot, exit for a kernel).
+  std::optional<OnReboot> on_reboot;
   std::optional<std::string> initrd_path;
   /// --firmware: boot this BIOS/UEFI image instead of a kernel (kernel_path then empty).
   std::optional<std::string> firmware_path;

@@ -42,7 +42,7 @@ uint32_t cpuid_signature(const std::vector<kvm_cpuid_entry2>& cpuid) {
 
 }  // namespace
 
-Result<void> Vm::build_firmware(const BootInputs& in) {
+Result<void> Vm::build_firmware(const BootInputs& in, KeptHost kept) {
   const VmConfig& c = in.config;
   if (c.memory_bytes < kMinFirmwareRam)
     return fail("--memory", format_size(c.memory_bytes) + " is too little for --firmware (at least " +
@@ -58,7 +58,7 @@ Result<void> Vm::build_firmware(const BootInputs& in) {
   TRY(map_firmware(in));
 
   // 4. Devices: the legacy ones (COM1, i8042, CMOS, PM) and PCI bus 0; fw_cfg describes them.
-  TRY(build_devices(in.console, in.devices, /*firmware=*/true));
+  TRY(build_devices(in.console, in.devices, std::move(kept.console), /*firmware=*/true));
   // The PC convention for the memory size, which SeaBIOS reads before it asks fw_cfg.
   CmosMemoryLayout cmos;
   cmos.below_4g = std::min(c.memory_bytes, x86::kHoleStart);

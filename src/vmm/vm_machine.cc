@@ -11,8 +11,32 @@ namespace {
 
 class VmMachine : public Machine {
  public:
-  explicit VmMachine(std::unique_ptr<Vm> vm) : vm_(std::move(vm)) {}
-  ~VmMachine() override { vm_->finish(); }
+  /// `inputs`: what the VM was built from, kept for a reset when it restarts on reboot (else
+  /// null: its kernel bytes are freed now).
+  VmMachine(std::unique_ptr<Vm> vm, OnReboot on_reboot, std::unique_ptr<BootInputs> inputs)
+      : vm_(std::move(vm)), on_reboot_(on_reboot), inputs_(std::move(inputs)) {}
+  ~VmMachine() override {
+    if (vm_) vm_->finish();
+  }
+  [[nodiscard]] OnReboot on_reboot() const override { return on_reboot_; }
+  // vm.h "Reset rule": the guest side is dropped whole and built again from the same inputs.
+  // Order: finish() (vCPUs joined) → prepare_reset() (devices quiesced, disks flushed) → the old
+  // Vm destroyed (virtio devices reset, NVMe controllers and their workers gone, the KVM VM and
+  // its RAM closed) → a new Vm from inputs_ with the kept console. The old KVM VM is closed before
+  // the new one is made: two guests' RAM never coexist.
+  Result<void> reset() override {
+    if (!inputs_) return Machine::reset();
+    vm_->finish();
+    // A failed flush keeps this Vm (stopped, its statistics readable): the caller ends it.
+    if (auto flushed = vm_->prepare_reset(); !flushed)
+      return fail("reset: flushing the disks", flushed.error().message());
+    KeptHost kept = vm_->release_host();
+    vm_.reset();
+    auto vm = Vm::create(*inputs_, std::move(kept));
+    if (!vm) return fail("reset: rebuilding the VM", vm.error().message());
+    vm_ = std::move(*vm);
+    return {};
+  }
   void start() override { vm_->start(); }
   StopEvent wait_stopped() override { return vm_->wait_stopped(); }
   void stop(StopEvent e) override { vm_->stop(std::move(e)); }
@@ -31,7 +55,9 @@ class VmMachine : public Machine {
   [[nodiscard]] DeviceActivator* activator() override { return &vm_->activator(); }
 
  private:
-  std::unique_ptr<Vm> vm_;
+  std::unique_ptr<Vm> vm_;  // null only after a failed reset()
+  OnReboot on_reboot_;
+  std::unique_ptr<BootInputs> inputs_;
 };
 
 }  // namespace
@@ -48,19 +74,36 @@ tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine(
   if (!vm) return tl::unexpected(StartFailure{kExitError, vm.error()});
   resources = VmResources::from_machine_state(inputs->machine, resources.console);
   resources.memory_backend = spec.memory_backend;  // as given (GET /vm/config)
-  return std::make_unique<VmMachine>(std::move(*vm));
+  // A snapshot does not carry the boot files (nor --on-reboot): a restored VM exits on reboot.
+  return std::make_unique<VmMachine>(std::move(*vm), OnReboot::kExit, nullptr);
 }
 
-tl::expected<std::unique_ptr<Machine>, StartFailure> create_vm_machine(
-    const VmConfig& config) {
+namespace {
+
+tl::expected<std::unique_ptr<Machine>, StartFailure> build_vm_machine(const VmConfig& config,
+                                                                      bool check_host) {
   // User input first: a typo gets its own message whatever the host.
   auto inputs = prepare_boot(config);
   if (!inputs) return tl::unexpected(StartFailure{kExitError, inputs.error()});
-  if (std::string why = kvm_unusable_reason(); !why.empty())
+  if (std::string why = check_host ? kvm_unusable_reason() : ""; !why.empty())
     return tl::unexpected(StartFailure{kExitNoHwVirt, Error{std::move(why), "", 0}});
   auto vm = Vm::create(*inputs);
   if (!vm) return tl::unexpected(StartFailure{kExitError, vm.error()});
-  return std::make_unique<VmMachine>(std::move(*vm));
+  OnReboot on_reboot = config.on_reboot.value_or(inputs->default_on_reboot);
+  std::unique_ptr<BootInputs> kept;
+  if (on_reboot == OnReboot::kRestart) kept = std::make_unique<BootInputs>(std::move(*inputs));
+  return std::make_unique<VmMachine>(std::move(*vm), on_reboot, std::move(kept));
+}
+
+}  // namespace
+
+tl::expected<std::unique_ptr<Machine>, StartFailure> create_vm_machine(const VmConfig& config) {
+  return build_vm_machine(config, /*check_host=*/true);
+}
+
+tl::expected<std::unique_ptr<Machine>, StartFailure> create_vm_machine_on_any_kvm(
+    const VmConfig& config) {
+  return build_vm_machine(config, /*check_host=*/false);
 }
 
 }  // namespace tern

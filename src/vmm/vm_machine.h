@@ -27,6 +27,11 @@ struct StartFailure {
 [[nodiscard]] tl::expected<std::unique_ptr<Machine>, StartFailure> create_vm_machine(
     const VmConfig& config);
 
+/// create_vm_machine() without the VMX/SVM check: for kvm tests, whose tiny guests run on a
+/// software KVM too (tests/kvm/reboot_in_place_test.cc).
+[[nodiscard]] tl::expected<std::unique_ptr<Machine>, StartFailure> create_vm_machine_on_any_kvm(
+    const VmConfig& config);
+
 /// Checks the snapshot (prepare_restore()), then the host, and rebuilds the VM it describes with
 /// its state applied; the guest console goes to `resources.console`. On success `resources`
 /// becomes the snapshot's configuration (VmResources::from_machine_state). Nothing runs until

@@ -54,6 +54,7 @@ Result<VmConfig> VmResources::vm_config() const {
   if (boot) {
     c.kernel_path = boot->kernel_image_path;
     c.boot_protocol = boot->boot_protocol;
+    c.on_reboot = boot->on_reboot;
     c.initrd_path = boot->initrd_path;
     c.firmware_path = boot->firmware_path;
     c.firmware_vars_path = boot->firmware_vars_path;

@@ -23,6 +23,7 @@
 #include "arch/x86/pvh.h"
 #include "kvm/kvm_system.h"
 #include "memory/guest_memory.h"
+#include "tests/kvm/tiny_elf.h"
 
 namespace tern::testing {
 namespace {
@@ -59,58 +60,11 @@ constexpr size_t kDoneOutOffset = sizeof(kCode) - 2;  ///< Offset of the OUT to 
 constexpr size_t kReports = 9;
 
 /// Stores `v` little-endian at `offset` of `out` (inside it).
-template <class T>
-void put(std::vector<uint8_t>& out, size_t offset, T v) {
-  ASSERT_LE(offset + sizeof(T), out.size());
-  std::memcpy(out.data() + offset, &v, sizeof(T));
-}
-
-/// An ELF64 x86-64 executable: ELF header, PT_LOAD (+ PT_NOTE with the PVH entry note when
-/// `with_pvh_note`), the note, then the segment's bytes at file offset 0x100: 16 HLTs (e_entry
-/// points there) followed by kCode (the PVH entry).
 std::vector<uint8_t> make_elf(bool with_pvh_note) {
-  constexpr size_t kPhoff = 64, kPhentsize = 56, kNoteOff = 0xb0, kSegOff = 0x100;
-  const uint16_t phnum = with_pvh_note ? 2 : 1;
-  std::vector<uint8_t> seg(kEntryOffset + sizeof(kCode), 0xF4);
-  std::memcpy(seg.data() + kEntryOffset, kCode, sizeof(kCode));
-  std::vector<uint8_t> f(kSegOff + seg.size(), 0);
-  const uint8_t ident[] = {0x7f, 'E', 'L', 'F', 2 /*ELFCLASS64*/, 1 /*LSB*/, 1 /*EV_CURRENT*/};
-  std::memcpy(f.data(), ident, sizeof(ident));
-  put<uint16_t>(f, 16, 2);              // e_type ET_EXEC
-  put<uint16_t>(f, 18, 62);             // e_machine EM_X86_64
-  put<uint32_t>(f, 20, 1);              // e_version
-  put<uint64_t>(f, 24, kSegmentPaddr);  // e_entry (the 64-bit entry; not used by PVH)
-  put<uint64_t>(f, 32, kPhoff);         // e_phoff
-  put<uint16_t>(f, 52, 64);             // e_ehsize
-  put<uint16_t>(f, 54, kPhentsize);     // e_phentsize
-  put<uint16_t>(f, 56, phnum);          // e_phnum
-  // PT_LOAD, R+X, vaddr like a kernel's (0xffffffff81000000), paddr 1 MiB.
-  size_t ph = kPhoff;
-  put<uint32_t>(f, ph + 0, 1);
-  put<uint32_t>(f, ph + 4, 5);
-  put<uint64_t>(f, ph + 8, kSegOff);
-  put<uint64_t>(f, ph + 16, 0xffffffff81000000ull);
-  put<uint64_t>(f, ph + 24, kSegmentPaddr);
-  put<uint64_t>(f, ph + 32, seg.size());
-  put<uint64_t>(f, ph + 40, kSegmentMemsz);
-  put<uint64_t>(f, ph + 48, 0x1000);
-  if (with_pvh_note) {
-    // Elf64_Nhdr{namesz 4, descsz 4, type 18 = XEN_ELFNOTE_PHYS32_ENTRY}, "Xen\0", entry.
-    put<uint32_t>(f, kNoteOff + 0, 4);
-    put<uint32_t>(f, kNoteOff + 4, 4);
-    put<uint32_t>(f, kNoteOff + 8, 18);
-    std::memcpy(f.data() + kNoteOff + 12, "Xen", 4);
-    put<uint32_t>(f, kNoteOff + 16, static_cast<uint32_t>(kSegmentPaddr + kEntryOffset));
-    ph += kPhentsize;
-    put<uint32_t>(f, ph + 0, 4);  // PT_NOTE
-    put<uint32_t>(f, ph + 4, 4);
-    put<uint64_t>(f, ph + 8, kNoteOff);
-    put<uint64_t>(f, ph + 32, 20);
-    put<uint64_t>(f, ph + 40, 20);
-    put<uint64_t>(f, ph + 48, 4);
-  }
-  std::memcpy(f.data() + kSegOff, seg.data(), seg.size());
-  return f;
+  return make_pvh_elf(kCode, {.paddr = kSegmentPaddr,
+                              .memsz = kSegmentMemsz,
+                              .entry_offset = kEntryOffset,
+                              .with_pvh_note = with_pvh_note});
 }
 
 bool have_kvm() { return ::access("/dev/kvm", R_OK | W_OK) == 0; }
