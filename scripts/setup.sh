@@ -3,7 +3,8 @@
 #   scripts/setup.sh            install packages + build
 #   SKIP_APT=1 scripts/setup.sh build only
 #   SKIP_IMAGE=1 scripts/setup.sh   no Debian guest image (images/debian/build.sh, docs/debian-guest.md)
-#   IMAGE_BOOT=none,bios,uefi scripts/setup.sh   also its bootable variants (default: none only)
+#   IMAGE_BOOT=none,bios,uefi scripts/setup.sh   also the UEFI variant (default: none,bios — the
+#                                                firmware e2e boots the BIOS image)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,7 +62,7 @@ echo "setup: built build/tern"
 # Without root or the Debian mirror (build.sh exits 3) it is skipped with a message, except in CI.
 if [[ "${SKIP_IMAGE:-0}" != 1 ]]; then
   rc=0
-  images/debian/build.sh --boot "${IMAGE_BOOT:-none}" || rc=$?
+  images/debian/build.sh --boot "${IMAGE_BOOT:-none,bios}" || rc=$?
   if ((rc == 3)) && [[ -z "${CI:-}" ]]; then
     echo "setup: skipped the Debian guest image (see above); the tests that boot it will say so" >&2
   elif ((rc != 0)); then

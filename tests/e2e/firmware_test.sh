@@ -10,13 +10,13 @@
 #              --boot bios; FW_DEBIAN_BIOS_IMG, default build/images/debian-12-bios.img; L1 gets it as
 #              /dev/vda, never changed: --disk-snapshot) as virtio-blk: GRUB, then the guest's
 #              TERN-DEBIAN-MARKER line (state=running, failed=0, root on that disk); case
-#              "debian-bios" (virtio-blk, 1 vCPU; default when the image exists) and
+#              "debian-bios" (virtio-blk, 1 vCPU) and
 #              "debian-bios-nvme-2cpu" (NVMe, 2 vCPUs)
 #   ovmf-*     OVMF_CODE_4M.fd + a per-VM copy of OVMF_VARS_4M.fd (--firmware-vars, created from
 #              the template by tern): UEFI boot-manager lines or the shell prompt on the console;
 #              the store changed (OVMF wrote its boot options) and a second run keeps them
 # Usage: tests/e2e/firmware_test.sh   Environment: TERN_BIN (default build/tern), E2E_LOG,
-#   FW_CASES (default "seabios grub", plus "debian-bios" when its image exists; "ovmf" and
+#   FW_CASES (default "seabios grub debian-bios debian-bios-nvme-2cpu"; "ovmf" and
 #   "ovmf-novars" are opt-in: the test host's QEMU 7.2 TCG aborts (tcg_handle_interrupt BQL
 #   assertion) ~2 s after tern starts OVMF, with or without a variable store, thread=single or
 #   not — open, see docs/firmware.md), FW_WAIT (seconds per case, default 240),
@@ -29,8 +29,7 @@ source "$repo/testhost/lib.sh"
 export TH_TCG_THREAD="${TH_TCG_THREAD:-single}"
 tern="${TERN_BIN:-$repo/build/tern}"
 [[ -x "$tern" ]] || th_die "tern binary not found at $tern (build it, or set TERN_BIN)"
-default_cases="seabios grub"
-[[ -r "${FW_DEBIAN_BIOS_IMG:-$repo/build/images/debian-12-bios.img}" ]] && default_cases+=" debian-bios"
+default_cases="seabios grub debian-bios debian-bios-nvme-2cpu"
 cases="${FW_CASES:-$default_cases}"
 extra="$TH_CACHE/firmware-extra"
 rm -rf "$extra"
@@ -56,7 +55,7 @@ fi
 expected=()
 for c in $cases; do
     case "$c" in
-    seabios) expected+=(seabios-banner seabios-no-boot-device seabios-alive seabios-exit) ;;
+    seabios) expected+=(seabios-banner seabios-no-boot-device seabios-alive seabios-reboot-in-place seabios-exit seabios-on-reboot-exit) ;;
     grub) expected+=(grub-seabios-banner grub-line grub-exit) ;;
     debian-bios | debian-bios-nvme-2cpu) expected+=("$c-grub" "$c-marker" "$c-exit") ;;
     ovmf-novars) expected+=(ovmf-novars-console) ;;
