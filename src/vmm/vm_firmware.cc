@@ -26,8 +26,7 @@ namespace {
 constexpr uint32_t kFirmwareCodeSlot = 8;
 constexpr uint32_t kFirmwareVarsSlot = 9;
 
-/// Where SeaBIOS 1.16 puts PIIX4's PM block when it loads tables from fw_cfg (paravirt.c).
-constexpr uint16_t kSeaBiosPmBase = 0x600;
+using x86::kSeaBiosPmBase;
 
 /// The least RAM a firmware boot gets: SeaBIOS and OVMF need RAM above 1 MiB for themselves.
 constexpr uint64_t kMinFirmwareRam = 32 * MiB;

@@ -69,6 +69,9 @@ inline constexpr uint8_t kAcpiS5SleepType = 5;  ///< SLP_TYP of \_S5_ in the DSD
 /// (PMSTS, PMEN), PM1a_CNT_BLK at +4 (PMCNTRL), PM_TMR_BLK at +8 (PMTMR) — the FADT's values for
 /// firmware boots.
 inline constexpr uint16_t kPiix4PmBase = 0xB000;
+/// Where SeaBIOS 1.16 moves PIIX4's PM block when it loads ACPI tables from fw_cfg (paravirt.c,
+/// "Moving pm_base"); firmware boots serve a second view of the block there.
+inline constexpr uint16_t kSeaBiosPmBase = 0x600;
 inline constexpr uint16_t kPiix4PmBlockSize = 0x40;  ///< PMBA decodes 64 bytes (bits 15:6).
 inline constexpr uint16_t kPiix4Pm1aEvtPort = kPiix4PmBase + 0;
 inline constexpr uint16_t kPiix4Pm1aCntPort = kPiix4PmBase + 4;

@@ -82,12 +82,14 @@ void Piix4Pm::on_config_write(uint32_t, size_t, const std::array<uint8_t, 4>&) {
   publish_locked();
   const bool on = enabled_.load(std::memory_order_relaxed);
   const uint16_t base = base_.load(std::memory_order_relaxed);
-  if (on && base != x86::kPiix4PmBase && (!was || base != was_base)) {
+  // Both bases a firmware boot serves the block at (layout.h): OVMF's 0xB000, SeaBIOS's 0x600.
+  const bool served = base == x86::kPiix4PmBase || base == x86::kSeaBiosPmBase;
+  if (on && !served && (!was || base != was_base)) {
     foreign_bases_.fetch_add(1);
     TERN_LOG_RATELIMITED(log_limit_, warn,
                          "piix4-pm: guest enabled the PM block at {:#x}; tern serves it only at "
-                         "{:#x}",
-                         base, x86::kPiix4PmBase);
+                         "{:#x} and {:#x}",
+                         base, x86::kPiix4PmBase, x86::kSeaBiosPmBase);
   }
 }
 
