@@ -176,7 +176,12 @@ Result<void> prepare_firmware(const VmConfig& c, BootInputs& in) {
   spec.template_path = firmware::vars_template_for(path);
   spec.max_size = firmware::kMaxFirmwareBytes - info->size;
   auto vars = VarsFile::open(spec);
-  if (!vars) return fail("--firmware-vars", vars.error().message());
+  if (!vars) {
+    // VarsFile names its field ("firmware-vars: PATH: ..."); the CLI's name replaces it.
+    std::string m = vars.error().message();
+    if (m.rfind("firmware-vars: ", 0) == 0) m.erase(0, 15);
+    return fail("--firmware-vars", m);
+  }
   in.firmware_vars = std::make_shared<VarsFile>(std::move(*vars));
   return {};
 }

@@ -78,6 +78,7 @@ TEST_F(FirmwareInputs, VarsNeedUefiAndAWritableStore) {
   c.firmware_path = dir.path() + "/code.fd";
   write_file(*c.firmware_path, firmware(1 << 20, true));
   EXPECT_EQ(error_of(c).rfind("--firmware-vars: ", 0), 0u) << error_of(c);
+  EXPECT_EQ(error_of(c).find("firmware-vars: firmware-vars"), std::string::npos) << error_of(c);
   // A store of a size no flash has.
   write_file(*c.firmware_vars_path, std::vector<uint8_t>(1000, 0xFF));
   EXPECT_EQ(error_of(c).rfind("--firmware-vars: ", 0), 0u) << error_of(c);
