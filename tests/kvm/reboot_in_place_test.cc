@@ -69,9 +69,11 @@ struct RebootVm {
     write_file(blk, {}, 1 << 20);
     write_file(nvme, {}, 1 << 20);
     VmResources r;
-    r.boot.kernel_image_path = kernel;
-    r.boot.boot_args = "console=ttyS0";
-    r.boot.on_reboot = on_reboot;
+    BootSource boot;
+    boot.kernel_image_path = kernel;
+    boot.boot_args = "console=ttyS0";
+    boot.on_reboot = on_reboot;
+    r.boot = std::move(boot);
     r.memory_bytes = 32ull << 20;
     r.console = "file:" + console;
     DiskConfig d;
