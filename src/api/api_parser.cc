@@ -43,6 +43,16 @@ Result<void> check_readable_file(const std::string& path, const std::string& fie
   return {};
 }
 
+/// A path that may not exist yet: non-empty, no NUL, and not a directory when it exists.
+Result<void> check_not_a_directory(const std::string& path, const std::string& field) {
+  if (path.empty()) return fail(field, "empty path");
+  if (path.find('\0') != std::string::npos) return fail(field, "path contains a NUL byte");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return fail(field, path + ": is a directory");
+  return {};
+}
+
 // tern extension "memory_backend": "anon" | "memfd" | "hugetlbfs"; errors name the field.
 Result<std::optional<MemoryBackend>> optional_memory_backend(JsonReader& r) {
   ASSIGN_OR_RETURN(auto name, r.optional_string("memory_backend"));
@@ -94,8 +104,10 @@ Result<BootSource> parse_boot_source(const nlohmann::json& j, const std::string&
   TRY(check_boot_source(b, json_boot_source_names(where)));
   if (b.firmware_path) {
     TRY(check_readable_file(*b.firmware_path, r.field("firmware_path")));
+    // The store may not exist yet (created from the template at boot, as --firmware-vars);
+    // the boot checks it fully (VarsFile::open).
     if (b.firmware_vars_path)
-      TRY(check_readable_file(*b.firmware_vars_path, r.field("firmware_vars_path")));
+      TRY(check_not_a_directory(*b.firmware_vars_path, r.field("firmware_vars_path")));
     return b;
   }
   TRY(check_readable_file(b.kernel_image_path, r.field("kernel_image_path")));
@@ -447,11 +459,8 @@ Parsed parse_action(std::string_view body) {
 
 // The directory `path` would be created in exists and is writable (checked again when writing).
 Result<void> check_writable_target(const std::string& path, const std::string& field) {
-  if (path.empty()) return fail(field, "empty path");
-  if (path.find('\0') != std::string::npos) return fail(field, "path contains a NUL byte");
+  TRY(check_not_a_directory(path, field));
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    return fail(field, path + ": is a directory");
   if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
     return fail(field,
                 path + ": exists and is not a regular file (tern only replaces regular files)");

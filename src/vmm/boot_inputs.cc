@@ -169,6 +169,19 @@ Result<void> prepare_firmware(const VmConfig& c, BootInputs& in) {
   if (info->kind != firmware::FirmwareKind::kUefi)
     return fail("--firmware-vars", "needs a UEFI --firmware (" + path +
                                        " is a BIOS: it keeps no variable store)");
+  // The store goes in the firmware area below the image; a 16 MiB image leaves no room (and
+  // max_size 0 would mean "no limit" to VarsFile::open).
+  if (info->size >= firmware::kMaxFirmwareBytes)
+    return fail("--firmware-vars", path + " fills the whole 16 MiB firmware area below 4 GiB: "
+                                          "there is no room for a variable store below it");
+  // tern writes the store back: it must not be the code image (or a hard link to it).
+  struct stat code_st {}, vars_st {};
+  if (::stat(path.c_str(), &code_st) == 0 &&
+      ::stat(c.firmware_vars_path->c_str(), &vars_st) == 0 && code_st.st_dev == vars_st.st_dev &&
+      code_st.st_ino == vars_st.st_ino)
+    return fail("--firmware-vars", *c.firmware_vars_path + " is the same file as --firmware (" +
+                                       path + "): tern would write the variables into the code "
+                                       "image");
   // Opened (created from the template when missing) and locked now, before the VM exists:
   // a bad store is refused naming the field and nothing runs.
   VarsFileSpec spec;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
@@ -105,6 +106,31 @@ TEST_F(FirmwareInputs, VarsCreatedFromTheTemplateBesideTheCode) {
   struct stat st {};
   ASSERT_EQ(::stat(c.firmware_vars_path->c_str(), &st), 0);
   EXPECT_EQ(st.st_size, 0x84000);
+}
+
+// A 16 MiB UEFI image fills the firmware area: a store below it would sit on KVM's TSS and
+// identity-map pages (0xFEFFC000). max_size 0 meant "no limit" to VarsFile::open.
+TEST_F(FirmwareInputs, VarsRefusedWhenTheImageFillsTheFirmwareArea) {
+  c.firmware_path = dir.path() + "/code.fd";
+  write_file(*c.firmware_path, firmware(16 << 20, true));
+  c.firmware_vars_path = dir.path() + "/vars.fd";
+  write_file(*c.firmware_vars_path, std::vector<uint8_t>(64 << 10, 0xFF));
+  EXPECT_EQ(error_of(c).rfind("--firmware-vars: ", 0), 0u) << error_of(c);
+  EXPECT_NE(error_of(c).find("16 MiB"), std::string::npos) << error_of(c);
+}
+
+// The store is written back: naming the code image itself (or a hard link to it) would
+// overwrite the firmware with the variable store on the first store.
+TEST_F(FirmwareInputs, VarsRefusedWhenTheyAreTheFirmwareFile) {
+  c.firmware_path = dir.path() + "/code.fd";
+  const auto code = firmware(1 << 20, true);
+  write_file(*c.firmware_path, code);
+  c.firmware_vars_path = c.firmware_path;
+  EXPECT_EQ(error_of(c).rfind("--firmware-vars: ", 0), 0u) << error_of(c);
+  EXPECT_NE(error_of(c).find("same file as --firmware"), std::string::npos) << error_of(c);
+  ASSERT_EQ(::link(c.firmware_path->c_str(), (dir.path() + "/link.fd").c_str()), 0);
+  c.firmware_vars_path = dir.path() + "/link.fd";
+  EXPECT_NE(error_of(c).find("same file as --firmware"), std::string::npos) << error_of(c);
 }
 
 }  // namespace

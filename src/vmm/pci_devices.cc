@@ -53,9 +53,23 @@ Result<void> PciDevices::add_all(const GuestMemory& mem, std::vector<MadeDevice>
 Result<uint8_t> PciDevices::add_model(PciFunctionModel& model, const GuestMemory& mem,
                                       DeviceActivator* activator) {
   const std::string name(model.name());
-  auto fn = model.make_function(PciFunctionServices{&mem, platform_.get(), activator});
+  auto fn = model.make_function(PciFunctionServices{&mem, &next_platform(), activator});
   if (!fn) return fail(name, fn.error().message());
   return add(std::move(*fn));
+}
+
+void PciDevices::use_piix_intx() {
+  piix_intx_ = true;
+  if (!intx_router_) intx_router_ = std::make_unique<IntxRouter>(*platform_);
+}
+
+PciPlatform& PciDevices::next_platform() {
+  if (!intx_router_) return *platform_;
+  // Functions on IRQ 10/11 share the line level-triggered: KVM_IRQ_LINE keeps one level per
+  // IRQ, so each function's level goes through the router's OR (a lower by one must not drop
+  // another's pending interrupt).
+  intx_sources_.push_back(intx_router_->source());
+  return *intx_sources_.back();
 }
 
 Result<uint8_t> PciDevices::add(std::shared_ptr<PciFunction> fn) {
@@ -80,7 +94,7 @@ Result<uint8_t> PciDevices::add(std::shared_ptr<PciFunction> fn) {
 Result<uint8_t> PciDevices::add_virtio(std::shared_ptr<VirtioDevice> device, const GuestMemory& mem,
                                        DeviceActivator* activator) {
   const std::string name(device->name());
-  auto t = VirtioPciTransport::create(std::move(device), mem, *platform_, activator);
+  auto t = VirtioPciTransport::create(std::move(device), mem, next_platform(), activator);
   if (!t) return fail(name, t.error().message());
   ASSIGN_OR_RETURN(uint8_t slot, add(*t));
   transports_.push_back(std::move(*t));

@@ -11,6 +11,7 @@
 #include "base/result.h"
 #include "bus/bus.h"
 #include "devices/device_activator.h"
+#include "devices/pci/intx_router.h"
 #include "devices/pci/pci_function.h"
 #include "devices/pci/pci_platform.h"
 #include "devices/pci/pci_root.h"
@@ -70,7 +71,11 @@ class PciDevices {
 
   /// Firmware boots: INTx pins are wired the way SeaBIOS and OVMF program the Interrupt Line on
   /// the PIIX chipset (piix_intx_irq(slot, pin)) instead of round-robin. Before add().
-  void use_piix_intx() { piix_intx_ = true; }
+  /// Each function then drives its INTx through its own source of one IntxRouter (the lines
+  /// are shared and level-triggered: see pc_chipset.h).
+  void use_piix_intx();
+  /// The router firmware boots drive INTx through (null before use_piix_intx()).
+  [[nodiscard]] const IntxRouter* intx_router() const { return intx_router_.get(); }
   /// Places `fn` (BARs from its declaration, INTx) and puts it in the next free slot; returns
   /// the slot. Before vCPUs run. Errors name the function: window exhausted, 31 slots used.
   [[nodiscard]] Result<uint8_t> add(std::shared_ptr<PciFunction> fn);
@@ -123,7 +128,11 @@ class PciDevices {
 
  private:
   PciDevices() = default;
+  /// The platform the next function gets: platform_, or a new IntxRouter source.
+  PciPlatform& next_platform();
   std::unique_ptr<KvmPciPlatform> platform_;
+  std::unique_ptr<IntxRouter> intx_router_;                // over platform_ (firmware boots)
+  std::vector<std::unique_ptr<PciPlatform>> intx_sources_;  // one per function, outlive them
   std::unique_ptr<PciRoot> root_;
   std::vector<std::shared_ptr<PciFunction>> functions_;
   std::vector<uint8_t> slots_;  // functions_[i]'s slot

@@ -239,6 +239,14 @@ void Vm::finish() {
   for (auto& v : vcpus_) v->stop();
   for (auto& v : vcpus_) v->join();
   devices_->shutdown();
+  flush_firmware_vars();
+}
+
+void Vm::flush_firmware_vars() {
+  // docs/firmware.md: the variable store is on disk when the VM pauses or stops (the vCPUs are
+  // out of KVM_RUN, so no write is half-way), not only once the persister's quiet time passed.
+  if (!pflash_) return;
+  if (auto r = pflash_->flush(); !r) spdlog::error("{}", r.error().message());
 }
 
 void Vm::pause() {
@@ -246,6 +254,7 @@ void Vm::pause() {
   auto inline_work = activator_.inline_scope();
   for (auto& v : vcpus_) v->request_pause();
   for (auto& v : vcpus_) v->wait_paused();
+  flush_firmware_vars();
   // Every vCPU is out of KVM_RUN: the guest's time stops here (QEMU's kvmclock does the same).
   if (auto r = clock_hold_.hold(*vm_); !r)
     spdlog::warn("{} (the guest will see the pause as time passed)", r.error().message());

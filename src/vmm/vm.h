@@ -161,6 +161,7 @@ class Vm {
   Result<snap::StateFile> collect_state();
   /// clock_hold_.release(), a failure logged (the VM runs on).
   void release_clock();
+  void flush_firmware_vars();  // --firmware-vars: store the pflash contents now (pause, stop)
   /// Refuses snapshot targets that are this VM's disks or memory backing file, or each other.
   [[nodiscard]] Result<void> check_snapshot_paths(const SnapshotCreateSpec& spec) const;
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "devices/pci/pci_config_space.h"
+#include "devices/pci/pci_function_model.h"
 #include "devices/pci/pci_registers.h"
 #include "tests/kvm/tiny_vm.h"
 #include "virtio/testing/fake_virtio_device.h"
@@ -148,6 +149,38 @@ TEST_F(PciDevicesTest, SnapshotSectionIsKeyedByKindAndName) {
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message().find("test0 (test-fn) in the snapshot"), std::string::npos)
       << bad.error().message();
+}
+
+/// A model whose function remembers the PciPlatform it was built with.
+class PlatformRecordingModel final : public PciFunctionModel {
+ public:
+  std::string_view name() const override { return "rec"; }
+  Result<std::shared_ptr<PciFunction>> make_function(const PciFunctionServices& s) override {
+    platform = s.platform;
+    return std::make_shared<TestFunction>();
+  }
+  PciPlatform* platform = nullptr;
+};
+
+// Firmware boots: slots 2 and 5 both get IRQ 10 (piix_intx_irq), level-triggered. One function
+// lowering its INTx must not drop the line while the other still asserts it: each function
+// drives the IRQ through its own IntxRouter source, not the VM's platform directly.
+TEST_F(PciDevicesTest, PiixIntxFunctionsShareTheirLineThroughTheRouter) {
+  auto d = PciDevices::create(vm_->kvm_vm());
+  ASSERT_TRUE(d) << d.error().message();
+  (*d)->use_piix_intx();
+  PlatformRecordingModel a, b;
+  ASSERT_TRUE((*d)->add_model(a, mem_));
+  ASSERT_TRUE((*d)->add_model(b, mem_));
+  ASSERT_NE(a.platform, nullptr);
+  ASSERT_NE(b.platform, nullptr);
+  ASSERT_NE((*d)->intx_router(), nullptr);
+  a.platform->set_irq_level(10, true);
+  b.platform->set_irq_level(10, true);
+  b.platform->set_irq_level(10, false);
+  EXPECT_TRUE((*d)->intx_router()->level(10));  // a still asserts it
+  a.platform->set_irq_level(10, false);
+  EXPECT_FALSE((*d)->intx_router()->level(10));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "block/image_lock.h"
@@ -129,8 +130,23 @@ Result<VarsFile> VarsFile::open(const VarsFileSpec& spec) {
     return vars_error(path,
                       "is read-only (its owner has no write permission); tern writes the "
                       "variable store back to it");
+  } else if (struct stat ts {}; !spec.template_path.empty() &&
+                                ::stat(spec.template_path.c_str(), &ts) == 0 &&
+                                ts.st_dev == st.st_dev && ts.st_ino == st.st_ino) {
+    return vars_error(path, "is the template " + spec.template_path +
+                                " itself; give the VM its own copy (tern creates it from the "
+                                "template when the path does not exist)");
   }
-  int raw = retry_eintr([&] { return ::open(path.c_str(), O_RDWR | O_CLOEXEC); });
+  // Stores replace the file the path names in the end: through a symlink, its target (a rename
+  // over the link would replace the link and leave the user's file behind).
+  f.target_ = path;
+  if (!f.created_) {
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (real == nullptr) return vars_error(path, "realpath", errno);
+    f.target_ = real;
+    ::free(real);
+  }
+  int raw = retry_eintr([&] { return ::open(f.target_.c_str(), O_RDWR | O_CLOEXEC); });
   if (raw < 0) {
     int e = errno;
     if (e == EACCES || e == EROFS || e == EPERM)
@@ -138,7 +154,7 @@ Result<VarsFile> VarsFile::open(const VarsFileSpec& spec) {
     return vars_error(path, "open", e);
   }
   f.fd_.reset(raw);
-  std::string dir = snap::dir_of(path);
+  std::string dir = snap::dir_of(f.target_);
   if (::access(dir.c_str(), W_OK) != 0)
     return vars_error(
         path, "its directory " + dir + " is not writable (tern replaces the file atomically)",
@@ -163,7 +179,7 @@ Result<void> VarsFile::store(std::span<const uint8_t> contents) {
                                  std::to_string(initial_.size()));
   struct stat st {};
   if (::fstat(fd_.get(), &st) != 0) return vars_error(path_, "fstat", errno);
-  ASSIGN_OR_RETURN(snap::ReplacementFile rf, in_vars(path_, snap::ReplacementFile::create(path_)));
+  ASSIGN_OR_RETURN(snap::ReplacementFile rf, in_vars(path_, snap::ReplacementFile::create(target_)));
   TRY(write_all(rf.fd(), contents, path_));
   if (::fchmod(rf.fd(), st.st_mode & 07777) != 0) return vars_error(path_, "fchmod", errno);
   // Lock the new inode before it takes the path: the store is never reachable unlocked.

@@ -58,7 +58,8 @@ class VarsFile {
 
  private:
   VarsFile() = default;
-  std::string path_;
+  std::string path_;    // as given (error messages)
+  std::string target_;  // the file stores replace: path_ with symlinks resolved
   UniqueFd fd_;  // the current inode, holding the OFD write lock
   std::vector<uint8_t> initial_;
   bool created_ = false;

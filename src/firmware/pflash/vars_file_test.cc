@@ -220,5 +220,36 @@ TEST_F(VarsFileTest, SigkillDuringStoresNeverLeavesATornFile) {
   }
 }
 
+// --firmware-vars naming a symlink: the store goes to the file the link names and the link
+// stays (a rename over the link itself would leave the user's file unchanged for good).
+TEST_F(VarsFileTest, StoreThroughASymlinkUpdatesItsTarget) {
+  fs::create_directory(dir.path() + "/real");
+  const std::string target = dir.path() + "/real/vm.vars";
+  write_file(target, tmpl_bytes);
+  ASSERT_EQ(::symlink(target.c_str(), vars.c_str()), 0);
+  auto f = VarsFile::open(spec());
+  ASSERT_TRUE(f) << f.error().message();
+  auto next = pattern(8 * 4096, 55);
+  ASSERT_TRUE(f->store(next));
+  EXPECT_TRUE(fs::is_symlink(vars));
+  EXPECT_EQ(slurp(target), next);
+  EXPECT_EQ(slurp(vars), next);
+  // And it stays locked under the link's target after the store.
+  auto g = VarsFile::open(spec());
+  EXPECT_FALSE(g);
+}
+
+// The template itself as the store: tern would write the VM's variables into the shared
+// template every new VM is created from.
+TEST_F(VarsFileTest, TheTemplateIsRefusedAsTheStore) {
+  VarsFileSpec s = spec();
+  s.path = tmpl;
+  auto f = VarsFile::open(s);
+  ASSERT_FALSE(f);
+  EXPECT_NE(f.error().message().find("firmware-vars"), std::string::npos) << f.error().message();
+  EXPECT_NE(f.error().message().find("template"), std::string::npos) << f.error().message();
+  EXPECT_EQ(slurp(tmpl), tmpl_bytes);
+}
+
 }  // namespace
 }  // namespace tern
