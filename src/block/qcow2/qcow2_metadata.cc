@@ -127,10 +127,9 @@ Result<Qcow2Mapping> Qcow2Metadata::lookup(uint64_t gc) {
   }
   m.host = e & kOffsetMask;
   m.copied = (e & kCopied) != 0;
-  if (zero_flag) {
-    m.kind = Qcow2Mapping::Kind::kZero;
-    return m;
-  }
+  if (zero_flag) m.kind = Qcow2Mapping::Kind::kZero;
+  // A zero cluster may keep a host cluster (preallocated): checked like a data cluster, since a
+  // write to it writes that cluster whole.
   if (m.host == 0) return m;
   if (m.host % cs != 0 || m.host > file_.size() || cs > file_.size() - m.host ||
       overlaps_tables(m.host)) {
@@ -138,7 +137,7 @@ Result<Qcow2Mapping> Qcow2Metadata::lookup(uint64_t gc) {
                    hex(m.host) +
                    ": unaligned, past the end of the file or over the header/tables"));
   }
-  m.kind = Qcow2Mapping::Kind::kData;
+  if (!zero_flag) m.kind = Qcow2Mapping::Kind::kData;
   return m;
 }
 
