@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <random>
 
 #include "base/testing/temp_dir.h"
@@ -125,6 +127,19 @@ TEST_F(Qcow2ImageTest, BackingChainLoopsAndSelfReferencesAreRefused) {
   ASSERT_FALSE(self);
   EXPECT_NE(self.error().message().find("the backing chain loops"), std::string::npos)
       << self.error().message();
+}
+
+// Before: a backing file was opened before its type was checked, so a backing name naming a FIFO
+// blocked the open (tern's start) until some writer came (this test hung), and a character
+// device was opened (an open that may act). Now the type is checked first and the FIFO refused.
+TEST_F(Qcow2ImageTest, BackingFileThatIsAFifoIsRefusedWithoutOpeningIt) {
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+  qemu_img("create -q -f qcow2 -b fifo -F raw -u " + path("f.qcow2") + " 1M");
+  auto d = open("f.qcow2", DiskFormat::kAuto, /*backing=*/true);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message().find("fifo: not a regular file or block device"),
+            std::string::npos)
+      << d.error().message();
 }
 
 struct Layout {
