@@ -125,6 +125,7 @@ Result<DiskImage> DiskImage::open(const DiskConfig& c) {
   }
   TRY(open_format(c, st, std::move(meta_fd), d.size_, &d.format_, &d.qcow2_));
   if (d.qcow2_) d.size_ = d.qcow2_->size();
+  d.format_probed_ = c.format == DiskFormat::kAuto && d.format_ == DiskFormat::kRaw;
 
   if (d.direct_) {
     uint32_t mem_align = 0, off_align = 0;
