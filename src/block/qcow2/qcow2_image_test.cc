@@ -142,37 +142,41 @@ TEST_F(Qcow2ImageTest, BackingFileThatIsAFifoIsRefusedWithoutOpeningIt) {
       << d.error().message();
 }
 
-// A 512 B-cluster image's one-cluster refcount table covers 8 MiB of file: writes past that fail
-// (growing the table is not implemented), and the image they leave is consistent — qemu-img
-// check finds leaks at most, and every write that succeeded reads back.
-TEST_F(Qcow2ImageTest, RefcountTableFullFailsWritesAndLeavesTheImageConsistent) {
-  qemu_img("create -q -f qcow2 -o cluster_size=512 " + path("r.qcow2") + " 64M");
-  std::vector<uint8_t> expected(64u << 20, 0);
-  bool failed = false;
-  {
-    auto d = open("r.qcow2");
-    ASSERT_TRUE(d) << d.error().message();
-    std::vector<uint8_t> chunk(64 * 1024);
-    for (uint64_t off = 0; off < (16u << 20); off += chunk.size()) {
-      std::fill(chunk.begin(), chunk.end(), static_cast<uint8_t>(off >> 16) | 1);
-      auto ok = d->qcow2()->write_sync(off, chunk.data(), chunk.size());
-      if (ok) {
+// Before: a write needing a refcount block beyond the refcount table failed with an I/O error
+// ("refcount table full", growing not implemented): a 512 B-cluster image could not grow past
+// 8 MiB of file (2 MiB with 64-bit refcounts). Now the table grows (a new one past the end of
+// the file, durable before the header names it): every write succeeds, qemu-img check is clean
+// and compare equal, and the header names a larger table.
+TEST_F(Qcow2ImageTest, RefcountTableGrowsWhenFull) {
+  for (const char* opts : {"cluster_size=512", "cluster_size=512,refcount_bits=64"}) {
+    SCOPED_TRACE(opts);
+    qemu_img("create -q -f qcow2 -o " + std::string(opts) + " " + path("r.qcow2") + " 64M");
+    std::vector<uint8_t> expected(64u << 20, 0);
+    {
+      auto d = open("r.qcow2");
+      ASSERT_TRUE(d) << d.error().message();
+      std::vector<uint8_t> chunk(64 * 1024);
+      for (uint64_t off = 0; off < (16u << 20); off += chunk.size()) {
+        std::fill(chunk.begin(), chunk.end(), static_cast<uint8_t>(off >> 16) | 1);
+        auto ok = d->qcow2()->write_sync(off, chunk.data(), chunk.size());
+        ASSERT_TRUE(ok) << "at " << off << ": " << ok.error().message();
         std::copy(chunk.begin(), chunk.end(), expected.begin() + off);
-      } else {
-        // The failed request's clusters before the one that failed were written (as a raw
-        // disk's failed write may be partly done): those 64 KiB are taken as read back.
-        failed = true;
-        EXPECT_NE(ok.error().message().find("refcount table full"), std::string::npos)
-            << ok.error().message();
-        ASSERT_TRUE(d->qcow2()->read_sync(off, expected.data() + off, chunk.size()));
       }
+      ASSERT_TRUE(d->qcow2()->flush());
+      EXPECT_TRUE(read_all(*d) == expected);
     }
-    ASSERT_TRUE(d->qcow2()->flush());
-    EXPECT_TRUE(read_all(*d) == expected);
+    auto bytes = testing::read_file(path("r.qcow2"));
+    EXPECT_GT((uint32_t{bytes[56]} << 24) | (uint32_t{bytes[57]} << 16) |
+                  (uint32_t{bytes[58]} << 8) | bytes[59],
+              1u);  // refcount_table_clusters
+    testing::write_file(path("r.raw"), expected);
+    expect_check_and_compare("r.qcow2", "r.raw");
+    {
+      auto d = open("r.qcow2");  // reopens with the grown table and reads the same bytes
+      ASSERT_TRUE(d) << d.error().message();
+      EXPECT_TRUE(read_all(*d) == expected);
+    }
   }
-  EXPECT_TRUE(failed) << "the refcount table did not fill: the test's premise";
-  testing::write_file(path("r.raw"), expected);
-  expect_check_and_compare("r.qcow2", "r.raw");
 }
 
 struct Layout {
@@ -221,6 +225,11 @@ TEST_F(Qcow2ImageTest, WritesAreCheckedCleanAndCompareEqualByQemuImg) {
       {"c512", "create -q -f qcow2 -o cluster_size=512 IMG 8M"},
       {"c2M", "create -q -f qcow2 -o cluster_size=2M IMG 8M"},
       {"rc1", "create -q -f qcow2 -o refcount_bits=1 IMG 8M"},
+      {"rc2", "create -q -f qcow2 -o refcount_bits=2 IMG 8M"},
+      {"rc4-c4k", "create -q -f qcow2 -o refcount_bits=4,cluster_size=4096 IMG 8M"},
+      {"rc8", "create -q -f qcow2 -o refcount_bits=8 IMG 8M"},
+      {"rc32", "create -q -f qcow2 -o refcount_bits=32 IMG 8M"},
+      {"rc64-c512", "create -q -f qcow2 -o refcount_bits=64,cluster_size=512 IMG 8M"},
       {"backing", "create -q -f qcow2 -b " + path("base.img") + " -F raw IMG"},
       {"compressed", "convert -c -f raw -O qcow2 " + path("base.img") + " IMG"},
   };

@@ -86,6 +86,9 @@ class Qcow2Metadata {
   Result<void> set_refcount(uint64_t host, uint64_t value);
   /// Offset of the refcount block covering `host`, allocating it (in the cluster `host` itself
   /// when that cluster is free) when `create`; 0 when none and !create.
+  /// A larger refcount table (with blocks counting it) past the end of the file, made durable,
+  /// then named by the header; large enough for refcount table index `need_index`.
+  Result<void> grow_reftable(uint64_t need_index);
   Result<uint64_t> refblock_for(uint64_t host, bool create, bool* used_host);
   Result<void> sync();
   /// True if [off, off + cluster) overlaps the header, the L1 table or the refcount table.
