@@ -46,6 +46,7 @@ Result<std::unique_ptr<Qcow2Image>> Qcow2Image::open(
   ASSIGN_OR_RETURN(img->header_, parse_qcow2_header(*file, o.what, o.writable));
   ASSIGN_OR_RETURN(img->meta_,
                    Qcow2Metadata::open(*file, img->header_, o.what, o.writable, o.sync_metadata));
+  if (o.writable && o.block_device) TRY(img->meta_->start_after_counted());
   img->file_ = std::move(file);
   const std::string& name = img->header_.backing_file;
   if (name.empty()) {

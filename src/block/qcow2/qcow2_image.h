@@ -44,6 +44,9 @@ struct Qcow2OpenOptions {
   bool sync_metadata = true;   ///< false with cache=unsafe (no fdatasync between steps).
   bool lock_backing = true;    ///< Read-lock backing files (--disk locking).
   unsigned max_chain = 16;     ///< Longest backing chain (this image included).
+  /// The image is a block device: its size is the device's, so allocation starts after the last
+  /// cluster the refcounts count instead of at the end.
+  bool block_device = false;
 };
 
 /// One piece of a guest request.

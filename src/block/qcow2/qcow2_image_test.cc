@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <random>
 
@@ -177,6 +178,39 @@ TEST_F(Qcow2ImageTest, RefcountTableGrowsWhenFull) {
       EXPECT_TRUE(read_all(*d) == expected);
     }
   }
+}
+
+// Before: on a block device (a qcow2 image on LVM or a loop device) allocation started at the
+// device's end — its size, not the image's — so every allocating write failed (ENOSPC). Now it
+// starts after the last cluster the refcounts count. Needs root and a free loop device.
+TEST_F(Qcow2ImageTest, AllocatesOnABlockDevice) {
+  if (::geteuid() != 0 || run_command("losetup -f").status != 0)
+    GTEST_SKIP() << "needs root and a loop device";
+  qemu_img("create -q -f qcow2 " + path("b.qcow2") + " 8M");
+  ASSERT_EQ(::truncate(path("b.qcow2").c_str(), 16 << 20), 0);
+  auto lo = run_command("losetup -f --show " + path("b.qcow2"));
+  ASSERT_EQ(lo.status, 0) << lo.output;
+  std::string dev = lo.output.substr(0, lo.output.find('\n'));
+  std::vector<uint8_t> data(192 * 1024);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + 1);
+  {
+    DiskConfig c;
+    c.path = dev;
+    auto d = DiskImage::open(c);
+    if (d) {
+      EXPECT_EQ(d->format(), DiskFormat::kQcow2);
+      auto ok = d->qcow2()->write_sync(1 << 20, data.data(), data.size());
+      EXPECT_TRUE(ok) << ok.error().message();
+      EXPECT_TRUE(d->qcow2()->flush());
+    } else {
+      ADD_FAILURE() << d.error().message();
+    }
+  }
+  EXPECT_EQ(run_command("losetup -d " + dev).status, 0);
+  std::vector<uint8_t> expected(8u << 20, 0);
+  std::copy(data.begin(), data.end(), expected.begin() + (1 << 20));
+  testing::write_file(path("b.raw"), expected);
+  expect_check_and_compare("b.qcow2", "b.raw");
 }
 
 struct Layout {

@@ -2,6 +2,7 @@
 
 #include <endian.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace tern {
@@ -234,6 +235,27 @@ Result<void> Qcow2Metadata::grow_reftable(uint64_t need_index) {
   reftable_ = std::move(table);
   next_free_ = start + n + b;
   counters_.allocations += n + b;
+  return {};
+}
+
+Result<void> Qcow2Metadata::start_after_counted() {
+  const uint64_t cs = h_.cluster_size, per_block = cs * 8 / h_.refcount_bits();
+  uint64_t next = 0;
+  std::vector<uint8_t> block(cs);
+  for (uint64_t i = 0; i < reftable_.size(); ++i) {
+    const uint64_t rb = reftable_[i] & ~uint64_t{0x1ff};
+    if (rb == 0) continue;
+    if (rb % cs != 0 || rb > file_.size() || cs > file_.size() - rb || rb < cs)
+      TRY(fail_entry("refcount block " + hex(rb) + " unaligned or past the end of the file"));
+    TRY(file_.read(rb, block.data(), cs));
+    for (uint64_t p = cs; p-- > 0;) {
+      if (block[p] == 0) continue;
+      const unsigned top = 31 - static_cast<unsigned>(__builtin_clz(block[p]));
+      next = std::max(next, i * per_block + (p * 8 + top) / h_.refcount_bits() + 1);
+      break;
+    }
+  }
+  next_free_ = next;
   return {};
 }
 

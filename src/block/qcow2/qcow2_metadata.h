@@ -73,6 +73,10 @@ class Qcow2Metadata {
   /// QCOW_OFLAG_COPIED. `zero`: the v3 zero flag (the cluster reads as zeros; `host` kept
   /// allocated for a later write).
   [[nodiscard]] Result<void> set_l2(uint64_t guest_cluster, uint64_t host, bool zero = false);
+  /// Makes allocation start after the last cluster with a nonzero refcount (reads every refcount
+  /// block once) rather than at the end of the file: for an image on a block device, whose end
+  /// is the device's. Errors: a refcount table entry naming a block outside the file.
+  [[nodiscard]] Result<void> start_after_counted();
   /// The refcount of the host cluster at `host` (0 where no refcount block covers it).
   [[nodiscard]] Result<uint64_t> refcount(uint64_t host);
 
