@@ -126,7 +126,6 @@ TEST_F(Qcow2HeaderTest, WildL1EntryFailsTheReadNotTheImage) {
   EXPECT_TRUE((*img)->read_sync(1u << 19, out.data(), out.size()));
 }
 
-
 uint64_t be64_at(const std::vector<uint8_t>& b, size_t off) {
   uint64_t v = 0;
   std::memcpy(&v, b.data() + off, 8);

@@ -5,7 +5,6 @@
 #include "block/qcow2/qcow2_image.h"
 
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -138,8 +137,7 @@ TEST_F(Qcow2ImageTest, BackingFileThatIsAFifoIsRefusedWithoutOpeningIt) {
   qemu_img("create -q -f qcow2 -b fifo -F raw -u " + path("f.qcow2") + " 1M");
   auto d = open("f.qcow2", DiskFormat::kAuto, /*backing=*/true);
   ASSERT_FALSE(d);
-  EXPECT_NE(d.error().message().find("fifo: not a regular file or block device"),
-            std::string::npos)
+  EXPECT_NE(d.error().message().find("fifo: not a regular file or block device"), std::string::npos)
       << d.error().message();
 }
 
