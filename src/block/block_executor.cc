@@ -2,6 +2,7 @@
 
 #include <linux/falloc.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -36,6 +37,22 @@ void copy_iov(const std::vector<iovec>& v, uint64_t skip, uint8_t* buf, uint64_t
     skip = 0;
   }
 }
+// True if `op` (a write) would leave the qcow2 magic in bytes 0..3 of the disk: the bytes it
+// writes there over the ones the file has. Only called for a probed raw disk, where such a write
+// would make the next start (or restore) serve the guest's bytes as a qcow2 image.
+bool writes_qcow2_magic(const BlockOp& op, int fd) {
+  constexpr uint8_t kMagic[4] = {'Q', 'F', 'I', 0xfb};
+  if (op.offset >= 4 || op.len == 0) return false;
+  uint8_t head[4] = {};
+  const uint64_t from = op.offset, n = std::min<uint64_t>(4 - from, op.len);
+  if (from > 0 || n < 4) {
+    // A sub-sector write (never O_DIRECT: submit() refused it): the rest from the file.
+    if (::pread(fd, head, 4, 0) != 4) return false;  // a file this short is no qcow2 image
+  }
+  copy_iov(op.iov, 0, head + from, n, false);
+  return std::memcmp(head, kMagic, 4) == 0;
+}
+
 }  // namespace
 
 BlockExecutor::BlockExecutor(const DiskImage& disk, std::unique_ptr<IoEngine> engine,
@@ -81,6 +98,16 @@ std::optional<BlockStatus> BlockExecutor::submit(BlockOp op) {
                              op.len % disk_.logical_block_size() != 0)) {
         // TODO(blk): read-modify-write for sub-block requests on 4K-sector O_DIRECT images;
         // frontends advertise the block size so well-behaved drivers never send them.
+        return BlockStatus::kIoError;
+      }
+      // A probed raw disk never gets the qcow2 magic written by its guest (QEMU refuses such
+      // writes the same way): the next probe would serve it as qcow2, its header the guest's.
+      if (op.kind == BlockOp::Kind::kWrite && disk_.format_probed() &&
+          writes_qcow2_magic(op, disk_.fd().get())) {
+        TERN_LOG_RATELIMITED(*log_limit_, warn,
+                             "{}: write of a qcow2 header to a raw disk whose format was probed "
+                             "refused (give --disk format=raw to allow it)",
+                             log_prefix_);
         return BlockStatus::kIoError;
       }
       break;

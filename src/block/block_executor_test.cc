@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <vector>
 
@@ -19,13 +20,14 @@ namespace {
 
 class BlockExecutorTest : public ::testing::Test {
  protected:
-  void open(CacheMode cache) {
+  void open(CacheMode cache, DiskFormat format = DiskFormat::kAuto) {
     ASSERT_FALSE(dir_.path().empty());
     std::string path = dir_.path() + "/disk.img";
     std::ofstream(path, std::ios::binary) << std::string(64 * 1024, 'x');
     DiskConfig c;
     c.path = path;
     c.cache = cache;
+    c.format = format;
     auto d = DiskImage::open(c);
     ASSERT_TRUE(d) << d.error().message();
     disk_.emplace(std::move(*d));
@@ -133,6 +135,39 @@ TEST_F(BlockExecutorTest, DrainCompletesEverythingWhenPollFails) {
   std::vector<uint8_t> back(4096, 0);
   EXPECT_EQ(run(rw(BlockOp::Kind::kRead, 4096, back, 12)).status, BlockStatus::kOk);
   EXPECT_EQ(back, data);
+}
+
+// Before: a guest of a raw disk opened without format= could write a qcow2 header at offset 0,
+// and the next start (or a restore) probed the file as qcow2 — its backing file name, L1 and
+// refcount tables the guest's (with backing_files=on, a host path of the guest's choosing
+// opened). A probed raw disk refuses writes that leave the magic in bytes 0..3, whole or in
+// pieces; format=raw allows them; the disk reopens raw.
+TEST_F(BlockExecutorTest, ProbedRawDiskRefusesAQcow2HeaderWrite) {
+  open(CacheMode::kWriteback);
+  ASSERT_TRUE(disk_->format_probed());
+  std::vector<uint8_t> hdr(512, 0);
+  const uint8_t magic[4] = {'Q', 'F', 'I', 0xfb};
+  std::memcpy(hdr.data(), magic, 4);
+  EXPECT_EQ(run(rw(BlockOp::Kind::kWrite, 0, hdr, 1)).status, BlockStatus::kIoError);
+  std::vector<uint8_t> two = {'Q', 'F'}, rest = {'I', 0xfb};
+  EXPECT_EQ(run(rw(BlockOp::Kind::kWrite, 0, two, 2)).status, BlockStatus::kOk);
+  EXPECT_EQ(run(rw(BlockOp::Kind::kWrite, 2, rest, 3)).status, BlockStatus::kIoError);
+  std::vector<uint8_t> other(512, 'y');  // any other first sector is written
+  EXPECT_EQ(run(rw(BlockOp::Kind::kWrite, 512, hdr, 4)).status, BlockStatus::kOk);
+  EXPECT_EQ(run(rw(BlockOp::Kind::kWrite, 0, other, 5)).status, BlockStatus::kOk);
+  exec_.reset();
+  disk_.reset();
+  {
+    DiskConfig c;
+    c.path = dir_.path() + "/disk.img";
+    auto d = DiskImage::open(c);
+    ASSERT_TRUE(d) << d.error().message();
+    EXPECT_EQ(d->format(), DiskFormat::kRaw);
+    EXPECT_EQ(d->size_bytes(), 64u * 1024);
+  }
+  open(CacheMode::kWriteback, DiskFormat::kRaw);
+  EXPECT_FALSE(disk_->format_probed());
+  EXPECT_EQ(run(rw(BlockOp::Kind::kWrite, 0, hdr, 6)).status, BlockStatus::kOk);
 }
 
 }  // namespace

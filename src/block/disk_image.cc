@@ -42,6 +42,7 @@ Result<void> open_format(const DiskConfig& c, const struct stat& st, UniqueFd me
   o.backing_files = c.backing_files;
   o.sync_metadata = c.cache != CacheMode::kUnsafe;
   o.lock_backing = c.locking;
+  o.block_device = S_ISBLK(st.st_mode);
   ASSIGN_OR_RETURN(auto img, Qcow2Image::open(std::move(file), dir_of(c.path), o,
                                               {{static_cast<uint64_t>(st.st_dev),
                                                 static_cast<uint64_t>(st.st_ino)}}));
@@ -125,6 +126,7 @@ Result<DiskImage> DiskImage::open(const DiskConfig& c) {
   }
   TRY(open_format(c, st, std::move(meta_fd), d.size_, &d.format_, &d.qcow2_));
   if (d.qcow2_) d.size_ = d.qcow2_->size();
+  d.format_probed_ = c.format == DiskFormat::kAuto && d.format_ == DiskFormat::kRaw;
 
   if (d.direct_) {
     uint32_t mem_align = 0, off_align = 0;

@@ -38,6 +38,9 @@ class DiskImage {
   [[nodiscard]] BorrowedFd fd() const { return fd_.borrow(); }
   /// The format served: kRaw or kQcow2 (never kAuto).
   [[nodiscard]] DiskFormat format() const { return format_; }
+  /// True for a raw disk whose format was probed (no format= given): the block executor then
+  /// refuses guest writes that would put the qcow2 magic at offset 0 (as QEMU does).
+  [[nodiscard]] bool format_probed() const { return format_probed_; }
   /// The qcow2 image (shared by the disk's queues), or nullptr for a raw disk.
   [[nodiscard]] Qcow2Image* qcow2() const { return qcow2_.get(); }
   /// Appends the qcow2 metadata counters for `tern stat` (qcow2_l2_cache_hits,
@@ -78,6 +81,7 @@ class DiskImage {
   uint32_t mem_align_ = 1;
   CacheMode cache_ = CacheMode::kWriteback;
   DiskFormat format_ = DiskFormat::kRaw;
+  bool format_probed_ = false;
   std::shared_ptr<Qcow2Image> qcow2_;
 };
 

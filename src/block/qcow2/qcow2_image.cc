@@ -46,9 +46,13 @@ Result<std::unique_ptr<Qcow2Image>> Qcow2Image::open(
   ASSIGN_OR_RETURN(img->header_, parse_qcow2_header(*file, o.what, o.writable));
   ASSIGN_OR_RETURN(img->meta_,
                    Qcow2Metadata::open(*file, img->header_, o.what, o.writable, o.sync_metadata));
+  if (o.writable && o.block_device) TRY(img->meta_->start_after_counted());
   img->file_ = std::move(file);
   const std::string& name = img->header_.backing_file;
-  if (name.empty()) return img;
+  if (name.empty()) {
+    TRY(img->clear_autoclear(o));
+    return img;
+  }
   if (!o.backing_files)
     return fail("--disk backing_files",
                 o.what + " names backing file '" + name +
@@ -58,10 +62,16 @@ Result<std::unique_ptr<Qcow2Image>> Qcow2Image::open(
     return fail(o.what, "backing chain longer than " + std::to_string(o.max_chain) + " images");
   std::string path = name[0] == '/' ? name : dir + "/" + name;
   const std::string what = o.what + " backing file " + path;
-  int fd = retry_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); });
+  // The type is checked before the open (opening a FIFO blocks until a writer comes; a
+  // character device's open may act, e.g. a watchdog's) and again on the fd; O_NONBLOCK keeps a
+  // FIFO swapped in between from blocking (regular files and block devices ignore it).
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return fail_errno(what);
+  if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+    return fail(what, "not a regular file or block device");
+  int fd = retry_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); });
   if (fd < 0) return fail_errno(what);
   UniqueFd ufd(fd);
-  struct stat st {};
   if (::fstat(ufd.get(), &st) != 0) return fail_errno("fstat", path);
   if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
     return fail(what, "not a regular file or block device");
@@ -87,7 +97,21 @@ Result<std::unique_ptr<Qcow2Image>> Qcow2Image::open(
     bo.writable = false;
     ASSIGN_OR_RETURN(img->backing_, Qcow2Image::open(std::move(bf), directory_of(path), bo, chain));
   }
+  TRY(img->clear_autoclear(o));
   return img;
+}
+
+Result<void> Qcow2Image::clear_autoclear(const Qcow2OpenOptions& o) {
+  // qcow2.txt, autoclear_features: "An implementation may only write to an image with unknown
+  // auto-clear features if it clears the respective bits from this field first." tern implements
+  // none (bit 0, persistent bitmaps: QEMU would trust dirty bitmaps that miss tern's writes), so
+  // a writable open clears them all, durably, before any write.
+  if (!o.writable || header_.autoclear_features == 0) return {};
+  const uint64_t zero = 0;
+  TRY(file_->write(88, &zero, 8));
+  if (o.sync_metadata) TRY(file_->sync());
+  header_.autoclear_features = 0;
+  return {};
 }
 
 Result<void> Qcow2Image::map(uint64_t off, uint64_t len, bool write,

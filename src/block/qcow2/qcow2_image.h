@@ -44,6 +44,9 @@ struct Qcow2OpenOptions {
   bool sync_metadata = true;   ///< false with cache=unsafe (no fdatasync between steps).
   bool lock_backing = true;    ///< Read-lock backing files (--disk locking).
   unsigned max_chain = 16;     ///< Longest backing chain (this image included).
+  /// The image is a block device: its size is the device's, so allocation starts after the last
+  /// cluster the refcounts count instead of at the end.
+  bool block_device = false;
 };
 
 /// One piece of a guest request.
@@ -103,6 +106,8 @@ class Qcow2Image final : public BackingReader {
   Qcow2Image() = default;
   Result<void> read_cluster_piece(const Qcow2Mapping& m, uint64_t off, uint8_t* buf, uint64_t len);
   Result<void> read_compressed(const Qcow2Mapping& m, std::vector<uint8_t>& cluster);
+  /// A writable open clears the autoclear feature bits (none implemented) before any write.
+  Result<void> clear_autoclear(const Qcow2OpenOptions& o);
   Result<void> write_cluster(uint64_t gc, uint64_t in_off, const uint8_t* buf, uint64_t len);
 
   std::mutex mu_;

@@ -5,6 +5,8 @@
 #include "block/qcow2/qcow2_image.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <random>
 
@@ -127,6 +129,88 @@ TEST_F(Qcow2ImageTest, BackingChainLoopsAndSelfReferencesAreRefused) {
       << self.error().message();
 }
 
+// Before: a backing file was opened before its type was checked, so a backing name naming a FIFO
+// blocked the open (tern's start) until some writer came (this test hung), and a character
+// device was opened (an open that may act). Now the type is checked first and the FIFO refused.
+TEST_F(Qcow2ImageTest, BackingFileThatIsAFifoIsRefusedWithoutOpeningIt) {
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+  qemu_img("create -q -f qcow2 -b fifo -F raw -u " + path("f.qcow2") + " 1M");
+  auto d = open("f.qcow2", DiskFormat::kAuto, /*backing=*/true);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message().find("fifo: not a regular file or block device"), std::string::npos)
+      << d.error().message();
+}
+
+// Before: a write needing a refcount block beyond the refcount table failed with an I/O error
+// ("refcount table full", growing not implemented): a 512 B-cluster image could not grow past
+// 8 MiB of file (2 MiB with 64-bit refcounts). Now the table grows (a new one past the end of
+// the file, durable before the header names it): every write succeeds, qemu-img check is clean
+// and compare equal, and the header names a larger table.
+TEST_F(Qcow2ImageTest, RefcountTableGrowsWhenFull) {
+  for (const char* opts : {"cluster_size=512", "cluster_size=512,refcount_bits=64"}) {
+    SCOPED_TRACE(opts);
+    qemu_img("create -q -f qcow2 -o " + std::string(opts) + " " + path("r.qcow2") + " 64M");
+    std::vector<uint8_t> expected(64u << 20, 0);
+    {
+      auto d = open("r.qcow2");
+      ASSERT_TRUE(d) << d.error().message();
+      std::vector<uint8_t> chunk(64 * 1024);
+      for (uint64_t off = 0; off < (16u << 20); off += chunk.size()) {
+        std::fill(chunk.begin(), chunk.end(), static_cast<uint8_t>(off >> 16) | 1);
+        auto ok = d->qcow2()->write_sync(off, chunk.data(), chunk.size());
+        ASSERT_TRUE(ok) << "at " << off << ": " << ok.error().message();
+        std::copy(chunk.begin(), chunk.end(), expected.begin() + off);
+      }
+      ASSERT_TRUE(d->qcow2()->flush());
+      EXPECT_TRUE(read_all(*d) == expected);
+    }
+    auto bytes = testing::read_file(path("r.qcow2"));
+    EXPECT_GT((uint32_t{bytes[56]} << 24) | (uint32_t{bytes[57]} << 16) |
+                  (uint32_t{bytes[58]} << 8) | bytes[59],
+              1u);  // refcount_table_clusters
+    testing::write_file(path("r.raw"), expected);
+    expect_check_and_compare("r.qcow2", "r.raw");
+    {
+      auto d = open("r.qcow2");  // reopens with the grown table and reads the same bytes
+      ASSERT_TRUE(d) << d.error().message();
+      EXPECT_TRUE(read_all(*d) == expected);
+    }
+  }
+}
+
+// Before: on a block device (a qcow2 image on LVM or a loop device) allocation started at the
+// device's end — its size, not the image's — so every allocating write failed (ENOSPC). Now it
+// starts after the last cluster the refcounts count. Needs root and a free loop device.
+TEST_F(Qcow2ImageTest, AllocatesOnABlockDevice) {
+  if (::geteuid() != 0 || run_command("losetup -f").status != 0)
+    GTEST_SKIP() << "needs root and a loop device";
+  qemu_img("create -q -f qcow2 " + path("b.qcow2") + " 8M");
+  ASSERT_EQ(::truncate(path("b.qcow2").c_str(), 16 << 20), 0);
+  auto lo = run_command("losetup -f --show " + path("b.qcow2"));
+  ASSERT_EQ(lo.status, 0) << lo.output;
+  std::string dev = lo.output.substr(0, lo.output.find('\n'));
+  std::vector<uint8_t> data(192 * 1024);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + 1);
+  {
+    DiskConfig c;
+    c.path = dev;
+    auto d = DiskImage::open(c);
+    if (d) {
+      EXPECT_EQ(d->format(), DiskFormat::kQcow2);
+      auto ok = d->qcow2()->write_sync(1 << 20, data.data(), data.size());
+      EXPECT_TRUE(ok) << ok.error().message();
+      EXPECT_TRUE(d->qcow2()->flush());
+    } else {
+      ADD_FAILURE() << d.error().message();
+    }
+  }
+  EXPECT_EQ(run_command("losetup -d " + dev).status, 0);
+  std::vector<uint8_t> expected(8u << 20, 0);
+  std::copy(data.begin(), data.end(), expected.begin() + (1 << 20));
+  testing::write_file(path("b.raw"), expected);
+  expect_check_and_compare("b.qcow2", "b.raw");
+}
+
 struct Layout {
   const char* options;
   const char* name;
@@ -173,6 +257,11 @@ TEST_F(Qcow2ImageTest, WritesAreCheckedCleanAndCompareEqualByQemuImg) {
       {"c512", "create -q -f qcow2 -o cluster_size=512 IMG 8M"},
       {"c2M", "create -q -f qcow2 -o cluster_size=2M IMG 8M"},
       {"rc1", "create -q -f qcow2 -o refcount_bits=1 IMG 8M"},
+      {"rc2", "create -q -f qcow2 -o refcount_bits=2 IMG 8M"},
+      {"rc4-c4k", "create -q -f qcow2 -o refcount_bits=4,cluster_size=4096 IMG 8M"},
+      {"rc8", "create -q -f qcow2 -o refcount_bits=8 IMG 8M"},
+      {"rc32", "create -q -f qcow2 -o refcount_bits=32 IMG 8M"},
+      {"rc64-c512", "create -q -f qcow2 -o refcount_bits=64,cluster_size=512 IMG 8M"},
       {"backing", "create -q -f qcow2 -b " + path("base.img") + " -F raw IMG"},
       {"compressed", "convert -c -f raw -O qcow2 " + path("base.img") + " IMG"},
   };

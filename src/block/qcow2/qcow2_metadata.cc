@@ -2,6 +2,7 @@
 
 #include <endian.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace tern {
@@ -127,10 +128,9 @@ Result<Qcow2Mapping> Qcow2Metadata::lookup(uint64_t gc) {
   }
   m.host = e & kOffsetMask;
   m.copied = (e & kCopied) != 0;
-  if (zero_flag) {
-    m.kind = Qcow2Mapping::Kind::kZero;
-    return m;
-  }
+  if (zero_flag) m.kind = Qcow2Mapping::Kind::kZero;
+  // A zero cluster may keep a host cluster (preallocated): checked like a data cluster, since a
+  // write to it writes that cluster whole.
   if (m.host == 0) return m;
   if (m.host % cs != 0 || m.host > file_.size() || cs > file_.size() - m.host ||
       overlaps_tables(m.host)) {
@@ -138,7 +138,7 @@ Result<Qcow2Mapping> Qcow2Metadata::lookup(uint64_t gc) {
                    hex(m.host) +
                    ": unaligned, past the end of the file or over the header/tables"));
   }
-  m.kind = Qcow2Mapping::Kind::kData;
+  if (!zero_flag) m.kind = Qcow2Mapping::Kind::kData;
   return m;
 }
 
@@ -150,8 +150,7 @@ Result<uint64_t> Qcow2Metadata::refblock_for(uint64_t host, bool create, bool* u
   *used_host = false;
   if (i >= reftable_.size()) {
     if (!create) return uint64_t{0};
-    TRY(fail_entry("refcount table full (growing it is not implemented); the image file is at " +
-                   std::to_string(file_.size()) + " bytes"));
+    TRY(grow_reftable(i));
   }
   if ((reftable_[i] & 0x1ff) != 0) {
     TRY(fail_entry("refcount table entry " + std::to_string(i) + " has reserved bits set"));
@@ -178,6 +177,86 @@ Result<uint64_t> Qcow2Metadata::refblock_for(uint64_t host, bool create, bool* u
   ++counters_.allocations;
   *used_host = true;
   return host;
+}
+
+Result<void> Qcow2Metadata::grow_reftable(uint64_t need_index) {
+  const uint64_t cs = h_.cluster_size, per_block = cs * 8 / h_.refcount_bits();
+  const uint64_t per_cluster = cs / 8;
+  // The new table and the refcount blocks that count it go past every cluster the old table can
+  // cover (no old block counts them) and past the end of the file: table clusters [start,
+  // start + n), then blocks [start + n, start + n + b), each block counting the new clusters in
+  // its range. n and b grow together until the table indexes every block.
+  const uint64_t start = std::max<uint64_t>(next_free_, reftable_.size() * per_block);
+  uint64_t n = h_.refcount_table_clusters, b = 0, first = start / per_block;
+  for (;;) {
+    const uint64_t last = (start + n + b - 1) / per_block;
+    const uint64_t entries = std::max(need_index, last) + 1;
+    const uint64_t n2 = std::max<uint64_t>(n, (entries + per_cluster - 1) / per_cluster);
+    const uint64_t b2 = (start + n2 + b - 1) / per_block - first + 1;
+    if (n2 == n && b2 == b) break;
+    n = n2;
+    b = b2;
+  }
+  if (n * cs > kQcow2MaxRefTableBytes)
+    TRY(fail_entry("refcount table full (" + std::to_string(n * cs) + " bytes needed, at most " +
+                   std::to_string(kQcow2MaxRefTableBytes) + "); the image file is at " +
+                   std::to_string(file_.size()) + " bytes"));
+  std::vector<uint64_t> table = reftable_;
+  table.resize(n * per_cluster, 0);
+  const uint64_t bits = h_.refcount_bits();
+  for (uint64_t k = 0; k < b; ++k) {
+    std::vector<uint8_t> block(cs, 0);
+    for (uint64_t c = std::max(start, (first + k) * per_block);
+         c < std::min(start + n + b, (first + k + 1) * per_block); ++c) {
+      const uint64_t idx = c % per_block;  // refcount 1, as refblock_for() writes it
+      if (bits >= 8)
+        block[idx * bits / 8 + bits / 8 - 1] = 1;
+      else
+        block[idx * bits / 8] |= static_cast<uint8_t>(1u << ((idx * bits) % 8));
+    }
+    const uint64_t at = (start + n + k) * cs;
+    TRY(file_.write(at, block.data(), cs));
+    table[first + k] = at;
+  }
+  std::vector<uint64_t> be(table.size());
+  for (size_t k = 0; k < table.size(); ++k) be[k] = htobe64(table[k]);
+  TRY(file_.write(start * cs, be.data(), be.size() * 8));
+  TRY(sync());  // the new table and its blocks durable before the header names them
+  uint8_t hdr[12];
+  const uint64_t off_be = htobe64(start * cs);
+  const uint32_t n_be = htobe32(static_cast<uint32_t>(n));
+  std::memcpy(hdr, &off_be, 8);
+  std::memcpy(hdr + 8, &n_be, 4);
+  TRY(file_.write(48, hdr, sizeof hdr));  // refcount_table_offset and _clusters, one sector
+  TRY(sync());
+  // The old table's clusters stay counted: leaked, never reused.
+  h_.refcount_table_offset = start * cs;
+  h_.refcount_table_clusters = static_cast<uint32_t>(n);
+  reftable_ = std::move(table);
+  next_free_ = start + n + b;
+  counters_.allocations += n + b;
+  return {};
+}
+
+Result<void> Qcow2Metadata::start_after_counted() {
+  const uint64_t cs = h_.cluster_size, per_block = cs * 8 / h_.refcount_bits();
+  uint64_t next = 0;
+  std::vector<uint8_t> block(cs);
+  for (uint64_t i = 0; i < reftable_.size(); ++i) {
+    const uint64_t rb = reftable_[i] & ~uint64_t{0x1ff};
+    if (rb == 0) continue;
+    if (rb % cs != 0 || rb > file_.size() || cs > file_.size() - rb || rb < cs)
+      TRY(fail_entry("refcount block " + hex(rb) + " unaligned or past the end of the file"));
+    TRY(file_.read(rb, block.data(), cs));
+    for (uint64_t p = cs; p-- > 0;) {
+      if (block[p] == 0) continue;
+      const unsigned top = 31 - static_cast<unsigned>(__builtin_clz(block[p]));
+      next = std::max(next, i * per_block + (p * 8 + top) / h_.refcount_bits() + 1);
+      break;
+    }
+  }
+  next_free_ = next;
+  return {};
 }
 
 Result<uint64_t> Qcow2Metadata::refcount(uint64_t host) {

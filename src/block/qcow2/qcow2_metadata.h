@@ -73,6 +73,10 @@ class Qcow2Metadata {
   /// QCOW_OFLAG_COPIED. `zero`: the v3 zero flag (the cluster reads as zeros; `host` kept
   /// allocated for a later write).
   [[nodiscard]] Result<void> set_l2(uint64_t guest_cluster, uint64_t host, bool zero = false);
+  /// Makes allocation start after the last cluster with a nonzero refcount (reads every refcount
+  /// block once) rather than at the end of the file: for an image on a block device, whose end
+  /// is the device's. Errors: a refcount table entry naming a block outside the file.
+  [[nodiscard]] Result<void> start_after_counted();
   /// The refcount of the host cluster at `host` (0 where no refcount block covers it).
   [[nodiscard]] Result<uint64_t> refcount(uint64_t host);
 
@@ -86,6 +90,9 @@ class Qcow2Metadata {
   Result<void> set_refcount(uint64_t host, uint64_t value);
   /// Offset of the refcount block covering `host`, allocating it (in the cluster `host` itself
   /// when that cluster is free) when `create`; 0 when none and !create.
+  /// A larger refcount table (with blocks counting it) past the end of the file, made durable,
+  /// then named by the header; large enough for refcount table index `need_index`.
+  Result<void> grow_reftable(uint64_t need_index);
   Result<uint64_t> refblock_for(uint64_t host, bool create, bool* used_host);
   Result<void> sync();
   /// True if [off, off + cluster) overlaps the header, the L1 table or the refcount table.
