@@ -115,7 +115,6 @@ class Qcow2Image final : public BackingReader {
   Qcow2Header header_;
   std::unique_ptr<Qcow2Metadata> meta_;
   std::unique_ptr<BackingReader> backing_;
-  uint64_t backing_size_ = 0;
   std::string what_;
   void (*hook_)(const char*) = nullptr;
 };
