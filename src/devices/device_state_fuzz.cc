@@ -10,6 +10,7 @@
 // then the bytes after them drive a few guest accesses on the restored device, which must keep
 // the device's invariants (virtio_pci_checks.h for PCI) and leave a state that saves and
 // restores again into another fresh device.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "devices/legacy/i8042_port.h"
 #include "devices/legacy/serial8250.h"
 #include "devices/legacy/serial_registers.h"
+#include "devices/pci/pci_registers.h"
 #include "virtio/transport/testing/virtio_pci_checks.h"
 
 namespace {
@@ -133,9 +135,18 @@ void cmos(std::span<const uint8_t> in) {
 
 void pci_root(std::span<const uint8_t> in) {
   VirtioPciRig rig(0);
+  // The section ends with the host bridge's 256-byte config space; its device-specific part
+  // (40h-FFh) is the bridge owner's state (PcChipset saves it), so restore leaves it as it is.
   auto used = round_trip(
       in, [&](snap::ByteReader& r) { return rig.root.restore_state(r); },
-      [&] { return save(rig.root); });
+      [&] { return save(rig.root); },
+      [&](std::vector<uint8_t>& want) {
+        const auto now = save(rig.root);
+        const size_t dev_specific = pci::kConfigSpaceSize - pci::kFirstCapability;
+        if (now.size() == want.size() && want.size() >= dev_specific)
+          std::copy(now.end() - static_cast<ptrdiff_t>(dev_specific), now.end(),
+                    want.end() - static_cast<ptrdiff_t>(dev_specific));
+      });
   if (!used) return;
   // CONFIG_ADDRESS reads back as restored; the host bridge still identifies itself.
   uint8_t b[4];
