@@ -79,12 +79,12 @@ fetched() {
     ok=1; [ "$deb_rc" = 0 ] && [ "$got" = "$blob_sha" ] && ok=0
     check "$1-http-fetch" "$ok" "wget + sha256sum rc=${deb_rc:-none}: guest sha=${got:-none}, L1 served sha=$blob_sha"
 }
-# stopped CASE COMMAND STATUS: COMMAND typed at the prompt makes tern exit with STATUS.
+# stopped CASE COMMAND STATUS: COMMAND typed at the prompt makes the VMM (tern or QEMU) exit with STATUS.
 stopped() {
     deb_type "$1" "$2"
     deb_wait_exit "$1" 180
     st=$?
-    check "$1-exit-status" "$([ "$st" = "$3" ]; echo $?)" "'$2': tern exited $st (want $3); stderr: $(tail -n 3 "/tmp/$1.err" | oneline)"
+    check "$1-exit-status" "$([ "$st" = "$3" ]; echo $?)" "'$2': the VMM exited $st (want $3); stderr: $(tail -n 3 "/tmp/$1.err" | oneline)"
 }
 # refused TAG FILE CMD...: CMD (a tern run) exits 1 within 30 s, names FILE, and the guest printed nothing.
 refused() {
