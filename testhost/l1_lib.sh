@@ -23,7 +23,8 @@
 #   l1_qemu_net SPEC                QEMU's -netdev/-device words for tern's --net SPEC
 #                                   (tap=,mac=,queues=,vhost=); no spaces inside any word
 #   l1_qemu_disk SPEC [ID]          QEMU's -drive/-device words for tern's --disk SPEC
-#                                   (path=,cache=,readonly=on,serial=,queues=,io=,interface=nvme)
+#                                   (path=,cache=,readonly=on,serial=,queues=,io=,interface=nvme,
+#                                   format=: default raw)
 #   l1_stall_dump PREFIX WHY PID SOCK CONSOLE  what L1 sees of a stalled L2 guest, as PREFIX lines
 #   l1_l2_wedged WHY PID SLEEP      true when that guest is wedged in L1's KVM, not in tern
 l1_now() { cut -d. -f1 /proc/uptime; }
@@ -94,15 +95,15 @@ l1_qemu_net() {
 }
 
 l1_qemu_disk() {
-    local id drive iface serial q kv dev
-    id=${2:-d0} drive="" iface=virtio serial="" q=""
+    local id drive iface serial q kv dev fmt
+    id=${2:-d0} drive="" iface=virtio serial="" q="" fmt=raw
     for kv in $(echo "$1" | tr ',' ' '); do
         case "$kv" in
         path=*) drive="$drive,file=${kv#path=}" ;;
         cache=* | readonly=*) drive="$drive,$kv" ;;
         io=*) drive="$drive,aio=${kv#io=}" ;;
         serial=*) serial=${kv#serial=} ;; queues=*) q=${kv#queues=} ;;
-        interface=*) iface=${kv#interface=} ;;
+        interface=*) iface=${kv#interface=} ;; format=*) fmt=${kv#format=} ;;
         esac
     done
     if [ "$iface" = nvme ]; then
@@ -110,7 +111,7 @@ l1_qemu_disk() {
     else
         dev="virtio-blk-pci,drive=$id${serial:+,serial=$serial}${q:+,num-queues=$q}"
     fi
-    echo "-drive if=none,id=$id,format=raw$drive -device $dev"
+    echo "-drive if=none,id=$id,format=$fmt$drive -device $dev"
 }
 
 # l1_stall_dump PREFIX WHY PID SOCK CONSOLE: what L1 sees when an L2 guest under tern (process PID,

@@ -22,7 +22,10 @@
 # "qcow2" (1 vCPU, virtio-blk): a qcow2 overlay made by qemu-img in L1 over the raw image
 #   (-b /dev/vda -F raw): refused without backing_files=on, naming the key; with it the guest boots
 #   from the overlay (marker, prompt), writes and syncs a file, `systemctl poweroff`: exit 0;
-#   `qemu-img check` of the overlay clean (exit 0), and the overlay holds allocated clusters.
+#   `qemu-img check` of the overlay clean (exit 0), and the overlay holds allocated clusters; then
+#   QEMU (-M pc, the same kernel/initrd/cmdline, the overlay as format=qcow2 virtio-blk) boots
+#   the overlay tern wrote: its guest reads tern's file with the same sha256, poweroff exits 0,
+#   QEMU's stderr is empty, `qemu-img check` clean again.
 # DEB_CASES (default all five) runs only the cases it lists; DEB_MEM (default 768) the guest's MiB.
 : "${DEB_CASES:=bad vda1 nvme2 snap2 qcow2}" "${DEB_LOCK_CHECK:=1}" "${DEB_MEM:=768}" "${DEB_HOLD:=40}"
 # shellcheck source=testhost/debian_lib.sh disable=SC2154  # deb_* results are set by the library
@@ -76,12 +79,12 @@ fetched() {
     ok=1; [ "$deb_rc" = 0 ] && [ "$got" = "$blob_sha" ] && ok=0
     check "$1-http-fetch" "$ok" "wget + sha256sum rc=${deb_rc:-none}: guest sha=${got:-none}, L1 served sha=$blob_sha"
 }
-# stopped CASE COMMAND STATUS: COMMAND typed at the prompt makes tern exit with STATUS.
+# stopped CASE COMMAND STATUS: COMMAND typed at the prompt makes the VMM (tern or QEMU) exit with STATUS.
 stopped() {
     deb_type "$1" "$2"
     deb_wait_exit "$1" 180
     st=$?
-    check "$1-exit-status" "$([ "$st" = "$3" ]; echo $?)" "'$2': tern exited $st (want $3); stderr: $(tail -n 3 "/tmp/$1.err" | oneline)"
+    check "$1-exit-status" "$([ "$st" = "$3" ]; echo $?)" "'$2': the VMM exited $st (want $3); stderr: $(tail -n 3 "/tmp/$1.err" | oneline)"
 }
 # refused TAG FILE CMD...: CMD (a tern run) exits 1 within 30 s, names FILE, and the guest printed nothing.
 refused() {
@@ -142,15 +145,29 @@ if want_case qcow2; then
     refused qcow2-backing-refused "backing_files=on" $RUN --disk "path=$OV"
     deb_start qcow2 tern 1 "$DEB_MEM" "path=$OV,backing_files=on" "$NET"
     booted qcow2 1 /dev/vda
-    deb_cmd qcow2 60 "dd if=/dev/urandom of=/root/qcow2-probe bs=1M count=8 2>/dev/null && sync"
-    [ "$deb_rc" = 0 ]
-    check qcow2-guest-write $? "8 MiB written and synced in the guest: rc '$deb_rc'"
+    deb_cmd qcow2 60 "dd if=/dev/urandom of=/root/qcow2-probe bs=1M count=8 2>/dev/null && sync && sha256sum /root/qcow2-probe"
+    sum=$(echo "$deb_out" | grep -aoE '^[0-9a-f]{64}' | head -n 1)
+    [ "$deb_rc" = 0 ] && [ -n "$sum" ]
+    check qcow2-guest-write $? "8 MiB written and synced in the guest: rc '$deb_rc', sha256 ${sum:-none}"
     stopped qcow2 "systemctl poweroff" 0
     out=$(qemu-img check "$OV" 2>&1)
     check qcow2-check $? "qemu-img check $OV: $(echo "$out" | oneline)"
     size=$(wc -c <"$OV")
     [ "$size" -gt 8388608 ]
     check qcow2-allocated $? "overlay is $size bytes (> the 8 MiB the guest wrote)"
+    # QEMU (its default command line, the same kernel/initrd direct boot) boots the overlay tern
+    # wrote: the guest sees tern's file, QEMU's stderr stays empty, and qemu-img check is clean after.
+    deb_start qcow2q qemu 1 "$DEB_MEM" "path=$OV,format=qcow2" "$NET"
+    booted qcow2q 1 /dev/vda
+    deb_cmd qcow2q 60 "sha256sum /root/qcow2-probe"
+    qsum=$(echo "$deb_out" | grep -aoE '^[0-9a-f]{64}' | head -n 1)
+    [ "$deb_rc" = 0 ] && [ -n "$sum" ] && [ "$qsum" = "$sum" ]
+    check qcow2-qemu-reads-tern-file $? "sha256sum under QEMU rc '$deb_rc': ${qsum:-none} (tern's guest wrote ${sum:-none})"
+    stopped qcow2q "systemctl poweroff" 0
+    [ ! -s /tmp/qcow2q.err ]
+    check qcow2-qemu-log-clean $? "QEMU's stderr: '$(head -c 300 /tmp/qcow2q.err | oneline)'"
+    out=$(qemu-img check "$OV" 2>&1)
+    check qcow2-check-after-qemu $? "qemu-img check $OV: $(echo "$out" | oneline)"
     rm -f "$OV"
     case_end
 fi

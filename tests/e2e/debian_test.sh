@@ -8,7 +8,8 @@
 # with a DHCP lease from busybox udhcpd and an HTTP fetch from busybox httpd (sha256 compared),
 # poweroff -> exit 0; 2 vCPUs with root on NVMe, reboot -> exit 3; a snapshot at the login prompt
 # restored, a command typed afterwards runs; the Debian guest booted from a qcow2 overlay over the
-# image (backing_files=on; refused without), qemu-img check clean after; e2fsck -fn clean in L1 after each. The image is L1's
+# image (backing_files=on; refused without), qemu-img check clean after, then QEMU (--with-qemu)
+# boots that overlay and its guest reads the file tern's guest wrote; e2fsck -fn clean in L1 after each. The image is L1's
 # /dev/vda through a QEMU snapshot overlay: it is never changed.
 #
 # Usage: tests/e2e/debian_test.sh     Environment: TERN_BIN (default build/tern), E2E_LOG,
@@ -51,7 +52,7 @@ touch -d @0 "$CHECK_GUEST_EXTRA"
 CHECK_RUN_ARGS=(--disk "$img" --disk-snapshot --with-debian-initrd --memory 3072 --timeout 1500 --stall 120
     --modules "virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_blk tun tap"
     --bin "$ip_bin" --bin "$(command -v e2fsck)" --bin "$(command -v qemu-img)"
-    --env "DEB_LOCK_CHECK=${E2E_DEB_LOCK_CHECK:-1}")
+    --env "DEB_LOCK_CHECK=${E2E_DEB_LOCK_CHECK:-1}" --with-qemu)
 if [[ -n "${E2E_DEB_CASES:-}" ]]; then CHECK_RUN_ARGS+=(--env "DEB_CASES=$E2E_DEB_CASES"); fi
 export E2E_LOG="${E2E_LOG:-$TH_CACHE/logs/e2e-debian.log}"
 rc=0

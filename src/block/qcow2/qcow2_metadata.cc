@@ -51,6 +51,7 @@ Result<std::unique_ptr<Qcow2Metadata>> Qcow2Metadata::open(Qcow2File& file, cons
   ASSIGN_OR_RETURN(m->reftable_,
                    read_be64_table(file, h.refcount_table_offset,
                                    uint64_t{h.refcount_table_clusters} * h.cluster_size / 8));
+  ASSIGN_OR_RETURN(m->map_, Qcow2MetadataMap::build(h, m->l1_, m->reftable_, m->what_));
   m->l2_capacity_ = std::max<uint64_t>(4, l2_cache_bytes / h.cluster_size);
   m->next_free_ = (file.size() + h.cluster_size - 1) >> h.cluster_bits;
   return m;
@@ -60,13 +61,10 @@ Result<void> Qcow2Metadata::fail_entry(const std::string& why) const {
   return fail(what_, "qcow2 metadata: " + why);
 }
 
-bool Qcow2Metadata::overlaps_tables(uint64_t off) const {
-  const uint64_t cs = h_.cluster_size;
-  auto overlaps = [&](uint64_t start, uint64_t len) {
-    return off < start + len && start < off + cs;
-  };
-  return overlaps(0, cs) || overlaps(h_.l1_table_offset, uint64_t{h_.l1_size} * 8) ||
-         overlaps(h_.refcount_table_offset, uint64_t{h_.refcount_table_clusters} * cs);
+Result<void> Qcow2Metadata::fail_overlap(const std::string& role, uint64_t off,
+                                         Qcow2MetadataMap::Kind k) const {
+  return fail_entry(role + " " + hex(off) + " overlaps " + Qcow2MetadataMap::name(k) +
+                    " (metadata overlap; run qemu-img check)");
 }
 
 Result<std::vector<uint64_t>*> Qcow2Metadata::l2_table(uint64_t off) {
@@ -77,10 +75,12 @@ Result<std::vector<uint64_t>*> Qcow2Metadata::l2_table(uint64_t off) {
   }
   ++counters_.l2_misses;
   const uint64_t cs = h_.cluster_size;
-  if (off % cs != 0 || off > file_.size() || cs > file_.size() - off || overlaps_tables(off)) {
+  if (off % cs != 0 || off > file_.size() || cs > file_.size() - off) {
     TRY(fail_entry("L1 entry names L2 table " + hex(off) +
-                   ": unaligned, past the end of the file or over the header/tables"));
+                   ": unaligned or past the end of the file"));
   }
+  if (auto k = overlap(off, Qcow2MetadataMap::Kind::kL2); k != Qcow2MetadataMap::Kind::kNone)
+    TRY(fail_overlap("L1 entry names L2 table", off, k));
   ASSIGN_OR_RETURN(auto t, read_be64_table(file_, off, cs / 8));
   l2_lru_.emplace_front(off, std::move(t));
   l2_index_[off] = l2_lru_.begin();
@@ -132,12 +132,14 @@ Result<Qcow2Mapping> Qcow2Metadata::lookup(uint64_t gc) {
   // A zero cluster may keep a host cluster (preallocated): checked like a data cluster, since a
   // write to it writes that cluster whole.
   if (m.host == 0) return m;
-  if (m.host % cs != 0 || m.host > file_.size() || cs > file_.size() - m.host ||
-      overlaps_tables(m.host)) {
+  if (m.host % cs != 0 || m.host > file_.size() || cs > file_.size() - m.host) {
     TRY(fail_entry("L2 entry for guest cluster " + std::to_string(gc) + " names cluster " +
-                   hex(m.host) +
-                   ": unaligned, past the end of the file or over the header/tables"));
+                   hex(m.host) + ": unaligned or past the end of the file"));
   }
+  // Data never goes over metadata (QEMU's overlap check): a data cluster is written in place.
+  if (auto k = overlap(m.host); k != Qcow2MetadataMap::Kind::kNone)
+    TRY(fail_overlap("L2 entry for guest cluster " + std::to_string(gc) + " names data cluster",
+                     m.host, k));
   if (!zero_flag) m.kind = Qcow2Mapping::Kind::kData;
   return m;
 }
@@ -159,9 +161,13 @@ Result<uint64_t> Qcow2Metadata::refblock_for(uint64_t host, bool create, bool* u
   if (rb != 0) {
     if (rb % cs != 0 || rb > file_.size() || cs > file_.size() - rb || rb < cs)
       TRY(fail_entry("refcount block " + hex(rb) + " unaligned or past the end of the file"));
+    if (auto k = overlap(rb, Qcow2MetadataMap::Kind::kRefBlock); k != Qcow2MetadataMap::Kind::kNone)
+      TRY(fail_overlap("refcount block", rb, k));
     return rb;
   }
   if (!create) return uint64_t{0};
+  if (auto k = overlap(host); k != Qcow2MetadataMap::Kind::kNone)
+    TRY(fail_overlap("new refcount block at", host, k));
   // A new refcount block in the cluster `host` itself (covered by this block), counting itself;
   // made durable before the refcount table entry that names it.
   std::vector<uint8_t> block(cs, 0);
@@ -174,6 +180,7 @@ Result<uint64_t> Qcow2Metadata::refblock_for(uint64_t host, bool create, bool* u
   TRY(sync());
   TRY(write_be64(file_, h_.refcount_table_offset + i * 8, host));
   reftable_[i] = host;
+  map_.add_refblock(host);
   ++counters_.allocations;
   *used_host = true;
   return host;
@@ -201,6 +208,8 @@ Result<void> Qcow2Metadata::grow_reftable(uint64_t need_index) {
     TRY(fail_entry("refcount table full (" + std::to_string(n * cs) + " bytes needed, at most " +
                    std::to_string(kQcow2MaxRefTableBytes) + "); the image file is at " +
                    std::to_string(file_.size()) + " bytes"));
+  if (auto k = map_.find(start * cs, (n + b) * cs); k != Qcow2MetadataMap::Kind::kNone)
+    TRY(fail_overlap("new refcount table at", start * cs, k));
   std::vector<uint64_t> table = reftable_;
   table.resize(n * per_cluster, 0);
   const uint64_t bits = h_.refcount_bits();
@@ -233,6 +242,8 @@ Result<void> Qcow2Metadata::grow_reftable(uint64_t need_index) {
   h_.refcount_table_offset = start * cs;
   h_.refcount_table_clusters = static_cast<uint32_t>(n);
   reftable_ = std::move(table);
+  map_.move_reftable(start * cs, n);
+  for (uint64_t k = 0; k < b; ++k) map_.add_refblock((start + n + k) * cs);
   next_free_ = start + n + b;
   counters_.allocations += n + b;
   return {};
@@ -313,6 +324,10 @@ Result<uint64_t> Qcow2Metadata::allocate_cluster() {
     if (used) continue;  // the cluster became its own refcount block
     ASSIGN_OR_RETURN(uint64_t rc, refcount(host));
     if (rc != 0) continue;  // past the end of the file yet counted: left as it is
+    // Refcount 0 yet metadata: corrupt refcounts (e.g. on a block device, where allocation
+    // starts inside the file). Fail this request rather than hand out the cluster.
+    if (auto k = overlap(host); k != Qcow2MetadataMap::Kind::kNone)
+      TRY(fail_overlap("free cluster", host, k));
     TRY(set_refcount(host, 1));
     TRY(sync());
     ++counters_.allocations;
@@ -334,6 +349,7 @@ Result<void> Qcow2Metadata::set_l2(uint64_t gc, uint64_t host, bool zero) {
       table = *old;
     }
     ASSIGN_OR_RETURN(uint64_t fresh, allocate_cluster());
+    map_.add_l2(fresh);
     std::vector<uint64_t> be(table.size());
     for (size_t k = 0; k < table.size(); ++k) be[k] = htobe64(table[k]);
     TRY(file_.write(fresh, be.data(), cs));

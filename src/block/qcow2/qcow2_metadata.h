@@ -28,6 +28,7 @@
 #include "base/result.h"
 #include "block/qcow2/qcow2_file.h"
 #include "block/qcow2/qcow2_header.h"
+#include "block/qcow2/qcow2_overlap.h"
 
 namespace tern {
 
@@ -55,6 +56,8 @@ struct Qcow2Counters {
 class Qcow2Metadata {
  public:
   /// Reads the L1 and refcount tables of `file` (validated `h`). `writable`: allocations allowed.
+  /// Refuses an image whose L1 table, refcount table, refcount blocks and L2 tables overlap the
+  /// header or each other (Qcow2MetadataMap::build).
   /// `l2_cache_bytes`: budget of the L2 cache (at least 4 tables are kept). Errors start with
   /// `what`.
   [[nodiscard]] static Result<std::unique_ptr<Qcow2Metadata>> open(
@@ -63,8 +66,8 @@ class Qcow2Metadata {
 
   /// The mapping of the guest cluster with index `guest_cluster` (< size / cluster_size rounded
   /// up). Errors: an L1/L2 entry with reserved bits set, unaligned, or naming a cluster past the
-  /// end of the file or over the header / L1 / refcount table (the request fails; the image stays
-  /// open).
+  /// end of the file or over the image's metadata (header, L1 / refcount table, refcount blocks,
+  /// other L2 tables: Qcow2MetadataMap); the request fails, the image stays open.
   [[nodiscard]] Result<Qcow2Mapping> lookup(uint64_t guest_cluster);
   /// Allocates one host cluster (refcount 0 -> 1, durable per the file comment); its offset.
   [[nodiscard]] Result<uint64_t> allocate_cluster();
@@ -95,8 +98,13 @@ class Qcow2Metadata {
   Result<void> grow_reftable(uint64_t need_index);
   Result<uint64_t> refblock_for(uint64_t host, bool create, bool* used_host);
   Result<void> sync();
-  /// True if [off, off + cluster) overlaps the header, the L1 table or the refcount table.
-  bool overlaps_tables(uint64_t off) const;
+  /// The metadata (other than `self`) overlapping the cluster at `off` (Qcow2MetadataMap).
+  [[nodiscard]] Qcow2MetadataMap::Kind overlap(
+      uint64_t off, Qcow2MetadataMap::Kind self = Qcow2MetadataMap::Kind::kNone) const {
+    return map_.find(off, h_.cluster_size, self);
+  }
+  /// Fails naming the cluster at `off` as `role` and the metadata `k` it overlaps.
+  Result<void> fail_overlap(const std::string& role, uint64_t off, Qcow2MetadataMap::Kind k) const;
   Result<void> fail_entry(const std::string& why) const;
 
   Qcow2File& file_;
@@ -106,6 +114,7 @@ class Qcow2Metadata {
   bool sync_metadata_ = true;
   std::vector<uint64_t> l1_;        // host-endian copies of the entries
   std::vector<uint64_t> reftable_;  // host-endian
+  Qcow2MetadataMap map_;            // which clusters hold metadata (never written with data)
   // LRU of L2 tables: front = most recently used.
   std::list<std::pair<uint64_t, std::vector<uint64_t>>> l2_lru_;
   std::unordered_map<uint64_t, decltype(l2_lru_)::iterator> l2_index_;
