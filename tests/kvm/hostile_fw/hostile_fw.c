@@ -20,9 +20,9 @@
 #define SCRATCH (VARS_BASE + VARS_SIZE - 0x1000u) /* the store's last erase block */
 #define CODE_BASE 0xFFFF0000u
 #define RAM_TOP 0x4000000u /* --memory 64 */
-#define DESC 0x10000u       /* DMA descriptor */
-#define BUF 0x20000u        /* DMA buffers */
-#define BIG 0x100000u       /* large DMA target */
+#define DESC 0x10000u      /* DMA descriptor */
+#define BUF 0x20000u       /* DMA buffers */
+#define BIG 0x100000u      /* large DMA target */
 #define PM_BASE 0xB000u
 
 /* The header: "_FVH" at offset 40 makes tern take the image for UEFI (--firmware-vars allowed). */
@@ -30,9 +30,15 @@ __attribute__((section(".header"), used)) static const char header[64] =
     "TERN-HOSTILE-FW\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0_FVH";
 
 /* ---- port and memory access ---- */
-static inline void outb(uint16_t p, uint8_t v) { __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(p)); }
-static inline void outw(uint16_t p, uint16_t v) { __asm__ volatile("outw %0, %1" ::"a"(v), "Nd"(p)); }
-static inline void outl(uint16_t p, uint32_t v) { __asm__ volatile("outl %0, %1" ::"a"(v), "Nd"(p)); }
+static inline void outb(uint16_t p, uint8_t v) {
+  __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(p));
+}
+static inline void outw(uint16_t p, uint16_t v) {
+  __asm__ volatile("outw %0, %1" ::"a"(v), "Nd"(p));
+}
+static inline void outl(uint16_t p, uint32_t v) {
+  __asm__ volatile("outl %0, %1" ::"a"(v), "Nd"(p));
+}
 static inline uint8_t inb(uint16_t p) {
   uint8_t v;
   __asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(p));
@@ -48,33 +54,37 @@ static inline uint32_t inl(uint16_t p) {
   __asm__ volatile("inl %1, %0" : "=a"(v) : "Nd"(p));
   return v;
 }
-static inline volatile uint8_t *p8(uint32_t a) { return (volatile uint8_t *)a; }
-static inline volatile uint32_t *p32(uint32_t a) { return (volatile uint32_t *)a; }
+static inline volatile uint8_t* p8(uint32_t a) {
+  return (volatile uint8_t*)a;
+}
+static inline volatile uint32_t* p32(uint32_t a) {
+  return (volatile uint32_t*)a;
+}
 
-void *memset(void *d, int c, uint32_t n) {
-  volatile uint8_t *p = d;
+void* memset(void* d, int c, uint32_t n) {
+  volatile uint8_t* p = d;
   while (n--) *p++ = (uint8_t)c;
   return d;
 }
-void *memcpy(void *d, const void *s, uint32_t n) {
-  volatile uint8_t *p = d;
-  const uint8_t *q = s;
+void* memcpy(void* d, const void* s, uint32_t n) {
+  volatile uint8_t* p = d;
+  const uint8_t* q = s;
   while (n--) *p++ = *q++;
   return d;
 }
-static int streq(const volatile uint8_t *a, const char *b) {
+static int streq(const volatile uint8_t* a, const char* b) {
   for (; *b; ++a, ++b)
     if (*a != (uint8_t)*b) return 0;
   return *a == 0;
 }
-static int memeq(const volatile uint8_t *a, const char *b, uint32_t n) {
+static int memeq(const volatile uint8_t* a, const char* b, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i)
     if (a[i] != (uint8_t)b[i]) return 0;
   return 1;
 }
 
 /* ---- COM1 ---- */
-static void puts_(const char *s) {
+static void puts_(const char* s) {
   for (; *s; ++s) outb(0x3F8, (uint8_t)*s);
 }
 static void puthex(uint32_t v) {
@@ -94,10 +104,10 @@ static void puthex(uint32_t v) {
 
 /* A phase: its first failed check is reported with the values seen. */
 struct phase {
-  const char *name;
+  const char* name;
   int failed;
 };
-static void check(struct phase *ph, int ok, const char *what, uint32_t got, uint32_t want) {
+static void check(struct phase* ph, int ok, const char* what, uint32_t got, uint32_t want) {
   if (ok || ph->failed++) return;
   puts_("TERN-HOSTILE-FW phase=");
   puts_(ph->name);
@@ -109,12 +119,12 @@ static void check(struct phase *ph, int ok, const char *what, uint32_t got, uint
   puthex(want);
   puts_("\n");
 }
-#define CHECK_EQ(ph, what, got, want)                             \
-  do {                                                            \
-    uint32_t g_ = (uint32_t)(got), w_ = (uint32_t)(want);         \
-    check((ph), g_ == w_, (what), g_, w_);                        \
+#define CHECK_EQ(ph, what, got, want)                     \
+  do {                                                    \
+    uint32_t g_ = (uint32_t)(got), w_ = (uint32_t)(want); \
+    check((ph), g_ == w_, (what), g_, w_);                \
   } while (0)
-static void done(struct phase *ph) {
+static void done(struct phase* ph) {
   if (ph->failed) return;
   puts_("TERN-HOSTILE-FW phase=");
   puts_(ph->name);
@@ -132,7 +142,9 @@ static void done(struct phase *ph) {
 #define DMA_SELECT 0x08u
 #define DMA_WRITE 0x10u
 
-static uint32_t be32(uint32_t v) { return __builtin_bswap32(v); }
+static uint32_t be32(uint32_t v) {
+  return __builtin_bswap32(v);
+}
 
 /* Runs one DMA operation with the descriptor at `desc` (a 64-bit address); returns the control
  * word the device left (0 = done, DMA_ERROR = refused). */
@@ -155,8 +167,9 @@ static uint32_t dma_read_key(uint16_t key, uint32_t len, uint32_t addr) {
   return dma(((uint32_t)key << 16) | DMA_SELECT | DMA_READ, len, addr);
 }
 
-/* Looks `name` up in the file directory (key 0x19); returns its key (0 if absent), size in *size. */
-static uint16_t fw_file(const char *name, uint32_t *size) {
+/* Looks `name` up in the file directory (key 0x19); returns its key (0 if absent), size in *size.
+ */
+static uint16_t fw_file(const char* name, uint32_t* size) {
   if (dma_read_key(0x19, 0x4000, BUF) != 0) return 0;
   uint32_t count = be32(p32(BUF)[0]);
   for (uint32_t i = 0; i < count && i < 200; ++i) {
@@ -219,7 +232,7 @@ static void fwcfg_dma_errors(void) {
   CHECK_EQ(&ph, "WRITE to a read-only item", dma(DMA_SELECT | DMA_WRITE, 4, BUF) & DMA_ERROR,
            DMA_ERROR);
   /* A refused operation transferred nothing and kept the selection: the buffer is untouched. */
-  memset((void *)BUF, 0xAA, 16);
+  memset((void*)BUF, 0xAA, 16);
   dma(rd, 16, RAM_TOP - 8);
   CHECK_EQ(&ph, "buffer untouched", p32(BUF)[0], 0xAAAAAAAAu);
   /* Nothing but SELECT, and a zero length anywhere: done, no error. */
@@ -240,7 +253,7 @@ static void fwcfg_dma_errors(void) {
   CHECK_EQ(&ph, "descriptor bytes 4..7 (zero fill)", p32(DESC)[1], 0);
   /* SKIP past the end, then READ: zeros. */
   dma(DMA_SELECT | DMA_SKIP, 0xFFFFFFFFu, 0);
-  memset((void *)BUF, 0xAA, 8);
+  memset((void*)BUF, 0xAA, 8);
   CHECK_EQ(&ph, "READ after SKIP past the end", dma(DMA_READ, 8, BUF), 0);
   CHECK_EQ(&ph, "zeros past the end", p32(BUF)[0] | p32(BUF)[1], 0);
   /* A large read: the directory, then zeros up to 32 MiB. */
@@ -254,8 +267,8 @@ static void fwcfg_dma_errors(void) {
  * (QEMU masks it, FW_CFG_ENTRY_MASK); arch-local keys (0x8000) hold nothing on tern. */
 static int served_key(uint32_t key, uint32_t files) {
   const uint32_t k = key & ~0x4000u;
-  return k == 0x00 || k == 0x01 || k == 0x03 || k == 0x04 || k == 0x05 || k == 0x0E ||
-         k == 0x0F || k == 0x19 || (k >= 0x20 && k < 0x20 + files);
+  return k == 0x00 || k == 0x01 || k == 0x03 || k == 0x04 || k == 0x05 || k == 0x0E || k == 0x0F ||
+         k == 0x19 || (k >= 0x20 && k < 0x20 + files);
 }
 
 static void fwcfg_selector_sweep(void) {
@@ -287,12 +300,12 @@ static void fwcfg_selector_sweep(void) {
 }
 
 /* Good DMA reads still work: the signature and etc/e820's first entry (RAM at 0). */
-static void fwcfg_alive(struct phase *ph) {
+static void fwcfg_alive(struct phase* ph) {
   check(ph, signature_ok(), "fw_cfg signature", 0, 0);
   uint32_t size = 0;
   const uint16_t key = fw_file("etc/e820", &size);
   check(ph, key >= 0x20, "etc/e820 key", key, 0x20);
-  memset((void *)BUF, 0xAA, 20);
+  memset((void*)BUF, 0xAA, 20);
   CHECK_EQ(ph, "etc/e820 DMA", dma_read_key(key, 20, BUF), 0);
   CHECK_EQ(ph, "e820[0].address", p32(BUF)[0] | p32(BUF)[1], 0);
   CHECK_EQ(ph, "e820[0].length", p32(BUF)[2], 0x4000000u);
@@ -300,7 +313,9 @@ static void fwcfg_alive(struct phase *ph) {
 }
 
 /* ---- pflash (CFI, Intel command set) ---- */
-static void fcmd(uint32_t at, uint8_t cmd) { p8(at)[0] = cmd; }
+static void fcmd(uint32_t at, uint8_t cmd) {
+  p8(at)[0] = cmd;
+}
 static uint8_t fstatus(void) {
   fcmd(VARS_BASE, 0x70);
   return p8(VARS_BASE)[0];
@@ -384,7 +399,9 @@ static void flash_code_region(void) {
 }
 
 /* ---- chipset: PCI configuration mechanism #1 ---- */
-static uint32_t cfg_addr(uint32_t bdf, uint32_t reg) { return 0x80000000u | (bdf << 8) | (reg & 0xFC); }
+static uint32_t cfg_addr(uint32_t bdf, uint32_t reg) {
+  return 0x80000000u | (bdf << 8) | (reg & 0xFC);
+}
 static uint32_t cfg_read32(uint32_t bdf, uint32_t reg) {
   outl(0xCF8, cfg_addr(bdf, reg));
   return inl(0xCFC);
@@ -441,7 +458,8 @@ static void chipset_sweep(void) {
         cfg_write8(fns[f], r + 1, (uint8_t)patterns[p]);
         cfg_read32(fns[f], r);
       }
-  for (unsigned f = 0; f < 3; ++f) CHECK_EQ(&ph, "vendor/device kept", cfg_read32(fns[f], 0), ids[f]);
+  for (unsigned f = 0; f < 3; ++f)
+    CHECK_EQ(&ph, "vendor/device kept", cfg_read32(fns[f], 0), ids[f]);
   /* Functions that do not exist read all ones; writes to them go nowhere. */
   for (uint32_t d = 0; d < 32; ++d)
     for (uint32_t f = 0; f < 8; ++f) {
