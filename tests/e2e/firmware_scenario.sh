@@ -130,15 +130,17 @@ hostile)
     # (TERN-HOSTILE-FW phase=... result=ok), resets through the FADT's RESET_REG, and its second
     # boot checks tern still serves fw_cfg and the flash, then powers off.
     cp /fw/hostile-vars.fd /tmp/hostile-vars.fd
+    dd if=/dev/zero of=/tmp/hostile-disk.img bs=64k count=1 2>/dev/null  # its BARs are attacked
     name=hostile
     echo "FW-INFO hostile: tern --log-level info run --firmware /fw/hostile_fw.bin ..."
     "$T" --log-level info run --console file:/tmp/hostile.out --firmware /fw/hostile_fw.bin \
-        --firmware-vars /tmp/hostile-vars.fd --memory 64M >/dev/null 2>/tmp/hostile.err </dev/null &
+        --firmware-vars /tmp/hostile-vars.fd --memory 64M --disk path=/tmp/hostile-disk.img \
+        >/dev/null 2>/tmp/hostile.err </dev/null &
     vm_pid=$!
     finish hostile "$FW_WAIT"; rc=$?
     ok=$(tr -d '\r' </tmp/hostile.out | grep -ac '^TERN-HOSTILE-FW phase=[^ ]* result=ok$')
     bad=$(tr -d '\r' </tmp/hostile.out | grep -a 'result=' | grep -av 'result=ok$' | head -n 1)
-    [ "$ok" = 10 ] && [ -z "$bad" ]; check hostile-phases $? "$ok phases ok (want 10) $bad"
+    [ "$ok" = 11 ] && [ -z "$bad" ]; check hostile-phases $? "$ok phases ok (want 11) $bad"
     grep -aq 'guest reset #1 (reboot: KVM_EXIT_IO: PIIX3 reset control 0xCF9)' /tmp/hostile.err
     check hostile-acpi-reset $? "the FADT's RESET_REG restarted the guest in place"
     [ "$rc" = 0 ]; check hostile-exit $? "tern exit status $rc (0: the guest powered off)"
@@ -149,7 +151,8 @@ hostile)
     cp /fw/hostile-vars.fd /tmp/hostile-vars.fd
     name=hostile-exit
     "$T" run --console file:/tmp/hostile-exit.out --firmware /fw/hostile_fw.bin --firmware-vars /tmp/hostile-vars.fd \
-        --memory 64M --on-reboot exit --stats-on-exit >/dev/null 2>/tmp/hostile-exit.err </dev/null &
+        --memory 64M --disk path=/tmp/hostile-disk.img --on-reboot exit --stats-on-exit \
+        >/dev/null 2>/tmp/hostile-exit.err </dev/null &
     vm_pid=$!
     finish hostile-exit "$FW_WAIT"; rc=$?
     errs=$(grep -a 'fw_cfg' /tmp/hostile-exit.err | grep -a 'dma_errors' | head -n 1)

@@ -19,6 +19,7 @@
 
 #include "api/event_log.h"
 #include "base/testing/temp_dir.h"
+#include "block/disk_config.h"
 #include "stats/stats_source.h"
 #include "vmm/control_loop.h"
 #include "vmm/exit_status.h"
@@ -39,9 +40,9 @@ constexpr size_t kScratch = kVarsSize - 0x1000;
 
 // The phases hostile_fw.c reports; each must print "result=ok".
 const std::vector<std::string> kAttackPhases = {
-    "fwcfg-registers",      "fwcfg-dma-errors",  "fwcfg-selector-sweep",
-    "flash-sequences",      "flash-code-writes", "chipset-pam",
-    "chipset-config-sweep", "chipset-pm",        "alive-after-attacks"};
+    "fwcfg-registers",   "fwcfg-dma-errors",   "fwcfg-selector-sweep", "flash-sequences",
+    "flash-code-writes", "chipset-pam",        "chipset-config-sweep", "chipset-pm",
+    "pci-bar-moves",     "alive-after-attacks"};
 
 std::string read_text(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -70,6 +71,7 @@ struct HostileVm {
   TempDir dir{"tern-hostile-fw"};
   std::string console = dir.path() + "/console";
   std::string vars = dir.path() + "/vars.fd";
+  std::string disk = dir.path() + "/disk.img";  // a virtio-blk function whose BARs are attacked
 
   HostileVm() {
     std::vector<char> store(kVarsSize, '\xFF');
@@ -77,6 +79,8 @@ struct HostileVm {
     std::copy(marker.begin(), marker.end(), store.begin());
     for (size_t i = marker.size(); i < kScratch; ++i) store[i] = static_cast<char>(i);
     std::ofstream(vars, std::ios::binary)
+        .write(store.data(), static_cast<std::streamsize>(kVarsSize));
+    std::ofstream(disk, std::ios::binary)
         .write(store.data(), static_cast<std::streamsize>(kVarsSize));
   }
 
@@ -89,6 +93,9 @@ struct HostileVm {
     r.boot = std::move(boot);
     r.memory_bytes = 64ull << 20;
     r.console = "file:" + console;
+    DiskConfig d;
+    d.path = disk;
+    r.drives.push_back(drive_for_disk(d, 0));
     return r;
   }
 

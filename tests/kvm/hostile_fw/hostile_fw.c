@@ -1,18 +1,19 @@
 /* A hostile firmware for tern's firmware-boot devices (issue 26): run with
- *   tern run --firmware hostile_fw.bin --firmware-vars VARS --memory 64 --on-reboot restart
- * where VARS is a 64 KiB store starting with "TERNVARS" whose last 4 KiB block is erased (0xFF).
- * Entered in 32-bit protected mode by entry.S; no static data (the image is a read-only memslot).
+ *   tern run --firmware hostile_fw.bin --firmware-vars VARS --memory 64 --disk path=IMG
+ * (IMG: any small image; its virtio-blk function's BARs are attacked), where VARS is a 64 KiB store
+ * starting with "TERNVARS" whose last 4 KiB block is erased (0xFF). Entered in 32-bit protected
+ * mode by entry.S; no static data (the image is a read-only memslot).
  *
  * Boot 1 (the scratch block's first byte is 0xFF) attacks fw_cfg (DMA descriptors outside RAM,
  * wrapping lengths, unknown control bits, selector sweeps), the pflash (command sequences out of
  * order, writes past its end and to the code image) and the chipset (PAM/SMRAM, configuration
- * space sweeps, 0xCF8/0xCF9, ELCR, PM block), reads back what the specs say it must see, marks the
- * scratch byte 0x01 and resets through the FADT's RESET_REG. Boot 2 (scratch byte 0x01) checks
- * that tern still serves fw_cfg and the flash (the byte survived the reset), writes 0x02 after it
- * and powers off through PIIX4 PM (S5).
- * Each phase prints one line on COM1: "TERN-HOSTILE-FW phase=NAME result=ok|fail[ detail]".
- * Specs: QEMU docs/specs/fw_cfg.rst; Intel 28F008SA-style CFI command set (status 0x80 ready,
- * 0x30 command sequence error); Intel 82441FX (PAM 59h-5Fh, SMRAM 72h), 82371AB (PIIX4). */
+ * space sweeps, 0xCF8/0xCF9, PM block) and a virtio device's BARs, reads back what the specs say it
+ * must see, marks the scratch byte 0x01 and resets through the FADT's RESET_REG. Boot 2 (scratch
+ * byte 0x01) checks that tern still serves fw_cfg and the flash (the byte survived the reset),
+ * writes 0x02 after it and powers off through PIIX4 PM (S5). Each phase prints one line on COM1:
+ * "TERN-HOSTILE-FW phase=NAME result=ok|fail[ detail]". Specs: QEMU docs/specs/fw_cfg.rst; Intel
+ * 28F008SA-style CFI command set (status 0x80 ready, 0x30 command sequence error); Intel 82441FX
+ * (PAM 59h-5Fh, SMRAM 72h), 82371AB (PIIX4). */
 #include <stdint.h>
 
 #define VARS_BASE 0xFFFE0000u /* 4 GiB - image (64 KiB) - store (64 KiB) */
@@ -517,6 +518,48 @@ static void chipset_pm(void) {
   done(&ph);
 }
 
+/* ---- a virtio device's BARs: overlapping, across the window's end, outside it ---- */
+static int firmware_alive(void) {
+  return signature_ok() && memeq(p8(VARS_BASE), "TERNVARS", 8);
+}
+
+static void pci_bar_moves(void) {
+  struct phase ph = {"pci-bar-moves", 0};
+  uint32_t dev = 0;
+  for (uint32_t d = 2; d < 32 && !dev; ++d)
+    if ((cfg_read32(BDF(d, 0), 0) & 0xFFFF) == 0x1AF4) dev = BDF(d, 0);
+  check(&ph, dev != 0, "a virtio device on bus 0", 0, 0x1AF4);
+  if (ph.failed) return;
+  const uint32_t id = cfg_read32(dev, 0);
+  /* Every BAR at the same address (overlapping), at the window's last page (the BARs cross
+   * its end), over the flash, the code image, the LAPIC, RAM and 0; memory decode on, then
+   * read at the address. */
+  const uint32_t places[] = {0xC0000000u, 0xFEBFF000u, VARS_BASE,   CODE_BASE,
+                             0xFEE00000u, 0x00100000u, 0x00000000u, 0xFFFFF000u};
+  for (unsigned i = 0; i < sizeof places / sizeof places[0]; ++i) {
+    cfg_write8(dev, 4, 0);
+    for (uint32_t r = 0x10; r <= 0x24; r += 4) cfg_write32(dev, r, places[i]);
+    cfg_write8(dev, 4, 0x07);
+    (void)p32(places[i] + 0x10)[0];
+    check(&ph, firmware_alive(), "fw_cfg and flash with the BARs moved", i, 0);
+  }
+  /* Memory decode toggled while the BARs overlap inside the window (notification ioeventfds
+   * follow each move). */
+  for (uint32_t r = 0x10; r <= 0x24; r += 4) cfg_write32(dev, r, 0xC0000000u);
+  for (int i = 0; i < 200; ++i) cfg_write8(dev, 4, (uint8_t)(i & 1 ? 0x07 : 0x00));
+  /* The whole configuration space with patterns (BARs sized, capabilities overwritten). */
+  const uint32_t patterns[] = {0xFFFFFFFFu, 0x00000000u, 0x5A5AA5A5u, 0x00000000u};
+  for (unsigned p = 0; p < 4; ++p)
+    for (uint32_t r = 0; r < 256; r += 4) {
+      cfg_write32(dev, r, patterns[p]);
+      cfg_read32(dev, r);
+    }
+  cfg_write8(dev, 4, 0);
+  CHECK_EQ(&ph, "vendor/device kept", cfg_read32(dev, 0), id);
+  check(&ph, firmware_alive(), "fw_cfg and flash after the sweep", 0, 0);
+  done(&ph);
+}
+
 /* ---- ACPI reset (the FADT's RESET_REG, from etc/acpi/tables) ---- */
 static void acpi_reset(void) {
   struct phase ph = {"acpi-reset", 0};
@@ -576,6 +619,7 @@ void hostile_main(void) {
     chipset_pam();
     chipset_sweep();
     chipset_pm();
+    pci_bar_moves();
     struct phase ph = {"alive-after-attacks", 0};
     fwcfg_alive(&ph);
     check(&ph, memeq(p8(VARS_BASE), "TERNVARS", 8), "flash marker", 0, 0);
