@@ -128,21 +128,30 @@ TEST(RebootInPlace, RestartBootsTheGuestAgainWithTheSameHostResources) {
   EXPECT_EQ(out.find_first_not_of('B'), std::string::npos) << out;
 }
 
+/// Runs `code` until tern ends by itself; returns its status (-1: it did not start) and the
+/// resets it restarted. The VM and its console are closed when this returns.
+int run_to_end(RebootVm& vm, std::span<const uint8_t> code, std::optional<OnReboot> on_reboot,
+               uint64_t& resets) {
+  EventLog events;
+  auto loop = ControlLoop::create(create_vm_machine_on_any_kvm, events);
+  if (!loop) return -1;
+  (*loop)->configure(vm.resources(code, on_reboot));
+  auto started = (*loop)->start();
+  if (!started) {
+    ADD_FAILURE() << started.error().error.message();
+    return -1;
+  }
+  const int status = (*loop)->run();
+  resets = (*loop)->resets();
+  return status;
+}
+
 TEST(RebootInPlace, KernelBootExitsWithStatus3ByDefault) {
   if (!have_kvm()) GTEST_SKIP() << "/dev/kvm not available";
   RebootVm vm;
-  EventLog events;
-  int status = -1;
-  {
-    auto loop = ControlLoop::create(create_vm_machine_on_any_kvm, events);
-    ASSERT_TRUE(loop);
-    (*loop)->configure(vm.resources(kI8042ResetCode, std::nullopt));
-    auto started = (*loop)->start();
-    ASSERT_TRUE(started) << started.error().error.message();
-    status = (*loop)->run();
-    EXPECT_EQ((*loop)->resets(), 0u);
-  }
-  EXPECT_EQ(status, kExitReboot);
+  uint64_t resets = 0;
+  EXPECT_EQ(run_to_end(vm, kI8042ResetCode, std::nullopt, resets), kExitReboot);
+  EXPECT_EQ(resets, 0u);
   EXPECT_EQ(read_text(vm.console), "B");
 }
 
@@ -152,17 +161,8 @@ TEST(RebootInPlace, NothingRunsAfterTheResetRequest) {
   // kick arrived ('BX' on the console).
   if (!have_kvm()) GTEST_SKIP() << "/dev/kvm not available";
   RebootVm vm;
-  EventLog events;
-  int status = -1;
-  {
-    auto loop = ControlLoop::create(create_vm_machine_on_any_kvm, events);
-    ASSERT_TRUE(loop);
-    (*loop)->configure(vm.resources(kCodeAfterReset, OnReboot::kExit));
-    auto started = (*loop)->start();
-    ASSERT_TRUE(started) << started.error().error.message();
-    status = (*loop)->run();
-  }
-  EXPECT_EQ(status, kExitReboot);
+  uint64_t resets = 0;
+  EXPECT_EQ(run_to_end(vm, kCodeAfterReset, OnReboot::kExit, resets), kExitReboot);
   EXPECT_EQ(read_text(vm.console), "B");
 }
 
