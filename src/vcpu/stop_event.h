@@ -1,6 +1,7 @@
 // StopEvent and StopLatch: why a VM stopped, and the one place the first reason is recorded.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -39,6 +40,7 @@ class StopLatch {
     std::lock_guard lock(mu_);
     if (event_) return false;
     event_ = std::move(e);
+    posted_.store(true, std::memory_order_release);
     cv_.notify_all();
     return true;
   }
@@ -48,15 +50,14 @@ class StopLatch {
     cv_.wait(lock, [&] { return event_.has_value(); });
     return *event_;
   }
-  [[nodiscard]] bool posted() const {
-    std::lock_guard lock(mu_);
-    return event_.has_value();
-  }
+  /// Whether an event was posted. Lock-free: vCPU threads ask after every PIO/MMIO exit.
+  [[nodiscard]] bool posted() const { return posted_.load(std::memory_order_acquire); }
 
  private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::optional<StopEvent> event_;
+  std::atomic<bool> posted_{false};
 };
 
 }  // namespace tern

@@ -188,8 +188,10 @@ Result<KvmVcpu*> Vm::add_vcpu(uint32_t id, uint32_t count) {
 void Vm::build_stats() {
   // 6. Statistics: in-kernel stats fds are optional (older kernels, some software KVMs).
   // Device and queue counters are read from the devices at snapshot time (pci_ outlives stats_).
-  stats_ = std::make_unique<VmStats>(pio_, mmio_, [pci = pci_.get()] {
-    return pci ? pci->counters() : std::vector<DeviceCounters>{};
+  stats_ = std::make_unique<VmStats>(pio_, mmio_, [this] {
+    std::vector<DeviceCounters> c = pci_ ? pci_->counters() : std::vector<DeviceCounters>{};
+    append_firmware_counters(c);
+    return c;
   });
   stats_->set_vm_kvm_stats(KvmStatsReader::open(vm_->fd()));
   for (auto& v : vcpus_)
@@ -274,7 +276,11 @@ Result<void> Vm::prepare_reset() {
   return flush_devices(machine_.devices, made_devices_);
 }
 
-KeptHost Vm::release_host() { return KeptHost{devices_->console_output()}; }
+KeptHost Vm::release_host() {
+  KeptHost kept{devices_->console_output(), std::nullopt};
+  if (pflash_) kept.firmware_vars.emplace(pflash_->release_file());
+  return kept;
+}
 
 bool Vm::send_ctrl_alt_del() { return devices_->i8042().trigger_ctrl_alt_del(); }
 

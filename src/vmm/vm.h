@@ -59,9 +59,14 @@ class PciDevices;
 
 /// Host resources a Vm hands to the Vm built after a guest reset ("Reset rule" above) that are
 /// not in BootInputs because the VM opens them: the console output (its file is created and
-/// truncated once; its writer thread goes on).
+/// truncated once; its writer thread goes on), and the firmware variable store, which the first
+/// VM took from BootInputs and whose contents the guest changed (a flash keeps them across a
+/// reset).
 struct KeptHost {
   std::shared_ptr<ConsoleOutput> console;  ///< Null: open BootInputs::console.
+  /// --firmware-vars after a reset: the locked file, initial() = the flash as the guest left it
+  /// (PflashDevice::release_file). Null: take BootInputs::firmware_vars (the first build).
+  std::optional<VarsFile> firmware_vars;
 };
 
 class Vm {
@@ -134,8 +139,9 @@ class Vm {
   /// build() for a firmware boot (--firmware; vm_firmware.cc): RAM, the image read-only below
   /// 4 GiB and its last 128 KiB at 0xE0000, devices, vCPUs in the RESET state.
   Result<void> build_firmware(const BootInputs& in, KeptHost kept);
-  /// Maps `in.firmware` (vm_firmware.cc). After add_memory().
-  Result<void> map_firmware(const BootInputs& in);
+  /// Maps `in.firmware` and the variable store (`kept_vars`, else in.firmware_vars)
+  /// (vm_firmware.cc). After add_memory().
+  Result<void> map_firmware(const BootInputs& in, std::optional<VarsFile> kept_vars);
   /// fw_cfg on 0x510 with the items the firmware reads (vm_firmware.cc). After build_devices().
   Result<void> attach_fw_cfg(const BootInputs& in);
   // The pieces both builds share, in the order they run.
@@ -158,6 +164,9 @@ class Vm {
   /// Creates vCPU `id` of `count` with its CPUID; returns it (owned by its VcpuThread).
   Result<KvmVcpu*> add_vcpu(uint32_t id, uint32_t count);
   void build_stats();
+  /// Firmware boots: the counters of fw_cfg, the pflash and the code image's write sink, for
+  /// GET /tern/stats "device_counters" (vm_firmware.cc). Any thread.
+  void append_firmware_counters(std::vector<DeviceCounters>& out) const;
   Result<snap::StateFile> collect_state();
   /// clock_hold_.release(), a failure logged (the VM runs on).
   void release_clock();
@@ -183,10 +192,11 @@ class Vm {
   DeviceActivator activator_;        // before pci_: its transports use it until destroyed
   std::unique_ptr<PciDevices> pci_;  // after memory_/vm_: its devices use both until destroyed
   std::vector<std::unique_ptr<VcpuThread>> vcpus_;
-  std::unique_ptr<PcChipset> chipset_;     // firmware boots: slots 0-1 of pci_, ports on pio_
-  std::shared_ptr<FwCfgDevice> fw_cfg_;    // firmware boots: on pio_, reads memory_
-  std::shared_ptr<PflashDevice> pflash_;   // --firmware-vars: on mmio_, flips memslots on vm_
-  std::unique_ptr<VmStats> stats_;  // last: refers to the buses, pci_ and vCPUs above
+  std::unique_ptr<PcChipset> chipset_;      // firmware boots: slots 0-1 of pci_, ports on pio_
+  std::shared_ptr<FwCfgDevice> fw_cfg_;     // firmware boots: on pio_, reads memory_
+  std::shared_ptr<PflashDevice> pflash_;    // --firmware-vars: on mmio_, flips memslots on vm_
+  std::shared_ptr<RomWriteSink> rom_sink_;  // firmware boots: the code image's writes, on mmio_
+  std::unique_ptr<VmStats> stats_;          // last: refers to the buses, pci_ and vCPUs above
 };
 
 }  // namespace tern

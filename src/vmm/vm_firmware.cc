@@ -54,7 +54,7 @@ Result<void> Vm::build_firmware(const BootInputs& in, KeptHost kept) {
   TRY(build_ram(c));
 
   // 3. The image, read-only below 4 GiB, and its isa-bios copy below 1 MiB.
-  TRY(map_firmware(in));
+  TRY(map_firmware(in, std::move(kept.firmware_vars)));
 
   // 4. Devices: the legacy ones (COM1, i8042, CMOS, PM) and PCI bus 0; fw_cfg describes them.
   TRY(build_devices(in.console, in.devices, std::move(kept.console), /*firmware=*/true));
@@ -90,7 +90,7 @@ Result<void> Vm::build_firmware(const BootInputs& in, KeptHost kept) {
   return {};
 }
 
-Result<void> Vm::map_firmware(const BootInputs& in) {
+Result<void> Vm::map_firmware(const BootInputs& in, std::optional<VarsFile> kept_vars) {
   const firmware::FirmwareInfo& fw = in.firmware_info;
   // The VM keeps its own sealed copy: BootInputs is dropped once the VM is built, the memslot
   // is not. Guest reads are served from the slot; guest writes exit as KVM_EXIT_MMIO and reach
@@ -98,16 +98,18 @@ Result<void> Vm::map_firmware(const BootInputs& in) {
   ASSIGN_OR_RETURN(RomRegion rom, RomRegion::from_bytes(in.firmware.bytes(), "firmware"));
   firmware_rom_.emplace(std::move(rom));
   TRY(firmware_rom_->map(*vm_, kFirmwareCodeSlot, fw.gpa()));
-  TRY(mmio_.insert(std::make_shared<RomWriteSink>(*firmware_rom_, "firmware-code"), fw.gpa(),
-                   fw.size));
+  rom_sink_ = std::make_shared<RomWriteSink>(*firmware_rom_, "firmware-code");
+  TRY(mmio_.insert(rom_sink_, fw.gpa(), fw.size));
   // QEMU's isa-bios: the image's last 128 KiB also appear right below 1 MiB. tern copies them
   // into RAM there (SeaBIOS copies itself into the PAM shadow from this range; with RAM there the
   // copy is the shadow).
   auto alias = firmware::isa_bios_alias(firmware_rom_->bytes());
   TRY(memory_->write(firmware::kIsaBiosAliasEnd - alias.size(), alias));
   if (in.firmware_vars) {
-    // OVMF's variable store directly below the code (0xFFC00000 for Debian's 4M build).
-    VarsFile& vars = *in.firmware_vars;
+    // OVMF's variable store directly below the code (0xFFC00000 for Debian's 4M build). The
+    // first build takes the file prepare_boot() opened; a reset in place the one the previous
+    // VM released, holding what the guest wrote (in.firmware_vars has been moved from by then).
+    VarsFile vars = kept_vars ? std::move(*kept_vars) : std::move(*in.firmware_vars);
     const uint64_t gpa = firmware::vars_gpa(fw, vars.size());
     ASSIGN_OR_RETURN(pflash_, PflashDevice::create(&*vm_, std::move(vars), gpa, kFirmwareVarsSlot,
                                                    /*romd=*/true, std::chrono::milliseconds(250)));
@@ -132,6 +134,37 @@ Result<void> Vm::build_firmware_devices(const std::vector<MadeDevice>& devices) 
   pci_->use_piix_intx();
   TRY(pci_->add_all(*memory_, devices, &activator_));
   return pci_->attach(pio_, mmio_);
+}
+
+void Vm::append_firmware_counters(std::vector<DeviceCounters>& out) const {
+  if (fw_cfg_) {
+    const FwCfgDevice::Stats s = fw_cfg_->stats();
+    out.push_back({"fw_cfg",
+                   "fw_cfg",
+                   {},
+                   {{"selects", s.selects},
+                    {"data_reads", s.data_reads},
+                    {"dma_ops", s.dma_ops},
+                    {"dma_bytes", s.dma_bytes},
+                    {"dma_errors", s.dma_errors},
+                    {"dma_unreachable", s.dma_unreachable},
+                    {"bad_accesses", s.bad_accesses}}});
+  }
+  if (pflash_) {
+    const PflashDevice::Stats s = pflash_->stats();
+    out.push_back({"pflash",
+                   "pflash",
+                   {},
+                   {{"programs", s.flash.programs},
+                    {"erases", s.flash.erases},
+                    {"bad_sequences", s.flash.bad_sequences},
+                    {"out_of_range", s.flash.out_of_range},
+                    {"romd_flips", s.romd_flips},
+                    {"stores", s.stores},
+                    {"store_errors", s.store_errors}}});
+  }
+  if (rom_sink_)
+    out.push_back({"firmware-code", "rom", {}, {{"dropped_writes", rom_sink_->dropped_writes()}}});
 }
 
 Result<void> Vm::attach_fw_cfg(const BootInputs& in) {

@@ -124,6 +124,41 @@ debian-bios | debian-bios-nvme-2cpu)
     finish "$c" 5; rc=$?
     status_ok "$rc"; check "$c-exit" $? "tern exit status $rc"
     show "$c" ;;
+hostile)
+    # The hostile firmware (tests/kvm/hostile_fw/hostile_fw.c; also the kvm test
+    # HostileFirmware.*): attacks fw_cfg, the pflash and the chipset, checks the answers
+    # (TERN-HOSTILE-FW phase=... result=ok), resets through the FADT's RESET_REG, and its second
+    # boot checks tern still serves fw_cfg and the flash, then powers off.
+    cp /fw/hostile-vars.fd /tmp/hostile-vars.fd
+    dd if=/dev/zero of=/tmp/hostile-disk.img bs=64k count=1 2>/dev/null  # its BARs are attacked
+    name=hostile
+    echo "FW-INFO hostile: tern --log-level info run --firmware /fw/hostile_fw.bin ..."
+    "$T" --log-level info run --console file:/tmp/hostile.out --firmware /fw/hostile_fw.bin \
+        --firmware-vars /tmp/hostile-vars.fd --memory 64M --disk path=/tmp/hostile-disk.img \
+        >/dev/null 2>/tmp/hostile.err </dev/null &
+    vm_pid=$!
+    finish hostile "$FW_WAIT"; rc=$?
+    ok=$(tr -d '\r' </tmp/hostile.out | grep -ac '^TERN-HOSTILE-FW phase=[^ ]* result=ok$')
+    bad=$(tr -d '\r' </tmp/hostile.out | grep -a 'result=' | grep -av 'result=ok$' | head -n 1)
+    [ "$ok" = 11 ] && [ -z "$bad" ]; check hostile-phases $? "$ok phases ok (want 11) $bad"
+    grep -aq 'guest reset #1 (reboot: KVM_EXIT_IO: PIIX3 reset control 0xCF9)' /tmp/hostile.err
+    check hostile-acpi-reset $? "the FADT's RESET_REG restarted the guest in place"
+    [ "$rc" = 0 ]; check hostile-exit $? "tern exit status $rc (0: the guest powered off)"
+    marks=$(dd if=/tmp/hostile-vars.fd bs=1 skip=61440 count=2 2>/dev/null | od -An -tx1 | tr -d ' \n')
+    [ "$marks" = 0102 ]; check hostile-vars $? "bytes each boot programmed in the vars file: $marks (want 0102)"
+    show hostile
+    # --on-reboot exit: the reset ends tern with status 3; --stats-on-exit shows the attacks counted.
+    cp /fw/hostile-vars.fd /tmp/hostile-vars.fd
+    name=hostile-exit
+    "$T" run --console file:/tmp/hostile-exit.out --firmware /fw/hostile_fw.bin --firmware-vars /tmp/hostile-vars.fd \
+        --memory 64M --disk path=/tmp/hostile-disk.img --on-reboot exit --stats-on-exit \
+        >/dev/null 2>/tmp/hostile-exit.err </dev/null &
+    vm_pid=$!
+    finish hostile-exit "$FW_WAIT"; rc=$?
+    errs=$(grep -a 'fw_cfg' /tmp/hostile-exit.err | grep -a 'dma_errors' | head -n 1)
+    [ "$rc" = 3 ] && echo "$errs" | grep -q '[1-9]'
+    check hostile-counted $? "exit status $rc (want 3); stats: $errs"
+    show hostile-exit ;;
 ovmf-novars)
     # OVMF without a variable store (no pflash: OVMF keeps its variables in RAM), console and
     # tern's stderr streamed: narrows down where the test host's TCG aborts.

@@ -12,11 +12,17 @@
 #              TERN-DEBIAN-MARKER line (state=running, failed=0, root on that disk); case
 #              "debian-bios" (virtio-blk, 1 vCPU) and
 #              "debian-bios-nvme-2cpu" (NVMe, 2 vCPUs)
+#   hostile-*  the hostile firmware of tests/kvm/hostile_fw (build/tests/hostile_fw/hostile_fw.bin,
+#              cmake --build build --target hostile_fw) with a 64 KiB vars file: every attack
+#              phase ok, the FADT's ACPI reset restarts it in place, its second boot powers off
+#              (status 0), both boots' flash bytes in the vars file; with --on-reboot exit status
+#              3 and --stats-on-exit showing fw_cfg dma_errors (the same checks as the kvm test
+#              HostileFirmware.*, here on the test host's KVM and the tern binary)
 #   ovmf-*     OVMF_CODE_4M.fd + a per-VM copy of OVMF_VARS_4M.fd (--firmware-vars, created from
 #              the template by tern): UEFI boot-manager lines or the shell prompt on the console;
 #              the store changed (OVMF wrote its boot options) and a second run keeps them
 # Usage: tests/e2e/firmware_test.sh   Environment: TERN_BIN (default build/tern), E2E_LOG,
-#   FW_CASES (default "seabios grub debian-bios debian-bios-nvme-2cpu"; "ovmf" and
+#   FW_CASES (default "seabios grub debian-bios debian-bios-nvme-2cpu hostile"; "ovmf" and
 #   "ovmf-novars" are opt-in: the test host's QEMU 7.2 TCG aborts (tcg_handle_interrupt BQL
 #   assertion) ~2 s after tern starts OVMF, with or without a variable store, thread=single or
 #   not — open, see docs/firmware.md), FW_WAIT (seconds per case, default 240),
@@ -29,7 +35,7 @@ source "$repo/testhost/lib.sh"
 export TH_TCG_THREAD="${TH_TCG_THREAD:-single}"
 tern="${TERN_BIN:-$repo/build/tern}"
 [[ -x "$tern" ]] || th_die "tern binary not found at $tern (build it, or set TERN_BIN)"
-default_cases="seabios grub debian-bios debian-bios-nvme-2cpu"
+default_cases="seabios grub debian-bios debian-bios-nvme-2cpu hostile"
 cases="${FW_CASES:-$default_cases}"
 extra="$TH_CACHE/firmware-extra"
 rm -rf "$extra"
@@ -45,6 +51,17 @@ if [[ " $cases " == *" ovmf"* ]]; then
     need /usr/share/OVMF/OVMF_CODE_4M.fd ovmf
     cp -L /usr/share/OVMF/OVMF_CODE_4M.fd /usr/share/OVMF/OVMF_VARS_4M.fd "$extra/fw/"
 fi
+if [[ " $cases " == *" hostile "* ]]; then
+    hfw="${FW_HOSTILE_BIN:-$(dirname "$tern")/tests/hostile_fw/hostile_fw.bin}"
+    [[ -r "$hfw" ]] || th_die "$hfw missing: cmake --build build --target hostile_fw (or set FW_HOSTILE_BIN)"
+    cp "$hfw" "$extra/fw/hostile_fw.bin"
+    # The store hostile_fw.c expects: 64 KiB, "TERNVARS" first, its last 4 KiB block erased.
+    python3 -c 'import sys
+d = bytearray(b"\xff" * 0x10000)
+d[0:8] = b"TERNVARS"
+d[8:0xF000] = bytes(i & 0xFF for i in range(8, 0xF000))
+open(sys.argv[1], "wb").write(d)' "$extra/fw/hostile-vars.fd"
+fi
 run_extra=()
 if [[ " $cases " == *" debian-bios"* ]]; then
     img="${FW_DEBIAN_BIOS_IMG:-$repo/build/images/debian-12-bios.img}"
@@ -58,6 +75,7 @@ for c in $cases; do
     seabios) expected+=(seabios-banner seabios-no-boot-device seabios-alive seabios-reboot-in-place seabios-exit seabios-on-reboot-exit) ;;
     grub) expected+=(grub-seabios-banner grub-line grub-exit) ;;
     debian-bios | debian-bios-nvme-2cpu) expected+=("$c-grub" "$c-marker" "$c-exit") ;;
+    hostile) expected+=(hostile-phases hostile-acpi-reset hostile-exit hostile-vars hostile-counted) ;;
     ovmf-novars) expected+=(ovmf-novars-console) ;;
     ovmf) expected+=(ovmf-console ovmf-vars-created ovmf-vars-written ovmf-exit ovmf-second-run ovmf-vars-kept) ;;
     esac

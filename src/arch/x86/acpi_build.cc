@@ -26,7 +26,6 @@ constexpr uint8_t kMadtTypeLocalApic = 0;
 constexpr uint8_t kMadtTypeIoApic = 1;
 constexpr size_t kTableAlign = 16;
 constexpr uint16_t kPm1aCntOffset = kAcpiPm1aCntPort - kAcpiPm1aEvtPort;  // 4
-constexpr uint16_t kResetOffset = kAcpiResetPort - kAcpiPm1aEvtPort;      // 6
 constexpr uint16_t kPmTimerOffset = 8;  // PIIX4 PMTMR / ICH9 PM1_TMR
 
 /// A growing byte image; offsets are from its start, which is placed 64-byte aligned.
@@ -97,8 +96,8 @@ Fadt make_fadt(const AcpiConfig& c, uint32_t dsdt, uint32_t facs) {
   // arch/x86/kernel/acpi/boot.c acpi_parse_fadt(): without the 8042 bit (revision >= 3) Linux
   // marks the i8042 absent; VGA-not-present stops VGA probing. The CMOS RTC is present.
   f.iapc_boot_arch = kBootArch8042 | kBootArchVgaNotPresent;
-  f.reset_reg = io_port(static_cast<uint16_t>(c.pm_base + kResetOffset), 8, kGasAccessByte);
-  f.reset_value = kAcpiResetValue;
+  f.reset_reg = io_port(c.reset_port, 8, kGasAccessByte);
+  f.reset_value = c.reset_value;
   f.fadt_minor_version = kFadtMinorVersion;
   f.x_firmware_ctrl = facs;  // FIRMWARE_CTRL stays 0 when X_FIRMWARE_CTRL is used
   f.dsdt = dsdt;             // same value as X_DSDT: ACPICA accepts both

@@ -15,9 +15,15 @@ namespace tern::x86 {
 /// What the tables describe.
 struct AcpiConfig {
   uint32_t num_vcpus = 1;  ///< 1..kAcpiMaxVcpus (acpi.h).
-  /// I/O base of the ACPI PM block: PM1a_EVT_BLK at +0 (4 bytes), PM1a_CNT_BLK at +4 (2 bytes),
-  /// RESET_REG at +6. kAcpiPm1aEvtPort (0x600) for a direct boot.
+  /// I/O base of the ACPI PM block: PM1a_EVT_BLK at +0 (4 bytes), PM1a_CNT_BLK at +4 (2 bytes).
+  /// kAcpiPm1aEvtPort (0x600) for a direct boot.
   uint16_t pm_base = kAcpiPm1aEvtPort;
+  /// FADT RESET_REG (system I/O, one byte, RESET_REG_SUP set) and RESET_VALUE. A direct boot:
+  /// tern's ACPI reset port (kAcpiResetPort 0x606, value 1, devices/legacy/acpi_pm.h). The PC
+  /// chipset of firmware boots: PIIX3 Reset Control, kResetControlPort 0xCF9 with
+  /// kResetControlHardReset 0x06 — what QEMU's PC machine puts there and SeaBIOS/Linux write.
+  uint16_t reset_port = kAcpiResetPort;
+  uint8_t reset_value = kAcpiResetValue;
   /// Describe a PM timer at pm_base + 8 (PM_TMR_BLK, 4 bytes, 24-bit): only when the platform
   /// has one (the chipset's PIIX4/ICH9 PM block does; direct boot's has not).
   bool pm_timer = false;

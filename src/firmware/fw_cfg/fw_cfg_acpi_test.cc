@@ -123,6 +123,8 @@ TEST(FwCfgAcpi, LoaderCommandsBuildTheRsdpXsdtFadtDsdtChain) {
   x86::AcpiConfig config;
   config.num_vcpus = 3;
   config.pm_base = 0xB000;
+  config.reset_port = 0xCF9;
+  config.reset_value = 0x06;
   auto files = build_acpi_fw_cfg_files(config);
   ASSERT_TRUE(files.has_value());
   Loader l(*files);
@@ -161,7 +163,8 @@ TEST(FwCfgAcpi, LoaderCommandsBuildTheRsdpXsdtFadtDsdtChain) {
   EXPECT_EQ(fadt.pm1a_evt_blk, 0xB000u);
   EXPECT_EQ(fadt.pm1a_cnt_blk, 0xB004u);
   EXPECT_EQ(fadt.x_pm1a_cnt_blk.address, 0xB004u);
-  EXPECT_EQ(fadt.reset_reg.address, 0xB006u);
+  EXPECT_EQ(fadt.reset_reg.address, 0xCF9u);  // not tied to the PM block
+  EXPECT_EQ(fadt.reset_value, 0x06);
   EXPECT_EQ(fadt.pm_tmr_blk, 0u);
 }
 

@@ -83,6 +83,8 @@ Result<FwCfgItems> build_fw_cfg_items(const FwCfgMachine& m) {
   acpi.num_vcpus = m.num_vcpus;
   acpi.pm_base = m.acpi_pm_base;
   acpi.pm_timer = m.acpi_pm_timer;
+  acpi.reset_port = m.acpi_reset_port;
+  acpi.reset_value = m.acpi_reset_value;
   TRY(add_acpi_files(items, acpi));
 
   TRY(add_smbios_files(items, SmbiosMachine{m.num_vcpus, x86::ram_regions(m.ram_bytes)}));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "arch/x86/e820.h"
+#include "arch/x86/layout.h"
 #include "base/result.h"
 #include "firmware/fw_cfg/fw_cfg_items.h"
 
@@ -35,12 +36,16 @@ struct FwCfgMachine {
   /// Serial console port for SeaBIOS ("etc/sercon-port", le16) — with NOGRAPHIC=1 SeaBIOS would
   /// pick COM1 itself; the file makes it explicit. 0 omits the file and sets NOGRAPHIC=0.
   uint16_t serial_port = 0x3F8;
-  /// I/O base of the ACPI PM block the FADT describes (PM1a_EVT at +0, PM1a_CNT at +4,
-  /// RESET_REG at +6). Firmware programs the chipset's PMBASE itself and the tables must agree:
+  /// I/O base of the ACPI PM block the FADT describes (PM1a_EVT at +0, PM1a_CNT at +4).
+  /// Firmware programs the chipset's PMBASE itself and the tables must agree:
   /// SeaBIOS 1.16 moves it to 0x600 when "etc/table-loader" exists (paravirt.c
   /// qemu_cfg_init), OVMF uses 0xB000 on i440FX (PIIX4_PMBA_VALUE) and 0x600 on Q35.
   uint16_t acpi_pm_base = 0x600;
   bool acpi_pm_timer = false;  ///< FADT PM_TMR_BLK at acpi_pm_base + 8 (when the chipset has it).
+  /// FADT RESET_REG / RESET_VALUE: the PIIX3 Reset Control register with a hard reset, as QEMU's
+  /// PC machine describes it (fw_cfg serves firmware boots, which always have the chipset).
+  uint16_t acpi_reset_port = x86::kResetControlPort;
+  uint8_t acpi_reset_value = x86::kResetControlHardReset;
 };
 
 /// The e820 map served as "etc/e820": one RAM entry per RAM region (below 3 GiB, above 4 GiB)

@@ -52,6 +52,30 @@ TEST(FwCfgContents, Files) {
   EXPECT_THAT(*items->file("etc/sercon-port"), ElementsAre(0xF8, 0x03));
 }
 
+TEST(FwCfgContents, FadtResetRegisterIsPiix3ResetControl) {
+  // The FADT in etc/acpi/tables names the PIIX3 Reset Control register (0xCF9) with a hard reset
+  // (0x06), as QEMU's PC machine does, whatever the PM block's base: SeaBIOS and OVMF program
+  // PMBASE, and PIIX4's PM block has no reset register (it once said PM base + 6, which nothing
+  // decoded: Linux's reboot=acpi fell through to the keyboard controller).
+  for (uint16_t pm_base : {uint16_t{0x600}, uint16_t{0xB000}}) {
+    FwCfgMachine m = machine();
+    m.acpi_pm_base = pm_base;
+    auto items = build_fw_cfg_items(m);
+    ASSERT_TRUE(items.has_value());
+    const std::vector<uint8_t>& t = *items->file("etc/acpi/tables");
+    const std::string_view bytes(reinterpret_cast<const char*>(t.data()), t.size());
+    const size_t f = bytes.find("FACP");
+    ASSERT_NE(f, std::string_view::npos);
+    EXPECT_NE(le(t, f + 112, 4) & (1u << 10), 0u);  // flags: RESET_REG_SUP
+    EXPECT_THAT(std::vector<uint8_t>(t.begin() + static_cast<ptrdiff_t>(f + 116),
+                                     t.begin() + static_cast<ptrdiff_t>(f + 120)),
+                ElementsAre(1, 8, 0, 1));  // RESET_REG: SystemIO, 8 bits, offset 0, byte access
+    EXPECT_EQ(le(t, f + 120, 8), 0xCF9u);  // RESET_REG address
+    EXPECT_EQ(t.at(f + 128), 0x06);        // RESET_VALUE: SYS_RST | RST_CPU
+    EXPECT_EQ(le(t, f + 56, 4), pm_base);  // PM1a_EVT_BLK still follows the PM block
+  }
+}
+
 TEST(FwCfgContents, E820IsTheRamAroundTheHole) {
   auto items = build_fw_cfg_items(machine());
   ASSERT_TRUE(items.has_value());

@@ -46,13 +46,29 @@ Result<std::shared_ptr<PflashDevice>> PflashDevice::create(KvmVm* vm, VarsFile f
 }
 
 PflashDevice::~PflashDevice() {
+  stop_persister();
+  if (auto r = flush(); !r) spdlog::error("{}", r.error().message());
+}
+
+void PflashDevice::stop_persister() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
   if (persister_.joinable()) persister_.join();
+}
+
+VarsFile PflashDevice::release_file() {
+  stop_persister();
   if (auto r = flush(); !r) spdlog::error("{}", r.error().message());
+  std::lock_guard file_lock(file_mu_);
+  TERN_CHECK(file_ != nullptr);
+  VarsFile file = std::move(*file_);
+  file_.reset();
+  std::lock_guard lock(mu_);
+  file.carry_over(std::vector<uint8_t>(storage_.get(), storage_.get() + size_));
+  return file;
 }
 
 Result<void> PflashDevice::set_romd(bool mapped) {
@@ -129,6 +145,7 @@ void PflashDevice::persister_loop() {
 
 Result<void> PflashDevice::flush() {
   std::lock_guard file_lock(file_mu_);
+  if (!file_) return {};  // released for a reset in place: the next VM's device stores
   std::vector<uint8_t> copy;
   uint64_t gen = 0;
   {

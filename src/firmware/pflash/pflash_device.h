@@ -94,6 +94,12 @@ class PflashDevice : public BusDevice {
   /// Stores the contents to the file now if they changed since the last store (pause, snapshot,
   /// clean exit). Errors name "firmware-vars" and the path.
   [[nodiscard]] Result<void> flush();
+  /// Reset in place, when this device's VM is torn down (vCPUs joined): stops the persister,
+  /// stores the contents if they changed (a failure is logged) and hands the file back with the
+  /// current contents as its initial() (VarsFile::carry_over), so the next VM's flash starts
+  /// where the guest left it. Afterwards flush() does nothing and the device must not serve the
+  /// guest again.
+  [[nodiscard]] VarsFile release_file();
   /// Guest reset (reboot in place): read-array mode, status 0x80, the ROMD slot mapped again.
   /// Contents stay (they are flash). Call with the vCPUs stopped.
   [[nodiscard]] Result<void> reset();
@@ -112,6 +118,7 @@ class PflashDevice : public BusDevice {
   Result<void> set_romd(bool mapped);  // mu_ held
   void after_write(bool was_array);    // mu_ held
   void persister_loop();
+  void stop_persister();
 
   KvmVm* vm_ = nullptr;
   uint32_t slot_ = 0;

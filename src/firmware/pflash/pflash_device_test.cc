@@ -171,5 +171,27 @@ TEST_F(PflashDeviceTest, ResetReturnsToReadArray) {
   EXPECT_EQ(r8(*d, 0), 0x5A);
 }
 
+TEST_F(PflashDeviceTest, ReleasedFileCarriesTheGuestsContentsIntoTheNextDevice) {
+  // Reset in place (vm.h "Reset rule"): the VM and its flash device are rebuilt; the store the
+  // guest wrote must be what the next device starts from, and it is on disk. Before, the next
+  // VM took a VarsFile already moved from (size 0): the reset failed with "mmap: pflash storage".
+  auto d = make();
+  const uint8_t var[] = {'b', 'o', 'o', 't'};
+  ovmf_write(*d, 2 * 4096, var);
+  VarsFile file = d->release_file();
+  auto want = initial;
+  std::copy(std::begin(var), std::end(var), want.begin() + 2 * 4096);
+  EXPECT_EQ(file.initial(), want);
+  EXPECT_EQ(slurp(vars), want);  // stored at the release
+  ASSERT_TRUE(d->flush());       // released: nothing left to store
+  d.reset();                     // the old VM goes away; its destructor stores nothing
+  EXPECT_FALSE(VarsFile::open(VarsFileSpec{vars, tmpl, 4096, 0}))
+      << "the store's lock was dropped by the release";
+  auto next = PflashDevice::create(nullptr, std::move(file), kGpa, 0, true, std::chrono::hours(1));
+  ASSERT_TRUE(next) << next.error().message();
+  EXPECT_EQ(r8(**next, 2 * 4096), 'b');
+  EXPECT_EQ(r8(**next, 0), 0x5A);
+}
+
 }  // namespace
 }  // namespace tern

@@ -194,4 +194,9 @@ Result<void> VarsFile::store(std::span<const uint8_t> contents) {
   return {};
 }
 
+void VarsFile::carry_over(std::vector<uint8_t> contents) {
+  TERN_CHECK(contents.size() == initial_.size());
+  initial_ = std::move(contents);
+}
+
 }  // namespace tern

@@ -45,8 +45,11 @@ class VarsFile {
   VarsFile(VarsFile&&) noexcept = default;
   VarsFile& operator=(VarsFile&&) noexcept = default;
 
-  /// The contents read at open().
+  /// The contents read at open(), or handed to carry_over().
   [[nodiscard]] const std::vector<uint8_t>& initial() const { return initial_; }
+  /// Reset in place: `contents` (exactly size() bytes, the flash as the guest left it) become
+  /// initial(), what the next VM's flash starts from. The file is not written here.
+  void carry_over(std::vector<uint8_t> contents);
   [[nodiscard]] uint64_t size() const { return initial_.size(); }
   [[nodiscard]] const std::string& path() const { return path_; }
   /// True when open() created the file from the template.
@@ -60,7 +63,7 @@ class VarsFile {
   VarsFile() = default;
   std::string path_;    // as given (error messages)
   std::string target_;  // the file stores replace: path_ with symlinks resolved
-  UniqueFd fd_;  // the current inode, holding the OFD write lock
+  UniqueFd fd_;         // the current inode, holding the OFD write lock
   std::vector<uint8_t> initial_;
   bool created_ = false;
 };
