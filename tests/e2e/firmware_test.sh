@@ -12,6 +12,11 @@
 #              TERN-DEBIAN-MARKER line (state=running, failed=0, root on that disk); case
 #              "debian-bios" (virtio-blk, 1 vCPU) and
 #              "debian-bios-nvme-2cpu" (NVMe, 2 vCPUs)
+#   snapshot   snapshot/restore of a firmware VM: SeaBIOS with no disk saved at "No bootable
+#              device", restored (SeaBIOS goes on: its reset restarts in place, a new banner;
+#              --on-reboot exit ends with 3 there); the Debian BIOS image saved at its prompt,
+#              restored, a command typed runs, `systemctl reboot` goes through SeaBIOS and GRUB
+#              (opt-in: FW_CASES=snapshot; uses the Debian BIOS image as debian-bios does)
 #   ovmf-*     OVMF_CODE_4M.fd + a per-VM copy of OVMF_VARS_4M.fd (--firmware-vars, created from
 #              the template by tern): UEFI boot-manager lines or the shell prompt on the console;
 #              the store changed (OVMF wrote its boot options) and a second run keeps them
@@ -46,7 +51,7 @@ if [[ " $cases " == *" ovmf"* ]]; then
     cp -L /usr/share/OVMF/OVMF_CODE_4M.fd /usr/share/OVMF/OVMF_VARS_4M.fd "$extra/fw/"
 fi
 run_extra=()
-if [[ " $cases " == *" debian-bios"* ]]; then
+if [[ " $cases " == *" debian-bios"* || " $cases " == *" snapshot "* ]]; then
     img="${FW_DEBIAN_BIOS_IMG:-$repo/build/images/debian-12-bios.img}"
     [[ -r "$img" ]] || th_die "$img missing: images/debian/build.sh --boot bios (or set FW_DEBIAN_BIOS_IMG)"
     run_extra=(--disk "$img" --disk-snapshot --memory 4096
@@ -59,6 +64,9 @@ for c in $cases; do
     grub) expected+=(grub-seabios-banner grub-line grub-exit) ;;
     debian-bios | debian-bios-nvme-2cpu) expected+=("$c-grub" "$c-marker" "$c-exit") ;;
     ovmf-novars) expected+=(ovmf-novars-console) ;;
+    snapshot) expected+=(snapshot-fw-stage snapshot-fw-save snapshot-fw-save-exit snapshot-fw-restore-seabios
+        snapshot-fw-restore-on-reboot-exit snapshot-deb-marker snapshot-deb-prompt snapshot-deb-save
+        snapshot-deb-save-exit snapshot-deb-command snapshot-deb-reboot-seabios snapshot-deb-reboot-grub) ;;
     ovmf) expected+=(ovmf-console ovmf-vars-created ovmf-vars-written ovmf-exit ovmf-second-run ovmf-vars-kept) ;;
     esac
 done
