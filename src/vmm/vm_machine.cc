@@ -62,13 +62,15 @@ class VmMachine : public Machine {
 
 }  // namespace
 
-tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine(
-    const SnapshotLoadSpec& spec, VmResources& resources) {
+namespace {
+
+tl::expected<std::unique_ptr<Machine>, StartFailure> build_restored_machine(
+    const SnapshotLoadSpec& spec, VmResources& resources, bool check_host) {
   // User input first (the files), then the host.
   spdlog::debug("restore: reading {}", spec.snapshot_path);
   auto inputs = prepare_restore(spec, resources.console);
   if (!inputs) return tl::unexpected(StartFailure{kExitError, inputs.error()});
-  if (std::string why = kvm_unusable_reason(); !why.empty())
+  if (std::string why = check_host ? kvm_unusable_reason() : ""; !why.empty())
     return tl::unexpected(StartFailure{kExitNoHwVirt, Error{std::move(why), "", 0}});
   auto vm = Vm::restore(*inputs);
   if (!vm) return tl::unexpected(StartFailure{kExitError, vm.error()});
@@ -85,6 +87,18 @@ tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine(
     kept->devices = std::move(inputs->devices);
   }
   return std::make_unique<VmMachine>(std::move(*vm), inputs->on_reboot, std::move(kept));
+}
+
+}  // namespace
+
+tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine(
+    const SnapshotLoadSpec& spec, VmResources& resources) {
+  return build_restored_machine(spec, resources, /*check_host=*/true);
+}
+
+tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine_on_any_kvm(
+    const SnapshotLoadSpec& spec, VmResources& resources) {
+  return build_restored_machine(spec, resources, /*check_host=*/false);
 }
 
 namespace {
