@@ -234,6 +234,23 @@ TEST(ApiParser, MemoryBackendExtension) {
             "memory_backend: \"x\": unknown backend (anon, memfd, hugetlbfs)");
 }
 
+// tern extension "on_reboot" in PUT /snapshot/load: unset (the saved VM's), exit, restart.
+TEST(ApiParser, SnapshotLoadOnReboot) {
+  const std::string head = R"({"snapshot_path": "/proc/self/exe",
+            "mem_backend": {"backend_path": "/proc/self/exe", "backend_type": "File"})";
+  auto plain = parse_api_request("PUT", "/snapshot/load", head + "}");
+  ASSERT_TRUE(plain) << plain.error().body;
+  EXPECT_FALSE(std::get<api::LoadSnapshot>(*plain).value.on_reboot);
+  auto restart = parse_api_request("PUT", "/snapshot/load", head + R"(, "on_reboot": "restart"})");
+  ASSERT_TRUE(restart) << restart.error().body;
+  EXPECT_EQ(std::get<api::LoadSnapshot>(*restart).value.on_reboot, OnReboot::kRestart);
+  auto exit = parse_api_request("PUT", "/snapshot/load", head + R"(, "on_reboot": "exit"})");
+  ASSERT_TRUE(exit) << exit.error().body;
+  EXPECT_EQ(std::get<api::LoadSnapshot>(*exit).value.on_reboot, OnReboot::kExit);
+  EXPECT_EQ(fault(parse_api_request("PUT", "/snapshot/load", head + R"(, "on_reboot": "reset"})")),
+            "on_reboot: \"reset\" is not one of \"exit\", \"restart\"");
+}
+
 // Firecracker's vhost-user-block drive: "socket" instead of path_on_host; the back-end's
 // fields are refused by name.
 TEST(ApiParser, VhostUserDrive) {
