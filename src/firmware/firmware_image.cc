@@ -1,10 +1,10 @@
 #include "firmware/firmware_image.h"
 
-#include <algorithm>
-#include <cstring>
-
 #include <unistd.h>
 #include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
 
 namespace tern::firmware {
 

@@ -81,7 +81,8 @@ Result<MachineState> decode_machine_state_version(ByteReader& r, uint32_t versio
   if (version >= 7) {
     ASSIGN_OR_RETURN(uint8_t on_reboot, r.u8());
     if (on_reboot > 1)
-      return fail(r.what(), "on_reboot " + std::to_string(on_reboot) + " is invalid (0 exit, 1 restart)");
+      return fail(r.what(),
+                  "on_reboot " + std::to_string(on_reboot) + " is invalid (0 exit, 1 restart)");
     m.on_reboot = on_reboot == 1 ? OnReboot::kRestart : OnReboot::kExit;
     ASSIGN_OR_RETURN(m.firmware, decode_firmware(r, m));
   }

@@ -18,10 +18,10 @@ namespace tern::snap {
 /// The firmware a firmware-booted VM (--firmware) ran from: a restore maps the same image again
 /// read-only (the guest may be executing it) and refuses a file whose size or checksum changed.
 struct SavedFirmware {
-  std::string path;          ///< --firmware as given.
-  uint64_t size = 0;         ///< Bytes (1 byte .. 16 MiB).
-  uint32_t crc32 = 0;        ///< zlib crc32 of the whole image (detects an updated or other file).
-  std::string vars_path;     ///< --firmware-vars; empty: none.
+  std::string path;       ///< --firmware as given.
+  uint64_t size = 0;      ///< Bytes (1 byte .. 16 MiB).
+  uint32_t crc32 = 0;     ///< zlib crc32 of the whole image (detects an updated or other file).
+  std::string vars_path;  ///< --firmware-vars; empty: none.
   bool operator==(const SavedFirmware&) const = default;
 };
 

@@ -7,8 +7,8 @@
 #include "snapshot/memory_file.h"
 #include "snapshot/sections.h"
 #include "snapshot/snapshot_pair.h"
-#include "vmm/devices/device_registry.h"
 #include "vmm/boot_inputs.h"
+#include "vmm/devices/device_registry.h"
 #include "vmm/host_check.h"
 
 namespace tern {
@@ -77,8 +77,9 @@ Result<std::unique_ptr<BootInputs>> prepare_firmware_restore(const snap::Machine
   if (size != f.size || crc != f.crc32)
     return fail("snapshot", path + ": the firmware file " + f.path +
                                 " changed since the save (now " + std::to_string(size) +
-                                " bytes, crc32 " + fmt::format("{:#010x}", crc) + "; saved " + std::to_string(f.size) +
-                                " bytes, crc32 " + fmt::format("{:#010x}", f.crc32) +
+                                " bytes, crc32 " + fmt::format("{:#010x}", crc) + "; saved " +
+                                std::to_string(f.size) + " bytes, crc32 " +
+                                fmt::format("{:#010x}", f.crc32) +
                                 "): a restore needs the image the guest was running");
   boot->console = console;
   boot->default_on_reboot = OnReboot::kRestart;
@@ -141,8 +142,9 @@ Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::s
                                    " is of a direct kernel boot, whose kernel a restore does not "
                                    "load again)");
     in.on_reboot = OnReboot::kExit;
-    spdlog::info("restore: the saved VM restarted on a guest reboot; restored, it exits (a "
-                 "direct kernel boot's kernel is not loaded again)");
+    spdlog::info(
+        "restore: the saved VM restarted on a guest reboot; restored, it exits (a "
+        "direct kernel boot's kernel is not loaded again)");
   }
 
   // The memory file: long enough for the saved layout (a short file would fault the guest later)

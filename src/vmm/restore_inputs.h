@@ -6,16 +6,16 @@
 #include <string>
 #include <vector>
 
-#include "config/vm_specs.h"
 #include "base/fd.h"
 #include "base/result.h"
+#include "config/vm_specs.h"
 #include "devices/console/console_target.h"
 #include "kvm/vcpu_state.h"
 #include "kvm/vm_kvm_state.h"
-#include "vmm/boot_inputs.h"
-#include "vmm/machine_state.h"
 #include "snapshot/state_file.h"
+#include "vmm/boot_inputs.h"
 #include "vmm/devices/made_device.h"
+#include "vmm/machine_state.h"
 
 namespace tern {
 
@@ -47,7 +47,8 @@ struct RestoreInputs {
 /// needs RAM in whole 2 MiB pages) and the console target. A firmware-booted snapshot: its
 /// chipset, INTx router and fw_cfg sections (and pflash with a variable store) present, the
 /// firmware file there with the saved size and crc32 (refused naming the file otherwise), the
-/// variable store opened and locked. --on-reboot restart of a direct-boot snapshot is refused. Errors name the file and what is wrong; nothing is built.
+/// variable store opened and locked. --on-reboot restart of a direct-boot snapshot is refused.
+/// Errors name the file and what is wrong; nothing is built.
 [[nodiscard]] Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec,
                                                     const std::string& console);
 

@@ -368,8 +368,7 @@ TEST(RestoreBadInput, OnRebootIsCheckedByName) {
   auto bad = run_tern({"restore", "--state", "/nonexistent/vm.state", "--mem",
                        "/nonexistent/vm.mem", "--on-reboot", "reset"});
   EXPECT_EQ(bad.status, 1);
-  EXPECT_NE(bad.err.find("--on-reboot: \"reset\" is not one of exit, restart"),
-            std::string::npos)
+  EXPECT_NE(bad.err.find("--on-reboot: \"reset\" is not one of exit, restart"), std::string::npos)
       << bad.err;
 }
 

@@ -3,8 +3,9 @@
 // driver took to DRIVER_OK (MSI-X on, BAR0 moved, ISR config bit set); and the firmware-boot
 // seeds (seed-chipset-*, seed-intx-router, seed-fw-cfg): a chipset fresh and as SeaBIOS programs
 // it (PAM unlocked, PIRQ routes, ELCR, PMBA 0x600 + PMIOSE), a router with one line asserted by
-// the second of two sources, fw_cfg mid-read of the file directory with a DMA high half latched. Not part of the build;
-// after a format change, rebuild the library and run, from the repository root:
+// the second of two sources, fw_cfg mid-read of the file directory with a DMA high half latched.
+// Not part of the build; after a format change, rebuild the library and run, from the repository
+// root:
 //   g++ -std=c++20 -O1 -Isrc -DSPDLOG_FMT_EXTERNAL -DFMT_HEADER_ONLY
 //   tests/fuzz/device_state_seeds.cc \
 //       build/libtern_core.a -l:libz.a -l:liburing.a -pthread -o /tmp/seeds && /tmp/seeds
@@ -54,7 +55,8 @@ void firmware_seeds() {
     PcChipsetRig rig;
     put_as(kChipsetDecoder, "seed-chipset-fresh", *rig.chipset);
     for (uint8_t i = 0; i < 7; ++i) rig.cfg_write(0, 0, static_cast<uint8_t>(0x59 + i), 0x33, 1);
-    for (uint8_t i = 0; i < 4; ++i) rig.cfg_write(1, 0, static_cast<uint8_t>(0x60 + i), i < 2 ? 10 : 11, 1);
+    for (uint8_t i = 0; i < 4; ++i)
+      rig.cfg_write(1, 0, static_cast<uint8_t>(0x60 + i), i < 2 ? 10 : 11, 1);
     rig.out(0x4D1, 0x0C, 1);
     rig.cfg_write(1, 3, 0x40, 0x601, 4);
     rig.cfg_write(1, 3, 0x80, 1, 1);
