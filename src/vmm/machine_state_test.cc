@@ -222,12 +222,6 @@ TEST(MachineState, UnknownKindWithControlBytesIsEscaped) {
       << d.error().message();
 }
 
-}  // namespace
-}  // namespace tern::snap
-
-namespace tern::snap {
-namespace {
-
 MachineState firmware_sample() {
   MachineState m;
   m.memory_bytes = 1ull << 30;
@@ -238,26 +232,20 @@ MachineState firmware_sample() {
   return m;
 }
 
-std::vector<uint8_t> encode(const MachineState& m) {
-  ByteWriter w;
-  encode_machine_state(w, m);
-  return w.take();
-}
-
 // Version 7: the VM's on_reboot and its firmware round-trip; a direct boot's has none.
 TEST(MachineState, FirmwareAndOnRebootRoundTrip) {
-  const auto bytes = encode(firmware_sample());
+  const auto bytes = encoded(firmware_sample());
   ByteReader r(bytes, "machine");
   auto m = decode_machine_state(r);
   ASSERT_TRUE(m) << m.error().message();
   EXPECT_EQ(m->on_reboot, OnReboot::kRestart);
   ASSERT_TRUE(m->firmware);
   EXPECT_EQ(*m->firmware, *firmware_sample().firmware);
-  EXPECT_EQ(encode(*m), bytes);
+  EXPECT_EQ(encoded(*m), bytes);
   MachineState direct = firmware_sample();
   direct.firmware.reset();
   direct.on_reboot = OnReboot::kExit;
-  const auto dbytes = encode(direct);
+  const auto dbytes = encoded(direct);
   ByteReader dr(dbytes, "machine");
   auto d = decode_machine_state(dr);
   ASSERT_TRUE(d) << d.error().message();
@@ -269,7 +257,7 @@ TEST(MachineState, FirmwareAndOnRebootRoundTrip) {
 TEST(MachineState, Version6HasNoFirmwareAndExitsOnReboot) {
   MachineState direct = firmware_sample();
   direct.firmware.reset();
-  auto bytes = encode(direct);
+  auto bytes = encoded(direct);
   bytes.resize(bytes.size() - 2);  // version 7's on_reboot byte and firmware flag
   ByteReader r(bytes, "machine");
   auto m = decode_machine_state_version(r, 6);
@@ -287,26 +275,26 @@ TEST(MachineState, RefusesBadFirmwareFields) {
   };
   MachineState m = firmware_sample();
   m.firmware->size = 0;
-  refused(encode(m), "firmware: size 0 is invalid");
+  refused(encoded(m), "firmware: size 0 is invalid");
   m = firmware_sample();
   m.firmware->size = (16ull << 20) + 1;
-  refused(encode(m), "is invalid (1..16 MiB)");
+  refused(encoded(m), "is invalid (1..16 MiB)");
   m = firmware_sample();
   m.firmware->path.clear();
-  refused(encode(m), "firmware: empty path");
+  refused(encoded(m), "firmware: empty path");
   m = firmware_sample();
   m.kernel_path = "/boot/vmlinuz";
-  refused(encode(m), "a firmware boot with a kernel");
+  refused(encoded(m), "a firmware boot with a kernel");
   // on_reboot is the byte after the (empty) device list: 8 + 4 + 3 strings + 4.
-  auto bytes = encode(firmware_sample());
+  auto bytes = encoded(firmware_sample());
   const size_t at = 8 + 4 + 3 * 4 + 4;
   ASSERT_EQ(bytes[at], 1);
   bytes[at] = 2;
   refused(bytes, "on_reboot 2 is invalid");
-  bytes = encode(firmware_sample());
+  bytes = encoded(firmware_sample());
   bytes[at + 1] = 7;  // the firmware flag is a boolean
   refused(bytes, "bad boolean value 7");
-  bytes = encode(firmware_sample());
+  bytes = encoded(firmware_sample());
   for (size_t n = at; n < bytes.size(); ++n) {
     ByteReader r(std::span<const uint8_t>(bytes).first(n), "machine");
     EXPECT_FALSE(decode_machine_state(r)) << n;
