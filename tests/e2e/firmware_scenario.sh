@@ -163,14 +163,14 @@ snapshot)
     m=$(deb_marker fwdeb 900)
     case "$m" in *state=running*failed=0*) ok=0 ;; *) ok=1 ;; esac
     check snapshot-deb-marker $ok "${m:-no marker}"
-    deb_prompt fwdeb 120
+    deb_prompt fwdeb 300
     check snapshot-deb-prompt $? "shell prompt: '$deb_got'"
     deb_snapshot fwdeb
     check snapshot-deb-save $? "tern snapshot --exit: $(echo "$deb_out" | tail -n 1)"
     [ "$deb_exit" = 0 ]; check snapshot-deb-save-exit $? "the saved VM's tern exited $deb_exit (want 0)"
     deb_restore fwdeb fwdebr
     deb_type fwdebr 'echo TERN-AFTER-RESTORE $((6*7))'
-    deb_wait fwdebr 120 '^TERN-AFTER-RESTORE 42'
+    deb_wait fwdebr 300 '^TERN-AFTER-RESTORE 42'
     check snapshot-deb-command $? "typed after the restore: ${deb_got:-no TERN-AFTER-RESTORE 42 line}"
     deb_type fwdebr 'systemctl reboot'
     deb_wait fwdebr 300 'SeaBIOS .version'
