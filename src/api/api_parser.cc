@@ -530,6 +530,13 @@ Parsed parse_snapshot_load(std::string_view body) {
     ASSIGN_OR_RETURN(auto resume, r.optional_bool("resume_vm"));
     s.resume_vm = resume.value_or(false);
     ASSIGN_OR_RETURN(s.memory_backend, optional_memory_backend(r));
+    ASSIGN_OR_RETURN(auto on_reboot, r.optional_string("on_reboot"));
+    if (on_reboot) {
+      s.on_reboot = parse_on_reboot(*on_reboot);
+      if (!s.on_reboot)
+        return fail(r.field("on_reboot"),
+                    "\"" + *on_reboot + "\" is not one of \"exit\", \"restart\"");
+    }
     for (const char* f : {"enable_diff_snapshots", "track_dirty_pages", "clock_realtime"}) {
       ASSIGN_OR_RETURN(auto v, r.optional_bool(f));
       if (v && *v) return fail(f, "true is not supported by tern");

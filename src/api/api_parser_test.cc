@@ -69,6 +69,23 @@ TEST(ApiParser, FirecrackerDocumentationBodies) {
       std::holds_alternative<api::GetVmConfig>(*parse_api_request("GET", "/vm/config", "")));
 }
 
+// tern extension "on_reboot" in PUT /snapshot/load: unset (the saved VM's), exit, restart.
+TEST(ApiParser, SnapshotLoadOnReboot) {
+  const std::string head = R"({"snapshot_path": "/proc/self/exe",
+            "mem_backend": {"backend_path": "/proc/self/exe", "backend_type": "File"})";
+  auto plain = parse_api_request("PUT", "/snapshot/load", head + "}");
+  ASSERT_TRUE(plain) << plain.error().body;
+  EXPECT_FALSE(std::get<api::LoadSnapshot>(*plain).value.on_reboot);
+  auto restart = parse_api_request("PUT", "/snapshot/load", head + R"(, "on_reboot": "restart"})");
+  ASSERT_TRUE(restart) << restart.error().body;
+  EXPECT_EQ(std::get<api::LoadSnapshot>(*restart).value.on_reboot, OnReboot::kRestart);
+  auto exit = parse_api_request("PUT", "/snapshot/load", head + R"(, "on_reboot": "exit"})");
+  ASSERT_TRUE(exit) << exit.error().body;
+  EXPECT_EQ(std::get<api::LoadSnapshot>(*exit).value.on_reboot, OnReboot::kExit);
+  EXPECT_EQ(fault(parse_api_request("PUT", "/snapshot/load", head + R"(, "on_reboot": "reset"})")),
+            "on_reboot: \"reset\" is not one of \"exit\", \"restart\"");
+}
+
 TEST(ApiParser, ErrorsNameTheField) {
   EXPECT_EQ(fault(parse_api_request("PUT", "/machine-config",
                                     R"({"vcpu_count": "2", "mem_size_mib": 1})")),

@@ -132,6 +132,10 @@ CLI::App* add_restore_command(CLI::App& app, RestoreOptions& o) {
                 "What backs the restored RAM: anon (the memory file mapped copy-on-write), memfd "
                 "or hugetlbfs (the file read into shared RAM). Default: memfd with a vhost-user "
                 "disk, else anon");
+  c->add_option("--on-reboot", o.on_reboot,
+                "What a guest reboot does: exit (status 3) or restart (in place, through the "
+                "firmware; firmware-booted snapshots only). Default: what the saved VM did "
+                "(restart for a firmware boot unless it ran with --on-reboot exit)");
   return c;
 }
 
@@ -283,6 +287,14 @@ int run_restore(const RestoreOptions& o) {
       return kExitError;
     }
     spec.memory_backend = *b;
+  }
+  if (!o.on_reboot.empty()) {
+    spec.on_reboot = parse_on_reboot(o.on_reboot);
+    if (!spec.on_reboot) {
+      std::fprintf(stderr, "tern: --on-reboot: \"%s\" is not one of exit, restart\n",
+                   o.on_reboot.c_str());
+      return kExitError;
+    }
   }
   ControlLoop* l = loop->get();
   if (o.kernel_exits) l->request_kernel_exits();

@@ -128,6 +128,9 @@ struct SnapshotLoadSpec {
   /// tern extension "memory_backend" (tern restore --memory-backend): unset = automatic, as at
   /// boot, from the restored devices.
   std::optional<MemoryBackend> memory_backend = std::nullopt;
+  /// tern extension "on_reboot" (tern restore --on-reboot): unset = what the saved VM did
+  /// (restart for a firmware boot by default). restart needs a firmware-booted snapshot.
+  std::optional<OnReboot> on_reboot = std::nullopt;
 };
 
 }  // namespace tern

@@ -1,7 +1,10 @@
 // libFuzzer target: the snapshot decoders of the devices — the legacy section's 8250, i8042,
-// ACPI PM and CMOS RTC, and the PCI section's root (CONFIG_ADDRESS, host bridge), MSI-X table
+// ACPI PM and CMOS RTC, the PCI section's root (CONFIG_ADDRESS, host bridge), MSI-X table
 // and virtio-pci transport (config space, MSI-X, ISR and vectors, common configuration, queues,
-// activation, device state). The first input byte picks the decoder; the rest is its input,
+// activation, device state), and a firmware boot's sections: the PC chipset (i440FX, PIIX3,
+// PIIX4 PM, ELCR, RC, PM1, PM timer), the INTx router and fw_cfg. (The pflash section needs a
+// variable store file: pflash_device_test.cc covers its refusals; its command state machine is
+// the cfi_flash target's.) The first input byte picks the decoder; the rest is its input,
 // decoded into a freshly built device. (The sections' own framing — version, function count,
 // names — lives in LegacyDevices and PciDevices, which need a console and KVM; the state-file
 // container is the snapshot_state target's.)
@@ -11,7 +14,9 @@
 // the device's invariants (virtio_pci_checks.h for PCI) and leave a state that saves and
 // restores again into another fresh device.
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -24,7 +29,12 @@
 #include "devices/legacy/i8042_port.h"
 #include "devices/legacy/serial8250.h"
 #include "devices/legacy/serial_registers.h"
+#include "devices/pci/intx_router.h"
 #include "devices/pci/pci_registers.h"
+#include "devices/pci/testing/pc_chipset_rig.h"
+#include "devices/testing/fake_pci_platform.h"
+#include "firmware/fw_cfg/fw_cfg_contents.h"
+#include "firmware/fw_cfg/testing/fw_cfg_rig.h"
 #include "virtio/transport/testing/virtio_pci_checks.h"
 
 namespace {
@@ -235,13 +245,123 @@ void virtio_pci_transport(std::span<const uint8_t> in) {
   FUZZ_CHECK(save(*again.transports[0]) == bytes);
 }
 
+/// The chipset section: after a restore, guest config writes (through 0xCF8/0xCFC) to the three
+/// functions, ELCR and the PM block keep every function's identity; the state saves and restores
+/// into a fresh chipset.
+void pc_chipset(std::span<const uint8_t> in) {
+  PcChipsetRig rig;
+  auto used = round_trip(
+      in, [&](snap::ByteReader& r) { return rig.chipset->restore_state(r); },
+      [&] { return save(*rig.chipset); });
+  if (!used) return;
+  const uint32_t ids[] = {rig.cfg_read(0, 0, 0, 4), rig.cfg_read(1, 0, 0, 4),
+                          rig.cfg_read(1, 3, 0, 4)};
+  FUZZ_CHECK(ids[0] == 0x12378086 && ids[1] == 0x70008086 && ids[2] == 0x71138086);
+  FuzzInput rest(in.data() + *used, in.size() - *used);
+  for (int i = 0; i < 12 && !rest.empty(); ++i) {
+    const uint8_t op = rest.u8();
+    const uint8_t reg = rest.u8();
+    const uint8_t v = rest.u8();
+    switch (op % 4) {
+      case 0:
+        rig.cfg_write(0, 0, reg, v, 1);
+        break;
+      case 1:
+        rig.cfg_write(1, 0, reg, v, 1);
+        break;
+      case 2:
+        rig.cfg_write(1, 3, reg, v, 1);
+        break;
+      default:
+        rig.out(
+            static_cast<uint16_t>(op & 0x80 ? 0x4D0 + (reg & 1) : x86::kPiix4PmBase + (reg & 63)),
+            v, 1);
+    }
+  }
+  FUZZ_CHECK(rig.cfg_read(0, 0, 0, 4) == ids[0] && rig.cfg_read(1, 0, 0, 4) == ids[1] &&
+             rig.cfg_read(1, 3, 0, 4) == ids[2]);
+  PcChipsetRig fresh;
+  resaves(*rig.chipset, *fresh.chipset);
+}
+
+/// The INTx router section, into a router with 0..4 sources (the first byte): after a restore a
+/// line is high exactly while some source asserts it, as sources raise and lower it.
+void intx_router(std::span<const uint8_t> all) {
+  if (all.empty()) return;
+  const unsigned n = all[0] % 5;
+  std::span<const uint8_t> in = all.subspan(1);
+  FakePciPlatform platform;
+  IntxRouter router(platform);
+  std::vector<std::unique_ptr<PciPlatform>> sources;
+  for (unsigned i = 0; i < n; ++i) sources.push_back(router.source());
+  auto used = round_trip(
+      in, [&](snap::ByteReader& r) { return router.restore_state(r); },
+      [&] { return save(router); });
+  if (!used) return;
+  std::array<std::vector<bool>, IntxRouter::kIrqs> levels{};
+  const auto saved = save(router);
+  for (unsigned irq = 0; irq < IntxRouter::kIrqs; ++irq) {
+    uint64_t a = 0;
+    std::memcpy(&a, saved.data() + 8 + 8 * irq, 8);
+    for (unsigned s = 0; s < n; ++s) levels[irq].push_back((a >> s) & 1);
+  }
+  FuzzInput rest(in.data() + *used, in.size() - *used);
+  for (int i = 0; i < 16 && !rest.empty() && n > 0; ++i) {
+    const uint8_t op = rest.u8();
+    const unsigned s = op % n;
+    const unsigned irq = rest.u8() % IntxRouter::kIrqs;
+    const bool level = op & 0x80;
+    sources[s]->set_irq_level(irq, level);
+    levels[irq][s] = level;
+    bool any = false;
+    for (bool l : levels[irq]) any = any || l;
+    FUZZ_CHECK(router.level(irq) == any);
+  }
+  IntxRouter fresh(platform);
+  std::vector<std::unique_ptr<PciPlatform>> fresh_sources;
+  for (unsigned i = 0; i < n; ++i) fresh_sources.push_back(fresh.source());
+  resaves(router, fresh);
+}
+
+const fw_cfg::FwCfgItems& fw_cfg_items() {
+  static const fw_cfg::FwCfgItems built = [] {
+    fw_cfg::FwCfgMachine m;
+    m.num_vcpus = 2;
+    m.ram_bytes = 64 << 20;
+    return *fw_cfg::build_fw_cfg_items(m);
+  }();
+  return built;
+}
+
+/// The fw_cfg section: after a restore, data-port reads and selector writes keep the offset
+/// within the selected item; the state saves and restores into a fresh device.
+void fw_cfg_state(std::span<const uint8_t> in) {
+  fw_cfg::testing::FwCfgRig rig(fw_cfg_items());
+  auto used = round_trip(
+      in, [&](snap::ByteReader& r) { return rig.dev().restore_state(r); },
+      [&] { return save(rig.dev()); });
+  if (!used) return;
+  FuzzInput rest(in.data() + *used, in.size() - *used);
+  for (int i = 0; i < 16 && !rest.empty(); ++i) {
+    const uint8_t op = rest.u8();
+    if (op & 1) {
+      rig.select(
+          static_cast<uint16_t>(rest.u8() | (op & 0x80 ? 0x8000 : 0) | (op & 0x40 ? 0x20 : 0)));
+    } else {
+      (void)rig.data_bytes(op >> 1);
+    }
+  }
+  fw_cfg::testing::FwCfgRig fresh(fw_cfg_items());
+  resaves(rig.dev(), fresh.dev());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tern::testing::quiet_logs();
   if (size < 1) return 0;
   std::span<const uint8_t> in(data + 1, size - 1);
-  switch (data[0] % 7) {
+  switch (data[0] % 10) {
     case 0:
       serial(in);
       break;
@@ -260,8 +380,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 5:
       msix(in);
       break;
-    default:
+    case 6:
       virtio_pci_transport(in);
+      break;
+    case 7:
+      pc_chipset(in);
+      break;
+    case 8:
+      intx_router(in);
+      break;
+    default:
+      fw_cfg_state(in);
       break;
   }
   return 0;

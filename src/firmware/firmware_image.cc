@@ -1,9 +1,10 @@
 #include "firmware/firmware_image.h"
 
+#include <unistd.h>
+#include <zlib.h>
+
 #include <algorithm>
 #include <cstring>
-
-#include <unistd.h>
 
 namespace tern::firmware {
 
@@ -65,6 +66,17 @@ std::string vars_template_for(const std::string& code_path) {
 
 std::span<const uint8_t> isa_bios_alias(std::span<const uint8_t> image) {
   return image.last(std::min<size_t>(image.size(), kIsaBiosAliasBytes));
+}
+
+uint32_t image_crc32(std::span<const uint8_t> image) {
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  // zlib takes a uInt length: feed it in chunks (images are at most 16 MiB, but stay general).
+  while (!image.empty()) {
+    const size_t n = std::min<size_t>(image.size(), 1u << 30);
+    crc = ::crc32(crc, image.data(), static_cast<uInt>(n));
+    image = image.subspan(n);
+  }
+  return static_cast<uint32_t>(crc);
 }
 
 }  // namespace tern::firmware

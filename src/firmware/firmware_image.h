@@ -70,4 +70,8 @@ struct FirmwareInfo {
 /// The part of `image` copied to RAM ending at 1 MiB: its last min(size, 128 KiB) bytes.
 [[nodiscard]] std::span<const uint8_t> isa_bios_alias(std::span<const uint8_t> image);
 
+/// zlib crc32 of the whole image: what a snapshot records so that a restore refuses a firmware
+/// file that changed since the save (an update, another build). Not a cryptographic hash.
+[[nodiscard]] uint32_t image_crc32(std::span<const uint8_t> image);
+
 }  // namespace tern::firmware

@@ -157,7 +157,8 @@ Result<void> prepare_kernel(const VmConfig& c, BootInputs& in) {
   return {};
 }
 
-/// Reads and checks --firmware and --firmware-vars (firmware/firmware_image.h).
+}  // namespace
+
 Result<void> prepare_firmware(const VmConfig& c, BootInputs& in) {
   const std::string& path = *c.firmware_path;
   ASSIGN_OR_RETURN(in.firmware,
@@ -198,8 +199,6 @@ Result<void> prepare_firmware(const VmConfig& c, BootInputs& in) {
   in.firmware_vars = std::make_shared<VarsFile>(std::move(*vars));
   return {};
 }
-
-}  // namespace
 
 uint64_t max_decompressed_kernel_bytes(uint64_t ram_bytes) {
   return std::min<uint64_t>(kMaxDecompressedKernelBytes, std::min(ram_bytes, x86::kHoleStart));

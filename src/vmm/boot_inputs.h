@@ -71,6 +71,12 @@ struct BootInputs {
 /// no multiple of 4 KiB or does not fit below the image in the 16 MiB under 4 GiB.
 [[nodiscard]] Result<BootInputs> prepare_boot(const VmConfig& config);
 
+/// prepare_boot()'s firmware step: reads `c.firmware_path` into in.firmware (checked:
+/// firmware/firmware_image.h) and opens `c.firmware_vars_path` into in.firmware_vars (created from
+/// the template when missing, locked). Errors name --firmware or --firmware-vars. Also used by a
+/// restore, which maps the saved VM's firmware again (restore_inputs.cc).
+[[nodiscard]] Result<void> prepare_firmware(const VmConfig& c, BootInputs& in);
+
 /// The most a bzImage payload may decompress to (bytes) for a guest with `ram_bytes` of RAM: its
 /// RAM below 3 GiB (the vmlinux's PT_LOAD segments must fit there, and a stripped vmlinux is little
 /// more than its segments), at most 512 MiB. A small crafted payload (a zstd or gzip "bomb") makes

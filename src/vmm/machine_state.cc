@@ -7,6 +7,23 @@ namespace tern::snap {
 
 namespace {
 constexpr uint32_t kMaxDevices = 64;
+constexpr uint64_t kMaxFirmwareBytes = 16ull << 20;  // firmware/firmware_image.h
+
+Result<std::optional<SavedFirmware>> decode_firmware(ByteReader& r, const MachineState& m) {
+  ASSIGN_OR_RETURN(bool present, r.boolean());
+  if (!present) return std::nullopt;
+  SavedFirmware f;
+  ASSIGN_OR_RETURN(f.path, r.string());
+  ASSIGN_OR_RETURN(f.size, r.u64());
+  ASSIGN_OR_RETURN(f.crc32, r.u32());
+  ASSIGN_OR_RETURN(f.vars_path, r.string());
+  if (f.path.empty()) return fail(r.what(), "firmware: empty path");
+  if (f.size == 0 || f.size > kMaxFirmwareBytes)
+    return fail(r.what(), "firmware: size " + std::to_string(f.size) + " is invalid (1..16 MiB)");
+  if (!m.kernel_path.empty() || !m.initrd_path.empty())
+    return fail(r.what(), "firmware: a firmware boot with a kernel or initrd");
+  return f;
+}
 }  // namespace
 
 void encode_machine_state(ByteWriter& w, const MachineState& m) {
@@ -17,6 +34,14 @@ void encode_machine_state(ByteWriter& w, const MachineState& m) {
   w.string(m.initrd_path);
   w.u32(static_cast<uint32_t>(m.devices.size()));
   for (const auto& d : m.devices) encode_saved_device(w, d);
+  w.u8(m.on_reboot == OnReboot::kRestart ? 1 : 0);
+  w.boolean(m.firmware.has_value());
+  if (m.firmware) {
+    w.string(m.firmware->path);
+    w.u64(m.firmware->size);
+    w.u32(m.firmware->crc32);
+    w.string(m.firmware->vars_path);
+  }
 }
 
 Result<MachineState> decode_machine_state(ByteReader& r) {
@@ -52,6 +77,14 @@ Result<MachineState> decode_machine_state_version(ByteReader& r, uint32_t versio
       if (!d) return fail(r.what(), "device " + std::to_string(i) + ": " + d.error().message());
       m.devices.push_back(std::move(*d));
     }
+  }
+  if (version >= 7) {
+    ASSIGN_OR_RETURN(uint8_t on_reboot, r.u8());
+    if (on_reboot > 1)
+      return fail(r.what(),
+                  "on_reboot " + std::to_string(on_reboot) + " is invalid (0 exit, 1 restart)");
+    m.on_reboot = on_reboot == 1 ? OnReboot::kRestart : OnReboot::kExit;
+    ASSIGN_OR_RETURN(m.firmware, decode_firmware(r, m));
   }
   // What the VM was built after (two interfaces on one tap would share its queues).
   std::vector<DeviceSpec> specs;

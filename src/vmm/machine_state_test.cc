@@ -222,5 +222,84 @@ TEST(MachineState, UnknownKindWithControlBytesIsEscaped) {
       << d.error().message();
 }
 
+MachineState firmware_sample() {
+  MachineState m;
+  m.memory_bytes = 1ull << 30;
+  m.vcpus = 2;
+  m.on_reboot = OnReboot::kRestart;
+  m.firmware = SavedFirmware{"/usr/share/OVMF/OVMF_CODE_4M.fd", 3653632, 0xdeadbeef,
+                             "/var/lib/tern/vars.fd"};
+  return m;
+}
+
+// Version 7: the VM's on_reboot and its firmware round-trip; a direct boot's has none.
+TEST(MachineState, FirmwareAndOnRebootRoundTrip) {
+  const auto bytes = encoded(firmware_sample());
+  ByteReader r(bytes, "machine");
+  auto m = decode_machine_state(r);
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_EQ(m->on_reboot, OnReboot::kRestart);
+  ASSERT_TRUE(m->firmware);
+  EXPECT_EQ(*m->firmware, *firmware_sample().firmware);
+  EXPECT_EQ(encoded(*m), bytes);
+  MachineState direct = firmware_sample();
+  direct.firmware.reset();
+  direct.on_reboot = OnReboot::kExit;
+  const auto dbytes = encoded(direct);
+  ByteReader dr(dbytes, "machine");
+  auto d = decode_machine_state(dr);
+  ASSERT_TRUE(d) << d.error().message();
+  EXPECT_FALSE(d->firmware);
+  EXPECT_EQ(d->on_reboot, OnReboot::kExit);
+}
+
+// Version 6 (before on_reboot and firmware) reads as a direct boot that exits on reboot.
+TEST(MachineState, Version6HasNoFirmwareAndExitsOnReboot) {
+  MachineState direct = firmware_sample();
+  direct.firmware.reset();
+  auto bytes = encoded(direct);
+  bytes.resize(bytes.size() - 2);  // version 7's on_reboot byte and firmware flag
+  ByteReader r(bytes, "machine");
+  auto m = decode_machine_state_version(r, 6);
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_EQ(m->on_reboot, OnReboot::kExit);
+  EXPECT_FALSE(m->firmware);
+}
+
+TEST(MachineState, RefusesBadFirmwareFields) {
+  auto refused = [](const std::vector<uint8_t>& bytes, const std::string& want) {
+    ByteReader r(bytes, "machine");
+    auto d = decode_machine_state(r);
+    ASSERT_FALSE(d);
+    EXPECT_NE(d.error().message().find(want), std::string::npos) << d.error().message();
+  };
+  MachineState m = firmware_sample();
+  m.firmware->size = 0;
+  refused(encoded(m), "firmware: size 0 is invalid");
+  m = firmware_sample();
+  m.firmware->size = (16ull << 20) + 1;
+  refused(encoded(m), "is invalid (1..16 MiB)");
+  m = firmware_sample();
+  m.firmware->path.clear();
+  refused(encoded(m), "firmware: empty path");
+  m = firmware_sample();
+  m.kernel_path = "/boot/vmlinuz";
+  refused(encoded(m), "a firmware boot with a kernel");
+  // on_reboot is the byte after the (empty) device list: 8 + 4 + 3 strings + 4.
+  auto bytes = encoded(firmware_sample());
+  const size_t at = 8 + 4 + 3 * 4 + 4;
+  ASSERT_EQ(bytes[at], 1);
+  bytes[at] = 2;
+  refused(bytes, "on_reboot 2 is invalid");
+  bytes = encoded(firmware_sample());
+  bytes[at + 1] = 7;  // the firmware flag is a boolean
+  refused(bytes, "bad boolean value 7");
+  bytes = encoded(firmware_sample());
+  for (size_t n = at; n < bytes.size(); ++n) {
+    ByteReader r(std::span<const uint8_t>(bytes).first(n), "machine");
+    EXPECT_FALSE(decode_machine_state(r)) << n;
+  }
+}
+
 }  // namespace
 }  // namespace tern::snap

@@ -76,6 +76,7 @@ class PciDevices {
   void use_piix_intx();
   /// The router firmware boots drive INTx through (null before use_piix_intx()).
   [[nodiscard]] const IntxRouter* intx_router() const { return intx_router_.get(); }
+  [[nodiscard]] IntxRouter* intx_router() { return intx_router_.get(); }
   /// Places `fn` (BARs from its declaration, INTx) and puts it in the next free slot; returns
   /// the slot. Before vCPUs run. Errors name the function: window exhausted, 31 slots used.
   [[nodiscard]] Result<uint8_t> add(std::shared_ptr<PciFunction> fn);

@@ -3,11 +3,12 @@
 #include "arch/x86/layout.h"
 #include "base/log.h"
 #include "base/size.h"
+#include "firmware/firmware_image.h"
 #include "snapshot/memory_file.h"
 #include "snapshot/sections.h"
 #include "snapshot/snapshot_pair.h"
-#include "vmm/devices/device_registry.h"
 #include "vmm/boot_inputs.h"
+#include "vmm/devices/device_registry.h"
 #include "vmm/host_check.h"
 
 namespace tern {
@@ -25,6 +26,66 @@ Result<const snap::StateSection*> section(const snap::StateFile& f, uint32_t id,
   return s;
 }
 
+struct FirmwareSection {
+  uint32_t id;
+  uint32_t version;
+  const char* name;
+};
+constexpr FirmwareSection kFirmwareSections[] = {
+    {snap::kChipsetSection, snap::kChipsetSectionVersion, "chipset"},
+    {snap::kIntxRouterSection, snap::kIntxRouterSectionVersion, "INTx router"},
+    {snap::kFwCfgSection, snap::kFwCfgSectionVersion, "fw_cfg"},
+    {snap::kPflashSection, snap::kPflashSectionVersion, "pflash"},
+};
+
+// The firmware sections: each present (pflash only with a variable store) with its version,
+// none in a direct boot's snapshot.
+Result<void> check_firmware_sections(const snap::StateFile& f, const snap::MachineState& m,
+                                     const std::string& path) {
+  for (const FirmwareSection& s : kFirmwareSections) {
+    const bool wanted =
+        m.firmware && (s.id != snap::kPflashSection || !m.firmware->vars_path.empty());
+    if (wanted) {
+      TRY(section(f, s.id, s.version, s.name, path));
+    } else if (f.find(s.id)) {
+      return fail("snapshot", path + ": a " + s.name + " section in the snapshot of a VM " +
+                                  (m.firmware ? "without a firmware variable store"
+                                              : "booted without --firmware"));
+    }
+  }
+  return {};
+}
+
+// The saved VM's firmware read again (the guest may be running it: the very bytes are needed)
+// and its variable store opened; the VmConfig a reset rebuilds the VM from.
+Result<std::unique_ptr<BootInputs>> prepare_firmware_restore(const snap::MachineState& m,
+                                                             const ConsoleTarget& console,
+                                                             const std::string& path) {
+  const snap::SavedFirmware& f = *m.firmware;
+  auto boot = std::make_unique<BootInputs>();
+  VmConfig& c = boot->config;
+  c.vcpus = m.vcpus;
+  c.memory_bytes = m.memory_bytes;
+  c.firmware_path = f.path;
+  if (!f.vars_path.empty()) c.firmware_vars_path = f.vars_path;
+  c.console = console.to_string();
+  for (const SavedDevice& d : m.devices) c.devices.push_back(d.spec);
+  if (auto ok = prepare_firmware(c, *boot); !ok)
+    return fail("snapshot", path + ": the firmware of the saved VM: " + ok.error().message());
+  const uint64_t size = boot->firmware_info.size;
+  const uint32_t crc = firmware::image_crc32(boot->firmware.bytes());
+  if (size != f.size || crc != f.crc32)
+    return fail("snapshot", path + ": the firmware file " + f.path +
+                                " changed since the save (now " + std::to_string(size) +
+                                " bytes, crc32 " + fmt::format("{:#010x}", crc) + "; saved " +
+                                std::to_string(f.size) + " bytes, crc32 " +
+                                fmt::format("{:#010x}", f.crc32) +
+                                "): a restore needs the image the guest was running");
+  boot->console = console;
+  boot->default_on_reboot = OnReboot::kRestart;
+  return boot;
+}
+
 }  // namespace
 
 Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::string& console) {
@@ -37,7 +98,8 @@ Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::s
   }
   in.state = std::move(*state);
 
-  // The machine section: version 6, or an older one (5: before disk formats; 4: before
+  // The machine section: version 7, or an older one (6: before on_reboot and firmware; 5: before
+  // disk formats; 4: before
   // notification tuning; 3: before
   // disk locking; 2: before vhost-user; 1: before the device registry, disks only).
   const snap::StateSection* ms = in.state.find(snap::kMachineSection);
@@ -72,6 +134,18 @@ Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::s
   }
   TRY(section(in.state, snap::kLegacySection, snap::kLegacySectionVersion, "legacy devices", path));
   TRY(section(in.state, snap::kPciSection, snap::kPciSectionVersion, "PCI devices", path));
+  TRY(check_firmware_sections(in.state, in.machine, path));
+  in.on_reboot = spec.on_reboot.value_or(in.machine.on_reboot);
+  if (in.on_reboot == OnReboot::kRestart && !in.machine.firmware) {
+    if (spec.on_reboot)
+      return fail("on_reboot", "restart needs a firmware-booted snapshot (" + path +
+                                   " is of a direct kernel boot, whose kernel a restore does not "
+                                   "load again)");
+    in.on_reboot = OnReboot::kExit;
+    spdlog::info(
+        "restore: the saved VM restarted on a guest reboot; restored, it exits (a "
+        "direct kernel boot's kernel is not loaded again)");
+  }
 
   // The memory file: long enough for the saved layout (a short file would fault the guest later)
   // and from the same save as the state file (pairing token, format 1.1; 1.0 pairs have none).
@@ -105,6 +179,9 @@ Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::s
 
   // Devices: each kind re-made from its saved spec and checked (a disk's image: same size).
   ASSIGN_OR_RETURN(in.devices, make_restored_devices(in.machine.devices));
+  if (in.machine.firmware) {
+    ASSIGN_OR_RETURN(in.firmware_boot, prepare_firmware_restore(in.machine, in.console, path));
+  }
   return in;
 }
 

@@ -6,15 +6,16 @@
 #include <string>
 #include <vector>
 
-#include "config/vm_specs.h"
 #include "base/fd.h"
 #include "base/result.h"
+#include "config/vm_specs.h"
 #include "devices/console/console_target.h"
 #include "kvm/vcpu_state.h"
 #include "kvm/vm_kvm_state.h"
-#include "vmm/machine_state.h"
 #include "snapshot/state_file.h"
+#include "vmm/boot_inputs.h"
 #include "vmm/devices/made_device.h"
+#include "vmm/machine_state.h"
 
 namespace tern {
 
@@ -30,6 +31,12 @@ struct RestoreInputs {
   /// restored devices as at boot (choose_memory_backend). kAnon maps the memory file
   /// copy-on-write; memfd / hugetlbfs read it into shared RAM a vhost-user back-end can map.
   MemoryBackend memory_backend = MemoryBackend::kAnon;
+  /// A firmware-booted snapshot (machine.firmware): the firmware image read again and checked
+  /// against the saved size and crc32, its variable store opened, the config a reset rebuilds
+  /// the VM from (VmMachine keeps it when the restored VM restarts on reboot). Null otherwise.
+  std::unique_ptr<BootInputs> firmware_boot;
+  /// What a guest reset does in the restored VM: SnapshotLoadSpec::on_reboot, else the saved one.
+  OnReboot on_reboot = OnReboot::kExit;
 };
 
 /// Reads and checks a snapshot: the state file (magic, format version, checksum, every section
@@ -37,7 +44,11 @@ struct RestoreInputs {
 /// same pairing token as the state file — snap::check_pairing), each
 /// device through the registry (a disk image: still there, same size as when saved, opened with
 /// the saved options), the memory backend (anon with a vhost-user disk is refused; hugetlbfs
-/// needs RAM in whole 2 MiB pages) and the console target. Errors name the file and what is wrong; nothing is built.
+/// needs RAM in whole 2 MiB pages) and the console target. A firmware-booted snapshot: its
+/// chipset, INTx router and fw_cfg sections (and pflash with a variable store) present, the
+/// firmware file there with the saved size and crc32 (refused naming the file otherwise), the
+/// variable store opened and locked. --on-reboot restart of a direct-boot snapshot is refused.
+/// Errors name the file and what is wrong; nothing is built.
 [[nodiscard]] Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec,
                                                     const std::string& console);
 

@@ -111,6 +111,7 @@ void Vm::finish_build(const BootInputs& in) {
   }
   machine_.memory_bytes = c.memory_bytes;
   machine_.vcpus = c.vcpus;
+  machine_.on_reboot = c.on_reboot.value_or(in.default_on_reboot);
   TERN_CHECK(in.devices.size() == c.devices.size());
   for (size_t i = 0; i < in.devices.size(); ++i)
     machine_.devices.push_back(save_device(c.devices[i], in.devices[i]));

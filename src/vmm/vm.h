@@ -139,11 +139,22 @@ class Vm {
   /// build() for a firmware boot (--firmware; vm_firmware.cc): RAM, the image read-only below
   /// 4 GiB and its last 128 KiB at 0xE0000, devices, vCPUs in the RESET state.
   Result<void> build_firmware(const BootInputs& in, KeptHost kept);
-  /// Maps `in.firmware` and the variable store (`kept_vars`, else in.firmware_vars)
-  /// (vm_firmware.cc). After add_memory().
-  Result<void> map_firmware(const BootInputs& in, std::optional<VarsFile> kept_vars);
+  /// Maps `in.firmware` and the variable store (`kept_vars`, else in.firmware_vars) and records
+  /// the image in machine_.firmware (vm_firmware.cc). After add_memory(). `restored`: RAM came
+  /// from a snapshot, so the isa-bios copy below 1 MiB is not written (the guest's shadow RAM
+  /// there is already as it was).
+  Result<void> map_firmware(const BootInputs& in, std::optional<VarsFile> kept_vars,
+                            bool restored = false);
   /// fw_cfg on 0x510 with the items the firmware reads (vm_firmware.cc). After build_devices().
   Result<void> attach_fw_cfg(const BootInputs& in);
+  /// attach_fw_cfg() and, for SeaBIOS, the PIIX4 PM block's second view at 0x600.
+  Result<void> attach_firmware_io(const BootInputs& in);
+  /// build_restored()'s firmware steps before the devices' state is applied: the image mapped
+  /// from the file the snapshot names (checked by prepare_restore), fw_cfg (items rebuilt from
+  /// the config), the pflash store (vm_snapshot.cc).
+  Result<void> rebuild_firmware(const RestoreInputs& in);
+  /// Applies the firmware sections (chipset, INTx router, fw_cfg, pflash) (vm_snapshot.cc).
+  Result<void> restore_firmware_state(const snap::StateFile& f);
   // The pieces both builds share, in the order they run.
   /// KVM system and VM, irqchip, PIT; KVM's TSS and identity-map pages at `tss_addr` and
   /// `identity_map_addr` (outside RAM and every device or firmware range).

@@ -64,15 +64,7 @@ Result<void> Vm::build_firmware(const BootInputs& in, KeptHost kept) {
   cmos.above_4g = c.memory_bytes - cmos.below_4g;
   cmos.cpus = c.vcpus;
   set_cmos_memory(devices_->cmos(), cmos);
-  TRY(attach_fw_cfg(in));
-  // SeaBIOS moves PIIX4's PMBASE to 0x600 when it takes tern's ACPI tables (etc/table-loader);
-  // OVMF keeps 0xB000. The chipset's block is claimed at 0xB000; a second view of the same
-  // registers at 0x600 answers while PMBA points there (each decodes only at its own base).
-  if (in.firmware_info.kind == firmware::FirmwareKind::kLegacyBios) {
-    auto io = std::make_shared<Piix4PmIo>(chipset_->pm, chipset_->pm1, chipset_->pm_timer,
-                                          kSeaBiosPmBase);
-    TRY(pio_.insert(io, kSeaBiosPmBase, x86::kPiix4PmBlockSize));
-  }
+  TRY(attach_firmware_io(in));
 
   // 5. vCPUs in the RESET state. KVM ordering (reset_state.h): the irqchip exists (build_kvm), so
   // each vCPU has an in-kernel LAPIC; CPUID (add_vcpu) before sregs; vCPU 0 is the BSP and runs
@@ -90,8 +82,29 @@ Result<void> Vm::build_firmware(const BootInputs& in, KeptHost kept) {
   return {};
 }
 
-Result<void> Vm::map_firmware(const BootInputs& in, std::optional<VarsFile> kept_vars) {
+Result<void> Vm::attach_firmware_io(const BootInputs& in) {
+  TRY(attach_fw_cfg(in));
+  // SeaBIOS moves PIIX4's PMBASE to 0x600 when it takes tern's ACPI tables (etc/table-loader);
+  // OVMF keeps 0xB000. The chipset's block is claimed at 0xB000; a second view of the same
+  // registers at 0x600 answers while PMBA points there (each decodes only at its own base).
+  if (in.firmware_info.kind == firmware::FirmwareKind::kLegacyBios) {
+    auto io = std::make_shared<Piix4PmIo>(chipset_->pm, chipset_->pm1, chipset_->pm_timer,
+                                          kSeaBiosPmBase);
+    TRY(pio_.insert(io, kSeaBiosPmBase, x86::kPiix4PmBlockSize));
+  }
+  return {};
+}
+
+Result<void> Vm::map_firmware(const BootInputs& in, std::optional<VarsFile> kept_vars,
+                              bool restored) {
   const firmware::FirmwareInfo& fw = in.firmware_info;
+  // What a snapshot records to map the same image again (vm_snapshot.cc).
+  snap::SavedFirmware saved;
+  saved.path = *in.config.firmware_path;
+  saved.size = fw.size;
+  saved.crc32 = firmware::image_crc32(in.firmware.bytes());
+  saved.vars_path = in.config.firmware_vars_path.value_or("");
+  machine_.firmware = std::move(saved);
   // The VM keeps its own sealed copy: BootInputs is dropped once the VM is built, the memslot
   // is not. Guest reads are served from the slot; guest writes exit as KVM_EXIT_MMIO and reach
   // the sink (dropped, counted).
@@ -102,9 +115,11 @@ Result<void> Vm::map_firmware(const BootInputs& in, std::optional<VarsFile> kept
   TRY(mmio_.insert(rom_sink_, fw.gpa(), fw.size));
   // QEMU's isa-bios: the image's last 128 KiB also appear right below 1 MiB. tern copies them
   // into RAM there (SeaBIOS copies itself into the PAM shadow from this range; with RAM there the
-  // copy is the shadow).
-  auto alias = firmware::isa_bios_alias(firmware_rom_->bytes());
-  TRY(memory_->write(firmware::kIsaBiosAliasEnd - alias.size(), alias));
+  // copy is the shadow). A restore's RAM already holds that range as the guest left it.
+  if (!restored) {
+    auto alias = firmware::isa_bios_alias(firmware_rom_->bytes());
+    TRY(memory_->write(firmware::kIsaBiosAliasEnd - alias.size(), alias));
+  }
   if (in.firmware_vars) {
     // OVMF's variable store directly below the code (0xFFC00000 for Debian's 4M build). The
     // first build takes the file prepare_boot() opened; a reset in place the one the previous

@@ -62,20 +62,43 @@ class VmMachine : public Machine {
 
 }  // namespace
 
-tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine(
-    const SnapshotLoadSpec& spec, VmResources& resources) {
+namespace {
+
+tl::expected<std::unique_ptr<Machine>, StartFailure> build_restored_machine(
+    const SnapshotLoadSpec& spec, VmResources& resources, bool check_host) {
   // User input first (the files), then the host.
   spdlog::debug("restore: reading {}", spec.snapshot_path);
   auto inputs = prepare_restore(spec, resources.console);
   if (!inputs) return tl::unexpected(StartFailure{kExitError, inputs.error()});
-  if (std::string why = kvm_unusable_reason(); !why.empty())
+  if (std::string why = check_host ? kvm_unusable_reason() : ""; !why.empty())
     return tl::unexpected(StartFailure{kExitNoHwVirt, Error{std::move(why), "", 0}});
   auto vm = Vm::restore(*inputs);
   if (!vm) return tl::unexpected(StartFailure{kExitError, vm.error()});
   resources = VmResources::from_machine_state(inputs->machine, resources.console);
   resources.memory_backend = spec.memory_backend;  // as given (GET /vm/config)
-  // A snapshot does not carry the boot files (nor --on-reboot): a restored VM exits on reboot.
-  return std::make_unique<VmMachine>(std::move(*vm), OnReboot::kExit, nullptr);
+  // A guest reset rebuilds the VM from BootInputs (vm.h "Reset rule"). A firmware-booted
+  // snapshot has them (the firmware file read again, the store, the restored devices and
+  // console): a restored firmware VM restarts in place, through its firmware. A direct kernel
+  // boot's kernel is not loaded again: it exits (prepare_restore refused restart for it).
+  std::unique_ptr<BootInputs> kept;
+  if (inputs->on_reboot == OnReboot::kRestart) {
+    TERN_CHECK(inputs->firmware_boot);
+    kept = std::move(inputs->firmware_boot);
+    kept->devices = std::move(inputs->devices);
+  }
+  return std::make_unique<VmMachine>(std::move(*vm), inputs->on_reboot, std::move(kept));
+}
+
+}  // namespace
+
+tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine(
+    const SnapshotLoadSpec& spec, VmResources& resources) {
+  return build_restored_machine(spec, resources, /*check_host=*/true);
+}
+
+tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine_on_any_kvm(
+    const SnapshotLoadSpec& spec, VmResources& resources) {
+  return build_restored_machine(spec, resources, /*check_host=*/false);
 }
 
 namespace {

@@ -39,4 +39,9 @@ struct StartFailure {
 [[nodiscard]] tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine(
     const SnapshotLoadSpec& spec, VmResources& resources);
 
+/// create_restored_machine() without the VMX/SVM check: for kvm tests
+/// (tests/kvm/firmware_snapshot_test.cc).
+[[nodiscard]] tl::expected<std::unique_ptr<Machine>, StartFailure>
+create_restored_machine_on_any_kvm(const SnapshotLoadSpec& spec, VmResources& resources);
+
 }  // namespace tern

@@ -161,6 +161,12 @@ VmResources VmResources::from_machine_state(const snap::MachineState& m, std::st
     if (!m.initrd_path.empty()) b.initrd_path = m.initrd_path;
     b.boot_args = m.cmdline;
     r.boot = std::move(b);
+  } else if (m.firmware) {
+    BootSource b;
+    b.firmware_path = m.firmware->path;
+    if (!m.firmware->vars_path.empty()) b.firmware_vars_path = m.firmware->vars_path;
+    b.on_reboot = m.on_reboot;
+    r.boot = std::move(b);
   }
   size_t disks = 0;
   size_t nvme_disks = 0;

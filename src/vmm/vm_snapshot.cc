@@ -6,6 +6,7 @@
 #include "arch/x86/layout.h"
 #include "base/log.h"
 #include "base/size.h"
+#include "firmware/firmware_image.h"
 #include "kvm/vcpu_state.h"
 #include "kvm/vm_kvm_state.h"
 #include "snapshot/sections.h"
@@ -64,7 +65,12 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
   const snap::MachineState& m = in.machine;
   // 1. KVM VM with its in-kernel irqchip and PIT, exactly as a boot creates them.
   spdlog::debug("restore: KVM VM");
-  TRY(build_kvm(m.vcpus, x86::kTssAddr, x86::kIdentityMapAddr));
+  //    A firmware boot's KVM pages sit where QEMU puts them (the firmware owns the top 16 MiB
+  //    below 4 GiB), as Vm::build_firmware() places them.
+  const bool fw = in.firmware_boot != nullptr;
+  TRY(build_kvm(m.vcpus, fw ? firmware::kFirmwareTssAddr : x86::kTssAddr,
+                fw ? firmware::kFirmwareIdentityMapAddr : x86::kIdentityMapAddr));
+  if (fw) TRY(kvm_->require(KVM_CAP_READONLY_MEM, "KVM_CAP_READONLY_MEM"));
   spdlog::debug("restore: memory");
   // 2. RAM at the same guest-physical layout. anon: the memory file mapped MAP_PRIVATE; pages
   //    are read on first touch, so this costs the same for 128 MiB and 128 GiB. memfd /
@@ -93,7 +99,14 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
   spdlog::debug("restore: devices");
   // 4. Devices, created as at boot; the legacy ones get their registers now (their IRQ line
   //    levels come back with the irqchip state above, not by driving the lines again).
-  TRY(build_devices(in.console, in.devices));
+  //    Firmware boots: the image mapped read-only again from the file the snapshot names (the
+  //    guest may be running it; prepare_restore checked its size and crc32), the chipset, fw_cfg
+  //    with its items rebuilt from the config, the pflash store; their state follows below.
+  if (fw) {
+    TRY(rebuild_firmware(in));
+  } else {
+    TRY(build_devices(in.console, in.devices));
+  }
   const snap::StateSection* legacy = in.state.find(snap::kLegacySection);
   const snap::StateSection* pci = in.state.find(snap::kPciSection);
   TERN_CHECK(legacy && pci);  // prepare_restore() checked
@@ -113,12 +126,56 @@ Result<void> Vm::build_restored(const RestoreInputs& in) {
   //    serving the rings at once (a request the guest queued before the save completes now) and
   //    may inject an MSI. That must land in a LAPIC already restored (KVM_SET_LAPIC would
   //    overwrite its IRR), so after step 5. Also re-places BARs (ioeventfds) and MSI-X routes.
+  //    The chipset, fw_cfg and pflash before PCI too: the INTx router must hold the saved levels
+  //    before a restored function drives its line (a lower by one source must see the others').
+  if (fw) TRY(restore_firmware_state(in.state));
   snap::ByteReader pr(pci->data, "snapshot: PCI devices section");
   spdlog::debug("restore: PCI devices");
   TRY(pci_->restore_state(pr));
   build_stats();
+  const std::optional<snap::SavedFirmware> firmware = std::move(machine_.firmware);
   machine_ = m;
+  machine_.on_reboot = in.on_reboot;
+  TERN_CHECK(firmware == m.firmware);  // map_firmware() recorded the file prepare_restore checked
   spdlog::debug("VM restored: {} vCPU(s), {} RAM", m.vcpus, format_size(m.memory_bytes));
+  return {};
+}
+
+Result<void> Vm::rebuild_firmware(const RestoreInputs& in) {
+  const BootInputs& boot = *in.firmware_boot;
+  TRY(map_firmware(boot, std::nullopt, /*restored=*/true));
+  TRY(build_devices(in.console, in.devices, nullptr, /*firmware=*/true));
+  return attach_firmware_io(boot);
+}
+
+namespace {
+
+// Applies section `id` with `restore`; every byte must be consumed.
+template <class Restore>
+Result<void> restore_section(const snap::StateFile& f, uint32_t id, const char* name,
+                             Restore restore) {
+  const snap::StateSection* s = f.find(id);
+  TERN_CHECK(s);  // prepare_restore() checked
+  snap::ByteReader r(s->data, std::string("snapshot: ") + name + " section");
+  TRY(restore(r));
+  return r.expect_end();
+}
+
+}  // namespace
+
+Result<void> Vm::restore_firmware_state(const snap::StateFile& f) {
+  TRY(restore_section(f, snap::kChipsetSection, "chipset",
+                      [&](snap::ByteReader& r) { return chipset_->restore_state(r); }));
+  IntxRouter* router = pci_->intx_router();
+  TERN_CHECK(router);  // use_piix_intx() in build_firmware_devices()
+  TRY(restore_section(f, snap::kIntxRouterSection, "INTx router",
+                      [&](snap::ByteReader& r) { return router->restore_state(r); }));
+  TRY(restore_section(f, snap::kFwCfgSection, "fw_cfg",
+                      [&](snap::ByteReader& r) { return fw_cfg_->restore_state(r); }));
+  if (pflash_) {
+    TRY(restore_section(f, snap::kPflashSection, "pflash",
+                        [&](snap::ByteReader& r) { return pflash_->restore_state(r); }));
+  }
   return {};
 }
 
@@ -150,6 +207,21 @@ Result<snap::StateFile> Vm::collect_state() {
   f.sections.push_back(make_section(snap::kLegacySection, snap::kLegacySectionVersion, w));
   pci_->save_state(w);
   f.sections.push_back(make_section(snap::kPciSection, snap::kPciSectionVersion, w));
+  if (chipset_) {
+    // A firmware boot: the platform the firmware programmed (docs/snapshots.md). The firmware
+    // image is not saved: machine_.firmware names it, and a restore maps that file again.
+    chipset_->save_state(w);
+    f.sections.push_back(make_section(snap::kChipsetSection, snap::kChipsetSectionVersion, w));
+    pci_->intx_router()->save_state(w);
+    f.sections.push_back(
+        make_section(snap::kIntxRouterSection, snap::kIntxRouterSectionVersion, w));
+    fw_cfg_->save_state(w);
+    f.sections.push_back(make_section(snap::kFwCfgSection, snap::kFwCfgSectionVersion, w));
+    if (pflash_) {
+      pflash_->save_state(w);
+      f.sections.push_back(make_section(snap::kPflashSection, snap::kPflashSectionVersion, w));
+    }
+  }
   return f;
 }
 
@@ -167,11 +239,6 @@ Result<SnapshotReport> Vm::save_snapshot(const SnapshotCreateSpec& spec,
     VcpuThreadState s = v->state();
     TERN_CHECK(s != VcpuThreadState::kRunning && s != VcpuThreadState::kPausing);
   }
-  // A firmware-booted VM's chipset, fw_cfg and flash state has no section yet, and a restore
-  // could not rebuild its firmware mapping: refused rather than saved incomplete.
-  if (firmware_rom_)
-    return fail("snapshot", "a firmware-booted VM (--firmware) cannot be saved yet (its chipset, "
-                            "fw_cfg and flash state have no snapshot section)");
   // Before anything is touched: the targets must not be the VM's own files or each other.
   TRY(check_snapshot_paths(spec));
   // A consistent point: vCPUs are parked outside KVM_RUN (any PIO/MMIO they had pending was

@@ -362,5 +362,15 @@ TEST(RunBadFirmwareInput, Refused) {
   EXPECT_FALSE(fs::exists("/tmp/tern-cli-vars.fd"));  // nothing created for a refused run
 }
 
+// tern restore --on-reboot takes exit or restart, refused naming the option before the snapshot
+// is read.
+TEST(RestoreBadInput, OnRebootIsCheckedByName) {
+  auto bad = run_tern({"restore", "--state", "/nonexistent/vm.state", "--mem",
+                       "/nonexistent/vm.mem", "--on-reboot", "reset"});
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("--on-reboot: \"reset\" is not one of exit, restart"), std::string::npos)
+      << bad.err;
+}
+
 }  // namespace
 }  // namespace tern

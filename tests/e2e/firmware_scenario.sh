@@ -159,6 +159,63 @@ hostile)
     [ "$rc" = 3 ] && echo "$errs" | grep -q '[1-9]'
     check hostile-counted $? "exit status $rc (want 3); stats: $errs"
     show hostile-exit ;;
+snapshot)
+    # Snapshot/restore of a firmware-booted VM (issue 26 item 4). At the firmware stage: SeaBIOS
+    # with no disk at "No bootable device" is saved (tern snapshot --exit) and restored; the
+    # restored VM goes on in SeaBIOS (its boot-fail-wait reset restarts in place by default, the
+    # on_reboot the snapshot recorded: a new banner on the restored console), and a restore with
+    # --on-reboot exit ends with status 3 at that reset.
+    start fwsnap --firmware /fw/bios-256k.bin --memory 128M --api-sock /tmp/fwsnap.sock
+    wait_vm "$FW_WAIT" /tmp/fwsnap.out 'No bootable device'
+    check snapshot-fw-stage $? "SeaBIOS at its boot-failure line before the save"
+    rm -f /tmp/fwsnap.state /tmp/fwsnap.mem
+    out=$("$T" snapshot --api-sock /tmp/fwsnap.sock --state /tmp/fwsnap.state --mem /tmp/fwsnap.mem --exit 2>&1)
+    check snapshot-fw-save $? "tern snapshot --exit: $(echo "$out" | tail -n 1)"
+    finish fwsnap 30; rc=$?
+    [ "$rc" = 0 ]; check snapshot-fw-save-exit $? "the saved VM's tern exited $rc (want 0)"
+    name=fwsnapr
+    rm -f /tmp/fwsnapr.out
+    "$T" restore --state /tmp/fwsnap.state --mem /tmp/fwsnap.mem --resume --console file:/tmp/fwsnapr.out \
+        >/tmp/fwsnapr.stdout 2>/tmp/fwsnapr.err </dev/null &
+    vm_pid=$!
+    wait_vm "$FW_WAIT" /tmp/fwsnapr.out 'SeaBIOS (version'
+    ok=$?; kill -0 "$vm_pid" 2>/dev/null || ok=1
+    check snapshot-fw-restore-seabios $ok "after the restore: $(tr -d '\r' </tmp/fwsnapr.out | sed 's/[^ -~]/ /g' | grep -a -m1 'SeaBIOS (version\|No bootable')"
+    kill -TERM "$vm_pid"; wait "$vm_pid"
+    show fwsnapr
+    rm -f /tmp/fwsnapx.out
+    "$T" restore --state /tmp/fwsnap.state --mem /tmp/fwsnap.mem --resume --on-reboot exit \
+        --console file:/tmp/fwsnapx.out >/dev/null 2>/tmp/fwsnapx.err </dev/null &
+    vm_pid=$!
+    finish fwsnapx "$FW_WAIT"; rc=$?
+    [ "$rc" = 3 ]; check snapshot-fw-restore-on-reboot-exit $? "tern restore --on-reboot exit: status $rc (3: the guest's reset)"
+    rm -f /tmp/fwsnap.state /tmp/fwsnap.mem
+    # At the prompt of the bootable Debian image (SeaBIOS -> GRUB -> Debian, L1's /dev/vda, a
+    # throw-away overlay): saved, restored, a command typed on the serial console runs; then
+    # `systemctl reboot` in the restored guest goes back through SeaBIOS in the same tern.
+    . /testhost/debian_lib.sh
+    _deb_launch fwdeb "$T" run --firmware /fw/bios-256k.bin --memory 1G --disk path=/dev/vda --api-sock /tmp/fwdeb.sock
+    m=$(deb_marker fwdeb 900)
+    case "$m" in *state=running*failed=0*) ok=0 ;; *) ok=1 ;; esac
+    check snapshot-deb-marker $ok "${m:-no marker}"
+    deb_prompt fwdeb 300
+    check snapshot-deb-prompt $? "shell prompt: '$deb_got'"
+    deb_snapshot fwdeb
+    check snapshot-deb-save $? "tern snapshot --exit: $(echo "$deb_out" | tail -n 1)"
+    [ "$deb_exit" = 0 ]; check snapshot-deb-save-exit $? "the saved VM's tern exited $deb_exit (want 0)"
+    deb_restore fwdeb fwdebr
+    deb_type fwdebr 'echo TERN-AFTER-RESTORE $((6*7))'
+    deb_wait fwdebr 300 '^TERN-AFTER-RESTORE 42'
+    check snapshot-deb-command $? "typed after the restore: ${deb_got:-no TERN-AFTER-RESTORE 42 line}"
+    deb_type fwdebr 'systemctl reboot'
+    deb_wait fwdebr 300 'SeaBIOS .version'
+    ok=$?; kill -0 "$(cat /tmp/fwdebr.pid)" 2>/dev/null || ok=1
+    check snapshot-deb-reboot-seabios $ok "systemctl reboot after the restore: ${deb_got:-no SeaBIOS banner}, tern running"
+    deb_wait fwdebr 300 'GRUB|Booting .*Debian|Linux version'
+    check snapshot-deb-reboot-grub $? "and the image's bootloader again: ${deb_got:-none}"
+    deb_stop fwdebr
+    for n in fwdeb fwdebr; do deb_show "$n" | sed 's/^/FW-CONSOLE /'; done
+    rm -f /tmp/fwdeb.state /tmp/fwdeb.mem ;;
 ovmf-novars)
     # OVMF without a variable store (no pflash: OVMF keeps its variables in RAM), console and
     # tern's stderr streamed: narrows down where the test host's TCG aborts.

@@ -18,11 +18,16 @@
 #              (status 0), both boots' flash bytes in the vars file; with --on-reboot exit status
 #              3 and --stats-on-exit showing fw_cfg dma_errors (the same checks as the kvm test
 #              HostileFirmware.*, here on the test host's KVM and the tern binary)
+#   snapshot   snapshot/restore of a firmware VM: SeaBIOS with no disk saved at "No bootable
+#              device", restored (SeaBIOS goes on: its reset restarts in place, a new banner;
+#              --on-reboot exit ends with 3 there); the Debian BIOS image saved at its prompt,
+#              restored, a command typed runs, `systemctl reboot` goes through SeaBIOS and GRUB
+#              (uses the Debian BIOS image as debian-bios does)
 #   ovmf-*     OVMF_CODE_4M.fd + a per-VM copy of OVMF_VARS_4M.fd (--firmware-vars, created from
 #              the template by tern): UEFI boot-manager lines or the shell prompt on the console;
 #              the store changed (OVMF wrote its boot options) and a second run keeps them
 # Usage: tests/e2e/firmware_test.sh   Environment: TERN_BIN (default build/tern), E2E_LOG,
-#   FW_CASES (default "seabios grub debian-bios debian-bios-nvme-2cpu hostile"; "ovmf" and
+#   FW_CASES (default "seabios grub debian-bios debian-bios-nvme-2cpu hostile snapshot"; "ovmf" and
 #   "ovmf-novars" are opt-in: the test host's QEMU 7.2 TCG aborts (tcg_handle_interrupt BQL
 #   assertion) ~2 s after tern starts OVMF, with or without a variable store, thread=single or
 #   not — open, see docs/firmware.md), FW_WAIT (seconds per case, default 240),
@@ -35,7 +40,7 @@ source "$repo/testhost/lib.sh"
 export TH_TCG_THREAD="${TH_TCG_THREAD:-single}"
 tern="${TERN_BIN:-$repo/build/tern}"
 [[ -x "$tern" ]] || th_die "tern binary not found at $tern (build it, or set TERN_BIN)"
-default_cases="seabios grub debian-bios debian-bios-nvme-2cpu hostile"
+default_cases="seabios grub debian-bios debian-bios-nvme-2cpu hostile snapshot"
 cases="${FW_CASES:-$default_cases}"
 extra="$TH_CACHE/firmware-extra"
 rm -rf "$extra"
@@ -63,7 +68,7 @@ d[8:0xF000] = bytes(i & 0xFF for i in range(8, 0xF000))
 open(sys.argv[1], "wb").write(d)' "$extra/fw/hostile-vars.fd"
 fi
 run_extra=()
-if [[ " $cases " == *" debian-bios"* ]]; then
+if [[ " $cases " == *" debian-bios"* || " $cases " == *" snapshot "* ]]; then
     img="${FW_DEBIAN_BIOS_IMG:-$repo/build/images/debian-12-bios.img}"
     [[ -r "$img" ]] || th_die "$img missing: images/debian/build.sh --boot bios (or set FW_DEBIAN_BIOS_IMG)"
     run_extra=(--disk "$img" --disk-snapshot --memory 4096
@@ -77,6 +82,9 @@ for c in $cases; do
     debian-bios | debian-bios-nvme-2cpu) expected+=("$c-grub" "$c-marker" "$c-exit") ;;
     hostile) expected+=(hostile-phases hostile-acpi-reset hostile-exit hostile-vars hostile-counted) ;;
     ovmf-novars) expected+=(ovmf-novars-console) ;;
+    snapshot) expected+=(snapshot-fw-stage snapshot-fw-save snapshot-fw-save-exit snapshot-fw-restore-seabios
+        snapshot-fw-restore-on-reboot-exit snapshot-deb-marker snapshot-deb-prompt snapshot-deb-save
+        snapshot-deb-save-exit snapshot-deb-command snapshot-deb-reboot-seabios snapshot-deb-reboot-grub) ;;
     ovmf) expected+=(ovmf-console ovmf-vars-created ovmf-vars-written ovmf-exit ovmf-second-run ovmf-vars-kept) ;;
     esac
 done

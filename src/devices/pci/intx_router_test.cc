@@ -80,5 +80,42 @@ TEST(IntxRouterTest, MsiAndIoeventfdPassThrough) {
   EXPECT_EQ(platform.ioeventfds.count(0xC0000000), 1u);
 }
 
+// Malformed section bytes are refused naming the router, and a refused restore changes nothing.
+TEST(IntxRouterTest, RestoreRefusesMalformedBytes) {
+  FakePciPlatform platform;
+  IntxRouter a(platform);
+  auto a0 = a.source();
+  auto a1 = a.source();
+  a1->set_irq_level(10, true);
+  snap::ByteWriter w;
+  a.save_state(w);
+  const std::vector<uint8_t> good = w.data();
+
+  FakePciPlatform p2;
+  IntxRouter b(p2);
+  auto b0 = b.source();
+  auto b1 = b.source();
+  auto refused = [&](const std::vector<uint8_t>& bytes, const std::string& want) {
+    snap::ByteReader r(bytes, "test");
+    auto res = b.restore_state(r);
+    ASSERT_FALSE(res);
+    EXPECT_NE(res.error().message().find("intx-router"), std::string::npos);
+    EXPECT_NE(res.error().message().find(want), std::string::npos) << res.error().message();
+    EXPECT_FALSE(b.level(10));  // unchanged
+  };
+  for (size_t n = 0; n < good.size(); ++n)
+    refused(std::vector<uint8_t>(good.begin(), good.begin() + static_cast<ptrdiff_t>(n)),
+            "truncated");
+  auto bad = good;
+  bad[0] = 2;  // version
+  refused(bad, "version");
+  bad = good;
+  bad[8 + 10 * 8] |= 4;  // IRQ 10: source 2, which does not exist
+  refused(bad, "a source that does not exist");
+  snap::ByteReader r(good, "test");
+  ASSERT_TRUE(b.restore_state(r));
+  EXPECT_TRUE(b.level(10));
+}
+
 }  // namespace
 }  // namespace tern
