@@ -23,7 +23,8 @@
 #   --rounds N         timed rounds (default 3)
 #   --exits-rounds N   untimed boots per row under the hist triggers (default 1; 0: none)
 #   --cpus N, --memory MIB   the guest's (default 1 vCPU, 512 MiB)
-#   --image IMG        the image (default build/images/debian-12-bios.img, or -uefi.img for uefi)
+#   --image IMG        the image (default build/images/debian-12-bios.img, or -uefi.img for uefi, of
+#                      this checkout, else of the main checkout)
 #   --tern PATH        the tern binary (default $TERN_BIN, else build/tern)
 #   --no-warmup        no untimed first boot of the image before the rounds
 # A test host whose QEMU aborts or wedges is booted once more (testhost/lib.sh th_run_retrying).
@@ -58,7 +59,12 @@ esac
 [[ "$exits_rounds" =~ ^[0-9]+$ ]] || th_die "--exits-rounds wants a whole number, got '$exits_rounds'"
 [[ "$cpus" =~ ^[1-9][0-9]*$ ]] || th_die "--cpus wants a positive whole number, got '$cpus'"
 [[ "$mem" =~ ^[1-9][0-9]*$ ]] || th_die "--memory wants MiB as a positive whole number, got '$mem'"
-[[ -n "$image" ]] || image="$repo/build/images/debian-12-$family.img"
+if [[ -z "$image" ]]; then
+    image="$repo/build/images/debian-12-$family.img"
+    # A worktree shares the main checkout's image (it is built once: images/debian/build.sh).
+    main="$(git -C "$repo" worktree list --porcelain 2>/dev/null | sed -n '1s/^worktree //p')"
+    [[ -f "$image" || -z "$main" || ! -f "$main/build/images/debian-12-$family.img" ]] || image="$main/build/images/debian-12-$family.img"
+fi
 [[ -f "$image" ]] || th_die "--image: no image at $image (images/debian/build.sh --boot $family builds it)"
 [[ -x "$tern" ]] || th_die "--tern: no tern binary at $tern (cmake --build build --target tern)"
 tern="$(readlink -f "$tern")"
