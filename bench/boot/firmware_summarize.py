@@ -151,7 +151,9 @@ def main():
                 s = {"run": run, "rc": int(kv["rc"]) if kv["rc"].isdigit() else None}
                 for key, _ in TIMES[:-1]:
                     s[key] = number(kv.get(key))
-                s.update({"guest_uptime_s": number(kv.get("guest_uptime_s")), "state": kv.get("state"),
+                # A kernel message can follow the marker on its line ("uptime=105.13[  111.88] kvm: ..."): the number.
+                up = re.match(r"[0-9.]+", kv.get("guest_uptime_s", ""))
+                s.update({"guest_uptime_s": number(up.group(0)) if up else None, "state": kv.get("state"),
                           "failed_units": number(kv.get("failed"))})
                 m = marks.get((kv["vmm"], run), {})
                 s["l1_host_cpu_ms"] = round((m["end"] - m["start"]) * 1000, 1) if "start" in m and "end" in m else None
