@@ -85,7 +85,7 @@ class ConsoleOutput {
   std::condition_variable work_cv_;     // writer waits for data or stop
   std::condition_variable drained_cv_;  // flush() waits for an empty ring
   ByteRing ring_;
-  size_t in_flight_ = 0;  // bytes taken from the ring, being written
+  size_t in_flight_ = 0;   // bytes taken from the ring, being written
   int flush_waiters_ = 0;  // flush() calls waiting: the writer does not linger
   bool stop_ = false;
   std::chrono::steady_clock::time_point stop_deadline_;
