@@ -29,7 +29,8 @@
 #       exit: the VMM's exit after `systemctl poweroff`
 #   BENCH-FW-HIST vmm=V run=N phase=grub|marker event=E count=C KEY=VALUE...   (one histogram row)
 #   BENCH-FW-HIST-AT vmm=V run=N phase=grub|marker ms=T   (when the histograms were read)
-#   BENCH-FW-VMMSTATS vmm=V run=N line=...    (tern's --stats-on-exit, its stderr)
+#   BENCH-FW-VMMSTATS vmm=V run=N line=...    (tern's --stats-on-exit, its stderr; timed boots: after
+#       the poweroff; traced boots: run=tN, SIGTERM at the marker)
 #   BENCH-ERROR vmm=V what=...                (a row that failed is not booted again)
 #   BENCH-PROGRESS fw|warmup|exits ...
 : "${BENCH_FW_ROUNDS:=3}" "${BENCH_FW_ROWS:=tern-seabios qemu-seabios}" "${BENCH_FW_CPUS:=1}" "${BENCH_FW_MEM:=512}"
@@ -99,7 +100,7 @@ GRUB_MENU='GNU GRUB +version'
 # fw_boot VMM RUN (RUN 0: the warm-up, nothing reported but errors): one timed boot to poweroff.
 fw_boot() {
     v="$1" r="$2" n=fw
-    fw_launch "$n" "$v"
+    case "$v" in tern-*) fw_launch "$n" "$v" --stats-on-exit ;; *) fw_launch "$n" "$v" ;; esac
     ok=0
     if l1_wait_pid_every 1 "$deb_pid" "$BENCH_FW_TIMEOUT" l1_has "/tmp/$n.out" "$MARKER"; then
         ok=1
@@ -127,6 +128,7 @@ fw_boot() {
     tl=$(stamp_of "/tmp/$n.ts" 'login: root \(automatic login\)|login: *$')
     mline=$(tr -d '\r' <"/tmp/$n.ts" | grep -a "$MARKER" | head -n 1 | sed 's/.*TERN-DEBIAN-MARKER /TERN-DEBIAN-MARKER /')
     echo "BENCH-FW-SAMPLE vmm=$v run=$r rc=$rc fw_ms=$(ms_between "$t0" "$tf") grub_ms=$(ms_between "$t0" "$tg") kernel_ms=$(ms_between "$t0" "$tk") marker_ms=$(ms_between "$t0" "$tm") login_ms=$(ms_between "$t0" "$tl") exit_ms=$(ms_between "$t0" "$t1") guest_uptime_s=$(l1_field "$mline" uptime) state=$(l1_field "$mline" state) failed=$(l1_field "$mline" failed)"
+    case "$v" in tern-*) grep -v '^ *$' "/tmp/$n.err" | sed "s/^/BENCH-FW-VMMSTATS vmm=$v run=$r line=/" ;; esac
     [ "$ok" = 1 ] && [ "$rc" = 0 ]
 }
 
@@ -207,7 +209,7 @@ while [ "$run" -le "$BENCH_FW_EXITS_ROUNDS" ]; do
         hist_off
         deb_stop fwx >/dev/null
         wait "$fw_reader" 2>/dev/null
-        case "$v" in tern-*) grep -v '^ *$' /tmp/fwx.err | sed "s/^/BENCH-FW-VMMSTATS vmm=$v run=$run line=/" ;; esac
+        case "$v" in tern-*) grep -v '^ *$' /tmp/fwx.err | sed "s/^/BENCH-FW-VMMSTATS vmm=$v run=t$run line=/" ;; esac
     done
     run=$((run + 1))
 done

@@ -163,7 +163,7 @@ def main():
             elif kind == "BENCH-FW-HIST-AT":
                 v["hist_at"][(int(kv["run"]), kv["phase"])] = number(kv.get("ms"))
             elif kind == "BENCH-FW-VMMSTATS":
-                v["vmmstats"].setdefault(int(kv["run"]), []).append(line.split(" line=", 1)[1] if " line=" in line else "")
+                v["vmmstats"].setdefault(kv["run"], []).append(line.split(" line=", 1)[1] if " line=" in line else "")
 
     out_vmms, exits = {}, {}
     for name, v in vm.items():

@@ -71,19 +71,23 @@ def exits_tables(r, phase, top=12):
 
 
 def tern_devices(r):
+    """tern's own accounting per boot: timed boots (to exit after poweroff) and traced ones (run tN:
+    SIGTERM right after the marker)."""
     for name, e in r["exits"].items():
-        stats_by_run = e.get("tern_stats_on_exit") or {}
-        for run, s in sorted(stats_by_run.items()):
+        rows = []
+        for run, s in sorted((e.get("tern_stats_on_exit") or {}).items()):
             if not s:
                 continue
-            print(f"\n{name}, tern's own accounting (`--stats-on-exit`, boot {run}, SIGTERM right after the marker):\n")
-            rows = [["exits by reason", ", ".join(f"{k} {v}" for k, v in (s.get("exits_by_reason") or {}).items())],
-                    ["PIO/MMIO accesses by device",
-                     ", ".join(f"{k} {v}" for k, v in (s.get("accesses_by_device") or {}).items())]]
-            if s.get("unclaimed"):
-                rows.append(["unclaimed", ", ".join(f"{k} {v}" for k, v in s["unclaimed"].items())])
-            print("\n".join(table(["", ""], "ll", rows)))
-            break
+            what = f"traced boot {run[1:]}, to the marker" if run.startswith("t") else f"timed boot {run}, to exit"
+            dev = s.get("accesses_by_device") or {}
+            ht = s.get("handler_time_s") or {}
+            rows.append([what, ", ".join(f"{k} {v}" for k, v in (s.get("exits_by_reason") or {}).items()),
+                         ", ".join(f"{k} {v}" for k, v in list(dev.items())[:6]),
+                         ", ".join(f"{k} {v:.1f}" for k, v in list(ht.items())[:3])])
+        if rows:
+            print(f"\n{name}, tern's own accounting (`--stats-on-exit`):\n")
+            print("\n".join(table(["boot", "exits by reason", "PIO/MMIO accesses by device (top 6)",
+                                    "time in device handlers, s (top 3)"], "llll", rows)))
 
 
 def main():
