@@ -11,8 +11,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from markdown import footer, spread, table  # noqa: E402
+from markdown import spread, table  # noqa: E402
 from results import json_path, load  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from table import closing  # noqa: E402
 
 TIMES = (("to_firmware_banner_ms", "to firmware banner"), ("to_grub_menu_ms", "to GRUB menu"),
          ("to_linux_ms", "to \"Linux version\""), ("to_marker_ms", "to marker"), ("to_login_ms", "to login prompt"),
@@ -113,10 +116,7 @@ def main():
     cmds = [f"- {n}: `{v['command']}`" for n, v in r["vmms"].items() if v.get("command")]
     if cmds:
         print("\nCommands (in the test host):\n\n" + "\n".join(cmds))
-    extra = f"Run took {r['duration_s']} s. " if r.get("duration_s") else ""
-    if r.get("errors"):
-        extra += "Errors: " + "; ".join(r["errors"]) + ". "
-    print("\n" + footer(r, path, extra))
+    print("\n" + closing(r, path))
 
 
 if __name__ == "__main__":
