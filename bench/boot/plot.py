@@ -16,7 +16,8 @@ from results import load  # noqa: E402
 from svg_chart import Chart, nice_max, side_by_side  # noqa: E402
 
 COLORS = {"tern": "#1f77b4", "tern-pvh": "#1f77b4", "tern-bzimage": "#17becf", "qemu-pc": "#d62728",
-          "qemu": "#d62728", "qemu-microvm": "#ff7f0e"}
+          "qemu": "#d62728", "qemu-microvm": "#ff7f0e", "tern-seabios": "#1f77b4", "tern-ovmf": "#17becf",
+          "qemu-seabios": "#d62728", "qemu-ovmf": "#ff7f0e"}
 W, H = 460, 420
 
 
@@ -40,7 +41,7 @@ def panel(r, section, title, key, rounds_label, second=None):
             ch.marker(x, s["median"] / 1000, color)
             ch.o.append(f'<text x="{ch.x(x) - 10:.1f}" y="{ch.y(s["median"] / 1000) + 4:.1f}" text-anchor="end" '
                         f'font-size="10" fill="{color}">{s["median"] / 1000:.1f}</text>')
-            sample_key = {"to_marker_ms": "marker_ms", "to_login_ms": "login_ms"}[key]
+            sample_key = {"to_marker_ms": "marker_ms", "to_login_ms": "login_ms", "to_grub_menu_ms": "grub_ms"}[key]
             for smp in v["samples"]:
                 if smp.get(sample_key) is not None:
                     ch.o.append(f'<circle cx="{ch.x(x) + 10:.1f}" cy="{ch.y(smp[sample_key] / 1000):.1f}" r="1.8" '

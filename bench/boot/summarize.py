@@ -74,7 +74,8 @@ def parse_vmmstats(lines):
         elif line.startswith("  ") and not line.startswith("   "):
             name = line.strip()
             section = {"exits by reason (all vCPUs)": "exits_by_reason", "PIO/MMIO accesses by device": "accesses_by_device",
-                       "unclaimed accesses (bus address)": "unclaimed", "exits by vCPU": "exits_by_vcpu"}.get(name)
+                       "unclaimed accesses (bus address)": "unclaimed", "exits by vCPU": "exits_by_vcpu",
+                       "time in device handlers (% of one CPU)": "handler_time_s"}.get(name)
             if section:
                 out[section] = {}
     if "exits_by_reason" in out:

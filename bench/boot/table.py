@@ -82,6 +82,14 @@ def exits_table(ex, top=8):
     print()
 
 
+def closing(r, path):
+    """The footer line with the run's duration and errors (shared with firmware_table.py)."""
+    extra = f"Run took {r['duration_s']} s. " if r.get("duration_s") else ""
+    if r.get("errors"):
+        extra += "Errors: " + "; ".join(r["errors"]) + ". "
+    return footer(r, path, extra)
+
+
 def main():
     path = json_path(__file__, "boot.json")
     r = load(path)
@@ -138,10 +146,7 @@ def main():
                 print(f"\n<details><summary>{name}: systemd-analyze critical-chain and blame (top 10), round 1</summary>\n")
                 print("```\n" + "\n".join((v["systemd_analyze_text"].get("time") or []) + [""] + chain + [""] + blame) + "\n```\n")
                 print("</details>")
-    extra = f"Run took {r['duration_s']} s. " if r.get("duration_s") else ""
-    if r.get("errors"):
-        extra += "Errors: " + "; ".join(r["errors"]) + ". "
-    print("\n" + footer(r, path, extra))
+    print("\n" + closing(r, path))
 
 
 if __name__ == "__main__":

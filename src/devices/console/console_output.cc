@@ -76,7 +76,12 @@ void ConsoleOutput::write(std::span<const uint8_t> bytes) {
 
 bool ConsoleOutput::flush(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
-  return drained_cv_.wait_for(lock, timeout, [&] { return ring_.empty() && in_flight_ == 0; });
+  ++flush_waiters_;
+  work_cv_.notify_one();  // a lingering writer writes at once
+  bool drained =
+      drained_cv_.wait_for(lock, timeout, [&] { return ring_.empty() && in_flight_ == 0; });
+  --flush_waiters_;
+  return drained;
 }
 
 ConsoleOutput::Stats ConsoleOutput::stats() const {
@@ -102,6 +107,10 @@ void ConsoleOutput::run() {
   for (;;) {
     work_cv_.wait(lock, [&] { return !ring_.empty() || stop_; });
     if (ring_.empty()) break;  // stopping, and everything has been written
+    // Gather what follows the first byte (write() notifies only on an empty ring, so nothing
+    // wakes this wait early but flush(), shutdown and the timeout; a full chunk is seen then).
+    work_cv_.wait_for(lock, options_.linger,
+                      [&] { return stop_ || flush_waiters_ > 0 || ring_.size() >= kChunk; });
     size_t n = ring_.pop(chunk);
     in_flight_ = n;
     lock.unlock();
@@ -148,6 +157,8 @@ size_t ConsoleOutput::write_all(std::span<const uint8_t> data) {
       break;
     }
     done += static_cast<size_t>(w);
+    std::lock_guard lock(mu_);
+    ++stats_.writes;
   }
   return done;
 }

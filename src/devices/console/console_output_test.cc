@@ -48,6 +48,32 @@ TEST(ConsoleOutput, WritesQueuedBytesToTheFd) {
   EXPECT_EQ(out->stats().bytes_dropped, 0u);
 }
 
+// Bytes that come one at a time (a UART's THR) are gathered and written together: the writer,
+// woken by the first, waits up to `linger` (here an hour: only flush() can end it) for more.
+TEST(ConsoleOutput, GathersSingleBytesIntoOneWrite) {
+  Pipe p;
+  ConsoleOutputOptions opts;
+  opts.linger = std::chrono::hours(1);
+  auto out = ConsoleOutput::create_for_fd(std::move(p.w), opts);
+  for (char c : std::string("boot: ok\r\n")) out->write(bytes(std::string(1, c)));
+  EXPECT_TRUE(out->flush(60s));  // ends the linger at once
+  EXPECT_EQ(read_some(p.r.get(), 100), "boot: ok\r\n");
+  EXPECT_EQ(out->stats().writes, 1u);
+  EXPECT_EQ(out->stats().bytes_written, 10u);
+}
+
+// Shutdown ends the linger too: what is queued is written, not held for `linger`.
+TEST(ConsoleOutput, DestructionWritesWhatALingeringWriterHolds) {
+  Pipe p;
+  ConsoleOutputOptions opts;
+  opts.linger = std::chrono::hours(1);
+  auto out = ConsoleOutput::create_for_fd(std::move(p.w), opts);
+  out->write(bytes("x"));
+  out->write(bytes("yz"));
+  out.reset();
+  EXPECT_EQ(read_some(p.r.get(), 100), "xyz");
+}
+
 // A reader that never reads, the pipe already full: writes keep returning (a write that waited
 // for the absent reader would hang this test: there is none), what does not fit the ring is
 // dropped and counted, and destruction gives up on the stuck pipe and closes it. Conditions and
