@@ -29,8 +29,10 @@
 # Usage: tests/e2e/firmware_test.sh   Environment: TERN_BIN (default build/tern), E2E_LOG,
 #   FW_CASES (default "seabios grub debian-bios debian-bios-nvme-2cpu hostile snapshot"; "ovmf" and
 #   "ovmf-novars" are opt-in: the test host's QEMU 7.2 TCG aborts (tcg_handle_interrupt BQL
-#   assertion) ~2 s after tern starts OVMF, with or without a variable store, thread=single or
-#   not — open, see docs/firmware.md), FW_WAIT (seconds per case, default 240),
+#   assertion) once OVMF's timer runs — OVMF's CR8 write at the end of each interrupt, with L1's
+#   KVM asking for an interrupt window, reaches a QEMU 7.2 helper that calls cpu_interrupt without
+#   the BQL; QEMU as the L1 VMM aborts the same way: docs/firmware.md "OVMF and the test host's
+#   QEMU 7.2"), FW_WAIT (seconds per case, default 240),
 #   TH_TCG_THREAD (default single here: QEMU 7.2's TCG aborted with an L2 in SeaBIOS, issue 26).
 # Prints the PASS/FAIL line of each check and "N passed, M failed"; exits 1 on any failure.
 set -euo pipefail
