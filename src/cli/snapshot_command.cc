@@ -132,6 +132,8 @@ CLI::App* add_restore_command(CLI::App& app, RestoreOptions& o) {
                 "What backs the restored RAM: anon (the memory file mapped copy-on-write), memfd "
                 "or hugetlbfs (the file read into shared RAM). Default: memfd with a vhost-user "
                 "disk, else anon");
+  c->add_option("--cpu-affinity", o.cpu_affinity,
+                std::string(kCpuAffinityHelp) + ". Not saved in snapshots: give it again here");
   return c;
 }
 
@@ -283,6 +285,14 @@ int run_restore(const RestoreOptions& o) {
       return kExitError;
     }
     spec.memory_backend = *b;
+  }
+  if (!o.cpu_affinity.empty()) {
+    auto a = parse_cpu_affinity(o.cpu_affinity, "--cpu-affinity");
+    if (!a) {
+      std::fprintf(stderr, "tern: %s\n", a.error().message().c_str());
+      return kExitError;
+    }
+    spec.cpu_affinity = *a;  // checked against the snapshot's vCPUs by prepare_restore()
   }
   ControlLoop* l = loop->get();
   if (o.kernel_exits) l->request_kernel_exits();

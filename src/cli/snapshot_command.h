@@ -28,6 +28,7 @@ struct RestoreOptions {
   bool stats_on_exit = false;
   bool kernel_exits = false;   ///< --kernel-exits: in-kernel exit accounting from the first resume.
   std::string memory_backend;  ///< --memory-backend; empty: automatic from the restored devices.
+  std::string cpu_affinity;    ///< --cpu-affinity (not saved in the snapshot); empty: none.
 };
 
 CLI::App* add_snapshot_command(CLI::App& app, SnapshotOptions& o);

@@ -30,6 +30,8 @@ struct RestoreInputs {
   /// restored devices as at boot (choose_memory_backend). kAnon maps the memory file
   /// copy-on-write; memfd / hugetlbfs read it into shared RAM a vhost-user back-end can map.
   MemoryBackend memory_backend = MemoryBackend::kAnon;
+  /// SnapshotLoadSpec::cpu_affinity, checked against the saved vCPU count and tern's CPUs.
+  CpuAffinity cpu_affinity;
 };
 
 /// Reads and checks a snapshot: the state file (magic, format version, checksum, every section

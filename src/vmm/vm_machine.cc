@@ -74,6 +74,8 @@ tl::expected<std::unique_ptr<Machine>, StartFailure> create_restored_machine(
   if (!vm) return tl::unexpected(StartFailure{kExitError, vm.error()});
   resources = VmResources::from_machine_state(inputs->machine, resources.console);
   resources.memory_backend = spec.memory_backend;  // as given (GET /vm/config)
+  resources.cpu_affinity = spec.cpu_affinity;
+  if (inputs->memory_backend == MemoryBackend::kHugetlbfs) resources.huge_pages = "2M";
   // A snapshot does not carry the boot files (nor --on-reboot): a restored VM exits on reboot.
   return std::make_unique<VmMachine>(std::move(*vm), OnReboot::kExit, nullptr);
 }
