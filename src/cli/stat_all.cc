@@ -104,6 +104,7 @@ int run_stat_all(const StatOptions& o) {
       lines.push_back(std::move(l));
     }
     for (const auto& [name, why] : targets.errors) lines.push_back({name, std::nullopt, why});
+    if (lines.empty()) std::fprintf(stderr, "tern: --sock-dir: no tern API socket found\n");
     std::string screen;
     if (o.json) {
       screen = farm_json(lines).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
