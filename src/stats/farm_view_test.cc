@@ -75,7 +75,7 @@ TEST(FarmView, TableAndJsonHaveOneLinePerVmErrorsIncluded) {
   std::string t = render_farm(lines);
   EXPECT_EQ(t.rfind("VM ", 0), 0u) << t;
   EXPECT_NE(t.find("\napp0                   14      10       0       4       0      100   30.0    2.0"
-                   "    0.2     1000B      300B     24.6kB\n"),
+                   "    0.2     1000B      300B    24.6kB\n"),
             std::string::npos)
       << t;
   EXPECT_NE(t.find("\ndb0              error: connect: Connection refused\n"), std::string::npos) << t;
