@@ -60,7 +60,25 @@ echo "setup: built build/tern"
 
 # The Debian guest image (~1–2 min with its tree on a tmpfs, more on disk, and ~2 GB the first time, then cached by the hash of images/debian/).
 # Without root or the Debian mirror (build.sh exits 3) it is skipped with a message, except in CI.
+# Each variant not built yet needs ~2.1 GiB of disk (sparse 4 GiB files) plus ~1 GiB while it is
+# made: a full disk is said before minutes of work, not as mkfs.ext4's "No space left on device".
+check_image_space() {
+  local want=0 v f avail
+  for v in $(tr ',' ' ' <<<"${IMAGE_BOOT:-none,bios}"); do
+    f=build/images/debian-12-$v.img
+    [[ "$v" != none ]] || f=build/images/debian-12.img
+    [[ -f "$f" ]] || want=$((want + 3))
+  done
+  ((want > 0)) || return 0
+  mkdir -p build/images
+  avail=$(df -P -BG build/images | awk 'NR == 2 { sub(/G$/, "", $4); print $4 }')
+  if ((avail < want)); then
+    echo "setup: build/images has ${avail} GiB free; the Debian guest images (IMAGE_BOOT=${IMAGE_BOOT:-none,bios}) need ~${want} GiB: free some disk space" >&2
+    exit 1
+  fi
+}
 if [[ "${SKIP_IMAGE:-0}" != 1 ]]; then
+  check_image_space
   rc=0
   images/debian/build.sh --boot "${IMAGE_BOOT:-none,bios}" || rc=$?
   if ((rc == 3)) && [[ -z "${CI:-}" ]]; then

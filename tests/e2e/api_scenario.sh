@@ -16,6 +16,7 @@
 : "${API_WAIT:=120}"
 [ -n "$TH_TERN" ] || { echo "API-CHECK name=setup FAIL tern binary not in the test host"; exit 2; }
 command -v curl >/dev/null || { echo "API-CHECK name=setup FAIL curl not in the test host"; exit 2; }
+. /testhost/l1_lib.sh  # l1_stall_dump, l1_l2_wedged
 fails=0
 
 check() {  # check NAME CONDITION-RESULT DETAIL; returns CONDITION-RESULT
@@ -53,58 +54,11 @@ vcpu_runs() {
     api GET /tern/stats | tr ',{}' '\n\n\n' | sed -n 's/^ *"\(kvm_run_returns\|exits\)": *\([0-9][0-9]*\) *$/\1=\2/p' | tr '\n' ' '
 }
 
-# dump_stall WHY: when the guest stopped making progress (its ticks stalled), what L1 sees, as
-# "API-DUMP" lines in the log (never a check): tern's stats (per vCPU: KVM_RUN returns, KVM's own
-# exit/halt counters), each tern thread's state, wait channel and kernel stack, KVM's debugfs
-# counters and lapic timers (the L2 guest's timer is an hrtimer in L1: apic_timer_fn in
-# /proc/timer_list, with its expiry against L1's "now"), L1's clocksource, interrupts and dmesg.
-# Twice, 2 s apart, so what moves shows. Tells a vCPU blocked in tern from one halted inside KVM
-# waiting for a timer that L1 never fires.
-dump_stall() {
-    for round in 1 2; do
-        echo "API-DUMP ==== $1 (round $round) L1 uptime $(cut -d' ' -f1 /proc/uptime)"
-        echo "API-DUMP stats $(api GET /tern/stats | tr -d '\n ')"
-        for t in /proc/"$tern_pid"/task/*; do
-            echo "API-DUMP task ${t##*/} $(cat "$t/comm" 2>/dev/null) state=$(awk '{ print $3 }' "$t/stat" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null) utime+stime=$(awk '{ print $14 + $15 }' "$t/stat" 2>/dev/null) stack: $(tr '\n' ' ' <"$t/stack" 2>/dev/null)"
-        done
-        for d in /sys/kernel/debug/kvm/"$tern_pid"-*; do
-            [ -d "$d" ] || continue
-            echo "API-DUMP kvm-debugfs $d $(cd "$d" && for f in *; do [ -f "$f" ] && printf '%s=%s ' "$f" "$(cat "$f" 2>/dev/null)"; done)"
-            for v in "$d"/vcpu*; do
-                echo "API-DUMP kvm-debugfs ${v##*/} $(cd "$v" && for f in *; do [ -f "$f" ] && printf '%s=%s ' "$f" "$(cat "$f" 2>/dev/null)"; done)"
-            done
-        done
-        echo "API-DUMP timer_list $(grep -e '^now at' -e 'apic_timer_fn' -A 1 /proc/timer_list 2>/dev/null | tr '\n' ' ')"
-        echo "API-DUMP l1-interrupts $(grep -e LOC -e CAL -e 'timer' /proc/interrupts | tr -s ' \n' '  ')"
-        sleep 2  # the second round shows what moved in 2 s (nothing to wait for)
-    done
-    echo "API-DUMP l1-clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource) of $(cat /sys/devices/system/clocksource/clocksource0/available_clocksource)"
-    dmesg | tail -n 40 | sed 's/^/API-DUMP l1-dmesg /'
-    echo "API-DUMP console tail"; tail -n 5 "$CON" | sed 's/^/API-DUMP console /'
-}
-
-# l2_timer_wedged: true (printing why) when the stalled guest is wedged where tern has no part:
-# every vCPU thread of tern is halted inside KVM_RUN (wchan kvm_vcpu_block), KVM's in-kernel exits
-# do not move over 2 s, and the soonest lapic timer L1's KVM holds for it (an apic_timer_fn hrtimer
-# in /proc/timer_list) is over 10 s ahead though the guest's tick sleeps 0.2 s. Only asked before
-# tern's first pause: until then tern has not set the guest's kvmclock (GuestClockHold) or TSC,
-# so the guest's timer lives in L1's KVM (the in-kernel LAPIC) and L1's TCG alone. A vCPU blocked
-# in tern, a vCPU running, or a guest with no timer armed (it waits for a device interrupt tern
-# owes it) is not this: the check fails as a test failure.
-l2_timer_wedged() {
-    for t in /proc/"$tern_pid"/task/*; do
-        case "$(cat "$t/comm" 2>/dev/null)" in
-            vcpu*) [ "$(cat "$t/wchan" 2>/dev/null)" = kvm_vcpu_block ] || return 1 ;;
-        esac
-    done
-    d=$(ls -d /sys/kernel/debug/kvm/"$tern_pid"-* 2>/dev/null | head -n 1)
-    [ -n "$d" ] || return 1
-    e0=$(cat "$d/exits"); sleep 2; e1=$(cat "$d/exits")  # an observation window, as in dump_stall
-    [ "$e0" = "$e1" ] || return 1
-    soonest=$(grep -A 1 apic_timer_fn /proc/timer_list | sed -n 's/.*\[in \(-\{0,1\}[0-9]*\) to.*/\1/p' | sort -n | head -n 1)
-    [ -n "$soonest" ] && [ "$soonest" -gt 10000000000 ] || return 1
-    echo "TESTHOST-L2-WEDGED $1: every vCPU halted in KVM (kvm_vcpu_block), in-kernel exits $e0 -> $e1 in 2 s, soonest lapic timer in L1's KVM ${soonest} ns ahead (the guest sleeps 0.2 s); before any pause (tern never set the guest's clock)"
-}
+# dump_stall WHY: API-DUMP lines saying what L1 sees of the stalled guest (testhost/l1_lib.sh).
+dump_stall() { l1_stall_dump API-DUMP "$1" "$tern_pid" "$S" "$CON"; }
+# l2_timer_wedged WHY: true (printing TESTHOST-L2-WEDGED) when the guest, whose tick sleeps 0.2 s,
+# is wedged in L1's KVM with no part of tern involved (testhost/l1_lib.sh says exactly when).
+l2_timer_wedged() { l1_l2_wedged "$1" "$tern_pid" "0.2 s"; }
 
 # ---- case 1: configured purely through the API ----
 S=/tmp/api1.sock

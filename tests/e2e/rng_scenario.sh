@@ -20,6 +20,7 @@
 # guest side against a reference device (saves with HMP migrate; API checks are skipped; a malformed
 # chain QEMU leaves in the ring counts as "pending", which is accepted there and not from tern).
 : "${RNG_WAIT:=120}" "${RNG_VMM:=tern}"
+. /testhost/l1_lib.sh  # l1_stall_dump
 T="$TH_TERN"
 case "$RNG_VMM" in
 tern) [ -n "$T" ] || { echo "RNG-CHECK name=setup FAIL tern binary not in the test host"; exit 2; } ;;
@@ -297,7 +298,8 @@ if tern_only; then
     check api-instance-start "$([ "${r##* }" = 204 ]; echo $?)" "$r"
     r=$(api /tmp/e.sock PUT /entropy '{}')
     check api-entropy-after-start "$([ "${r##* }" = 400 ]; echo $?)" "$r"
-    wait_vm "$RNG_WAIT" has /tmp/e.out 'TERN-GUEST-ACTION action=rng-read'
+    wait_vm "$RNG_WAIT" has /tmp/e.out 'TERN-GUEST-ACTION action=rng-read' ||
+        l1_stall_dump RNG-DUMP "no TERN-GUEST-ACTION after $RNG_WAIT s" "$vm_pid" /tmp/e.sock /tmp/e.out
     check_current api-rng-current /tmp/e.out
     check_read api-read-1mib /tmp/e.out boot 1048576
     wait_exit "$vm_pid" 60
