@@ -64,6 +64,30 @@ Result<std::optional<MemoryBackend>> optional_memory_backend(JsonReader& r) {
   return std::optional<MemoryBackend>(*b);
 }
 
+// tern extension "cpu_affinity": {"vcpu": "0-1", "vcpu1": "1", "io": "0"} (--cpu-affinity's
+// classes and Linux cpulists); errors name the field and the class.
+Result<std::optional<CpuAffinity>> optional_cpu_affinity(JsonReader& r) {
+  const nlohmann::json* j = r.raw("cpu_affinity");
+  if (!j) return std::optional<CpuAffinity>();
+  const std::string field = r.field("cpu_affinity");
+  if (!j->is_object())
+    return fail(field, "expected an object like {\"vcpu0\": \"0-1\", \"io\": \"0\"}, got " +
+                           json_type_name(*j));
+  CpuAffinity a;
+  for (auto it = j->begin(); it != j->end(); ++it) {
+    if (!it->is_string())
+      return fail(field + " " + it.key(), "expected a CPU list string, got " + json_type_name(*it));
+    TRY(add_cpu_affinity_entry(a, it.key(), it->get<std::string>(), field));
+  }
+  return std::optional<CpuAffinity>(std::move(a));
+}
+
+nlohmann::json cpu_affinity_json(const CpuAffinity& a) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [cls, cpus] : cpu_affinity_entries(a)) j[cls] = cpus;
+  return j;
+}
+
 Result<void> reject_unsupported(JsonReader& r, const std::string& name, const std::string& what) {
   if (r.raw(name)) return fail(r.field(name), what + " is not supported by tern");
   return {};
@@ -135,6 +159,7 @@ Result<MachineConfigPatch> parse_machine_config_patch(const nlohmann::json& j,
   ASSIGN_OR_RETURN(p.track_dirty_pages, r.optional_bool("track_dirty_pages"));
   ASSIGN_OR_RETURN(p.huge_pages, r.optional_string("huge_pages"));
   ASSIGN_OR_RETURN(p.memory_backend, optional_memory_backend(r));
+  ASSIGN_OR_RETURN(p.cpu_affinity, optional_cpu_affinity(r));
   ASSIGN_OR_RETURN(auto tmpl, r.optional_string("cpu_template"));
   if (tmpl && *tmpl != "None")
     return fail(r.field("cpu_template"),
@@ -148,12 +173,21 @@ Result<void> check_machine_config(const MachineConfig& m, const std::string& whe
   if (m.smt) return fail(f("smt"), "true: SMT is not supported by tern");
   if (m.track_dirty_pages)
     return fail(f("track_dirty_pages"), "true: dirty page tracking is not supported by tern yet");
-  if (m.huge_pages != "None") {
-    static const std::array<const char*, 2> known = {"Transparent", "2M"};
-    bool valid = std::find(known.begin(), known.end(), m.huge_pages) != known.end();
-    return fail(f("huge_pages"), "\"" + m.huge_pages + "\": " +
-                                     (valid ? "huge pages are not supported by tern yet"
-                                            : "unknown value (None, Transparent, 2M)"));
+  if (m.huge_pages == "Transparent")
+    return fail(f("huge_pages"), "\"Transparent\": not supported by tern (its default anonymous "
+                                 "RAM asks for transparent huge pages already; \"2M\" is hugetlbfs)");
+  if (m.huge_pages != "None" && m.huge_pages != "2M")
+    return fail(f("huge_pages"),
+                "\"" + m.huge_pages + "\": unknown value (None, Transparent, 2M)");
+  if (m.huge_pages == "2M") {
+    // "2M" is tern's hugetlbfs backend (Firecracker: mem_size_mib a multiple of 2).
+    if (m.mem_size_mib % 2 != 0)
+      return fail(f("huge_pages"), "\"2M\": mem_size_mib " + std::to_string(m.mem_size_mib) +
+                                       " is not a multiple of 2 (2 MiB pages)");
+    if (m.memory_backend && *m.memory_backend != MemoryBackend::kHugetlbfs)
+      return fail(f("huge_pages"),
+                  "\"2M\" is 2 MiB hugetlbfs RAM; memory_backend \"" +
+                      std::string(memory_backend_name(*m.memory_backend)) + "\" contradicts it");
   }
   return {};
 }
@@ -170,6 +204,7 @@ Result<MachineConfig> parse_machine_config(const nlohmann::json& j, const std::s
   m.track_dirty_pages = p.track_dirty_pages.value_or(false);
   m.huge_pages = p.huge_pages.value_or("None");
   m.memory_backend = p.memory_backend;
+  m.cpu_affinity = p.cpu_affinity.value_or(CpuAffinity{});
   TRY(check_machine_config(m, where));
   return m;
 }
@@ -355,6 +390,7 @@ nlohmann::json to_json(const MachineConfig& m) {
                       {"track_dirty_pages", m.track_dirty_pages},
                       {"huge_pages", m.huge_pages}};
   if (m.memory_backend) j["memory_backend"] = std::string(memory_backend_name(*m.memory_backend));
+  if (!m.cpu_affinity.empty()) j["cpu_affinity"] = cpu_affinity_json(m.cpu_affinity);
   return j;
 }
 
@@ -537,6 +573,8 @@ Parsed parse_snapshot_load(std::string_view body) {
         return fail(r.field("on_reboot"),
                     "\"" + *on_reboot + "\" is not one of \"exit\", \"restart\"");
     }
+    ASSIGN_OR_RETURN(auto affinity, optional_cpu_affinity(r));
+    s.cpu_affinity = affinity.value_or(CpuAffinity{});
     for (const char* f : {"enable_diff_snapshots", "track_dirty_pages", "clock_realtime"}) {
       ASSIGN_OR_RETURN(auto v, r.optional_bool(f));
       if (v && *v) return fail(f, "true is not supported by tern");

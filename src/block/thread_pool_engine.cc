@@ -1,11 +1,13 @@
 #include "block/thread_pool_engine.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
+#include "base/cpu_affinity.h"
 #include "block/io_uring_engine.h"
 
 namespace tern {
@@ -92,6 +94,9 @@ int64_t ThreadPoolEngine::execute(const IoOp& op) const {
 }
 
 void ThreadPoolEngine::run() {
+  // Named as a device worker ("io-" prefix: tern stat --all counts it in the io class).
+  pthread_setname_np(pthread_self(), "io-exec");
+  pin_this_thread(ThreadClass::kIo);  // --cpu-affinity io
   for (;;) {
     IoOp op;
     {

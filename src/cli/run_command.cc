@@ -62,6 +62,7 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
                   "(2 MiB pages, reserved in /proc/sys/vm/nr_hugepages). Default: memfd with a "
                   "vhost-user disk, else anon");
   run->add_option("--cpus", o.cpus, "Number of vCPUs")->capture_default_str();
+  run->add_option("--cpu-affinity", o.cpu_affinity, kCpuAffinityHelp);
   run->add_option("--console", o.console, "Guest serial console: stdio or file:PATH")
       ->capture_default_str();
   run->add_option("--disk", o.disks,
@@ -174,6 +175,11 @@ Result<VmResources> run_resources(const RunOptions& o) {
   // Refused here, naming the option, rather than when the VM is built.
   TRY(check_pci_slots(r.drives.size(), r.devices, /*cli=*/true));
   TRY(check_devices_for_vm(r.devices, r.vcpus, /*cli=*/true));
+  if (!o.cpu_affinity.empty()) {
+    ASSIGN_OR_RETURN(r.cpu_affinity, parse_cpu_affinity(o.cpu_affinity, "--cpu-affinity"));
+    ASSIGN_OR_RETURN(CpuList allowed, process_allowed_cpus());
+    TRY(check_cpu_affinity(r.cpu_affinity, r.vcpus, allowed, "--cpu-affinity"));
+  }
   if (!o.memory_backend.empty()) {
     ASSIGN_OR_RETURN(r.memory_backend, parse_memory_backend(o.memory_backend));
     std::vector<DeviceSpec> disks;

@@ -24,6 +24,7 @@ struct RunOptions {
   std::string cmdline;
   bool cmdline_given = false;
   std::string memory = "512M";
+  std::string cpu_affinity;    ///< --cpu-affinity vcpu0=0-1,io=0; empty: no pinning.
   std::string memory_backend;  ///< --memory-backend anon|memfd|hugetlbfs; empty: automatic.
   uint32_t cpus = 1;
   std::string console = "stdio";

@@ -136,6 +136,8 @@ CLI::App* add_restore_command(CLI::App& app, RestoreOptions& o) {
                 "What a guest reboot does: exit (status 3) or restart (in place, through the "
                 "firmware; firmware-booted snapshots only). Default: what the saved VM did "
                 "(restart for a firmware boot unless it ran with --on-reboot exit)");
+  c->add_option("--cpu-affinity", o.cpu_affinity,
+                std::string(kCpuAffinityHelp) + ". Not saved in snapshots: give it again here");
   return c;
 }
 
@@ -295,6 +297,14 @@ int run_restore(const RestoreOptions& o) {
                    o.on_reboot.c_str());
       return kExitError;
     }
+  }
+  if (!o.cpu_affinity.empty()) {
+    auto a = parse_cpu_affinity(o.cpu_affinity, "--cpu-affinity");
+    if (!a) {
+      std::fprintf(stderr, "tern: %s\n", a.error().message().c_str());
+      return kExitError;
+    }
+    spec.cpu_affinity = *a;  // checked against the snapshot's vCPUs by prepare_restore()
   }
   ControlLoop* l = loop->get();
   if (o.kernel_exits) l->request_kernel_exits();

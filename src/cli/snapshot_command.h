@@ -29,6 +29,7 @@ struct RestoreOptions {
   bool kernel_exits = false;   ///< --kernel-exits: in-kernel exit accounting from the first resume.
   std::string memory_backend;  ///< --memory-backend; empty: automatic from the restored devices.
   std::string on_reboot;       ///< --on-reboot exit|restart; empty: what the saved VM did.
+  std::string cpu_affinity;    ///< --cpu-affinity (not saved in the snapshot); empty: none.
 };
 
 CLI::App* add_snapshot_command(CLI::App& app, SnapshotOptions& o);

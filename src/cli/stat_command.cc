@@ -9,14 +9,13 @@
 #include <thread>
 
 #include "api/api_client.h"
+#include "cli/stat_all.h"
 #include "stats/stats_table.h"
 #include "vmm/exit_status.h"
 
 namespace tern {
 
-namespace {
-
-Result<nlohmann::json> fetch(const std::string& sock) {
+Result<nlohmann::json> fetch_stats(const std::string& sock) {
   ASSIGN_OR_RETURN(std::string body, api_get(sock, "/tern/stats", std::chrono::seconds(10)));
   // tern's reply nests a few levels; a deeper one (not tern's) is refused here, as copying and
   // printing a JSON value recurse once per level (100 000 levels overflowed the stack).
@@ -38,6 +37,8 @@ Result<nlohmann::json> fetch(const std::string& sock) {
     return fail("GET /tern/stats", sock + ": no VM statistics yet (is a VM running?)");
   return j;
 }
+
+namespace {
 
 // The in-kernel accounting of the VM, while tern stat holds it on: turned on through the API when
 // the VM's is off, off again when tern stat ends (return, or one of the signals that would end
@@ -157,7 +158,14 @@ class KernelExitsHold {
 CLI::App* add_stat_command(CLI::App& app, StatOptions& o) {
   CLI::App* s = app.add_subcommand(
       "stat", "Show a running tern's exits, device accesses, KVM counters and CPU per thread");
-  s->add_option("--api-sock", o.api_sock, "The control API socket of the running tern")->required();
+  s->add_option("--api-sock", o.api_socks,
+                "The control API socket of the running tern (with --all: repeatable)");
+  s->add_flag("--all", o.all,
+              "One line per VM for several running terns (exits/s by class, CPU by thread class, "
+              "net and disk rates): every --api-sock and every socket in each --sock-dir");
+  s->add_option("--sock-dir", o.sock_dirs,
+                "A directory of tern API sockets, scanned at every refresh (repeatable; implies "
+                "--all)");
   s->add_option("--interval", o.interval_s, "Seconds between refreshes (rates are per second)")
       ->capture_default_str();
   s->add_flag("--once", o.once, "Measure one interval, print it and exit");
@@ -175,16 +183,22 @@ int run_stat(const StatOptions& o) {
     std::fprintf(stderr, "tern: --interval: %g is outside 0.05 .. 3600 seconds\n", o.interval_s);
     return kExitError;
   }
-  auto prev = fetch(o.api_sock);
+  if (o.all || !o.sock_dirs.empty()) return run_stat_all(o);
+  if (o.api_socks.size() != 1) {
+    std::fprintf(stderr, "tern: --api-sock: give one socket (several only with --all)\n");
+    return kExitError;
+  }
+  const std::string& sock = o.api_socks.front();
+  auto prev = fetch_stats(sock);
   if (!prev) {
     std::fprintf(stderr, "tern: %s\n", prev.error().message().c_str());
     return kExitError;
   }
-  KernelExitsHold hold(o.api_sock);
+  KernelExitsHold hold(sock);
   if (o.kernel_exits) {
     hold.acquire(*prev);
     // The first interval starts with the accounting on (its since_ns), or says why it is not.
-    if (auto again = fetch(o.api_sock)) prev = std::move(again);
+    if (auto again = fetch_stats(sock)) prev = std::move(again);
   }
   const bool tty = ::isatty(STDOUT_FILENO) == 1;
   const auto interval = std::chrono::duration<double>(o.interval_s);
@@ -195,7 +209,7 @@ int run_stat(const StatOptions& o) {
       ::raise(s);
       return 128 + s;
     }
-    auto cur = fetch(o.api_sock);
+    auto cur = fetch_stats(sock);
     if (!cur) {
       // The VM went away between refreshes: a normal end for a live view, an error for --once.
       std::fprintf(stderr, "tern: %s\n", cur.error().message().c_str());

@@ -3,12 +3,20 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
 
 namespace tern {
 
 /// `tern stat` options as typed.
 struct StatOptions {
-  std::string api_sock;   ///< --api-sock PATH of the running tern
+  /// --api-sock PATH of the running tern (repeatable with --all: one line per socket).
+  std::vector<std::string> api_socks;
+  bool all = false;                    ///< --all: one line per VM (stat_all.h)
+  std::vector<std::string> sock_dirs;  ///< --sock-dir DIR (implies --all): every socket in DIR
   double interval_s = 1;  ///< --interval S between snapshots (rates are over this interval)
   bool once = false;      ///< --once: one interval, print, exit
   bool json = false;      ///< --json: rates + totals as JSON (one object per line when repeating)
@@ -18,6 +26,10 @@ struct StatOptions {
   /// tern stat ends, SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGPIPE included).
   bool kernel_exits = false;
 };
+
+/// GET /tern/stats from the tern at `sock`, checked to be a JSON object with "timestamp_ns" (a
+/// running VM's); errors name the socket.
+[[nodiscard]] Result<nlohmann::json> fetch_stats(const std::string& sock);
 
 /// Adds the `stat` subcommand to `app`.
 CLI::App* add_stat_command(CLI::App& app, StatOptions& opts);

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "block/disk_config.h"
+#include "base/cpu_affinity.h"
 #include "memory/memory_backend.h"
 
 namespace tern {
@@ -85,10 +86,13 @@ struct MachineConfig {
   uint64_t mem_size_mib = 128;
   bool smt = false;                ///< Only false is supported.
   bool track_dirty_pages = false;  ///< Only false is supported (until snapshots exist).
-  std::string huge_pages = "None"; ///< Only "None" is supported.
+  /// "None", or "2M": guest RAM on 2 MiB hugetlbfs pages (tern's memory_backend "hugetlbfs").
+  std::string huge_pages = "None";
   /// tern extension "memory_backend" (--memory-backend): unset = automatic (memfd when a
   /// vhost-user disk is configured, else anon).
   std::optional<MemoryBackend> memory_backend;
+  /// tern extension "cpu_affinity" (--cpu-affinity): {"vcpu0": "0-1", "io": "0"}; empty: none.
+  CpuAffinity cpu_affinity;
 };
 
 /// PUT /drives/{drive_id} (Firecracker Drive) mapped onto tern's DiskConfig. A `tern run --disk`
@@ -110,6 +114,7 @@ struct MachineConfigPatch {
   std::optional<bool> track_dirty_pages;
   std::optional<std::string> huge_pages;
   std::optional<MemoryBackend> memory_backend;
+  std::optional<CpuAffinity> cpu_affinity;
 };
 
 /// PUT /snapshot/create (Firecracker SnapshotCreateParams, Full only) plus tern's extensions.
@@ -131,6 +136,9 @@ struct SnapshotLoadSpec {
   /// tern extension "on_reboot" (tern restore --on-reboot): unset = what the saved VM did
   /// (restart for a firmware boot by default). restart needs a firmware-booted snapshot.
   std::optional<OnReboot> on_reboot = std::nullopt;
+  /// tern extension "cpu_affinity" (tern restore --cpu-affinity): not saved in the snapshot (a
+  /// host choice, like the backend); unset: threads keep tern's affinity.
+  CpuAffinity cpu_affinity = {};
 };
 
 }  // namespace tern

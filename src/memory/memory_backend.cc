@@ -1,5 +1,6 @@
 #include "memory/memory_backend.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -60,6 +61,17 @@ std::optional<uint64_t> available_huge_pages_2m() {
   uint64_t resv =
       read_sysfs_u64("/sys/kernel/mm/hugepages/hugepages-2048kB/resv_hugepages").value_or(0);
   return *free > resv ? *free - resv : 0;
+}
+
+std::string huge_pages_missing(uint64_t needed, std::optional<uint64_t> available) {
+  constexpr const char* kHugePool = "/sys/kernel/mm/hugepages/hugepages-2048kB";
+  if (!available)
+    return "this host has no 2 MiB huge page pool (" + std::string(kHugePool) + " is missing)";
+  uint64_t now = read_sysfs_u64((std::string(kHugePool) + "/nr_hugepages").c_str()).value_or(0);
+  return std::to_string(needed) + " free 2 MiB huge pages needed, " + std::to_string(*available) +
+         " free (" + kHugePool + "/free_hugepages minus resv_hugepages); reserve them with "
+         "\"sysctl vm.nr_hugepages=" + std::to_string(now + needed - std::min(needed, *available)) +
+         "\" (/proc/sys/vm/nr_hugepages)";
 }
 
 }  // namespace tern

@@ -36,4 +36,8 @@ inline constexpr uint64_t kHugePageSize = 2ull << 20;
 /// /sys/kernel/mm/hugepages/hugepages-2048kB/; nullopt when the kernel has no 2 MiB pool.
 [[nodiscard]] std::optional<uint64_t> available_huge_pages_2m();
 
+/// Why `needed` 2 MiB huge pages cannot be had when `available` (available_huge_pages_2m()) are:
+/// how many are free, and the sysctl that would reserve enough (vm.nr_hugepages).
+[[nodiscard]] std::string huge_pages_missing(uint64_t needed, std::optional<uint64_t> available);
+
 }  // namespace tern

@@ -25,7 +25,6 @@ namespace {
 using memory_detail::range_text;
 
 constexpr const char* kShmemEnabled = "/sys/kernel/mm/transparent_hugepage/shmem_enabled";
-constexpr const char* kHugePool = "/sys/kernel/mm/hugepages/hugepages-2048kB";
 
 // Says once per process when shmem (memfd) RAM cannot get transparent huge pages.
 void say_shmem_thp_once() {
@@ -43,18 +42,6 @@ void say_shmem_thp_once() {
           kShmemEnabled, *mode);
     }
   });
-}
-
-std::string huge_pages_missing(uint64_t needed, std::optional<uint64_t> available) {
-  if (!available)
-    return "this host has no 2 MiB huge page pool (" + std::string(kHugePool) + " is missing)";
-  uint64_t now = 0;
-  if (auto line = read_file(std::string(kHugePool) + "/nr_hugepages", 4096))
-    now = std::strtoull(line->c_str(), nullptr, 10);
-  return std::to_string(needed) + " free 2 MiB huge pages needed, " + std::to_string(*available) +
-         " free (" + kHugePool + "/free_hugepages minus resv_hugepages); reserve them with "
-         "\"sysctl vm.nr_hugepages=" + std::to_string(now + needed - std::min(needed, *available)) +
-         "\" (/proc/sys/vm/nr_hugepages)";
 }
 
 // One sealed file holding one region at file offset 0.

@@ -1,6 +1,9 @@
 // The NvmeController's admin thread: controller enable, disable/reset and shutdown (NVMe base
 // spec 1.4 §7.6.1, §7.6.2, §7.3), the admin queue (SQ0/CQ0), Asynchronous Event Request
 // completion (§5.2), parking for snapshots.
+#include <pthread.h>
+
+#include "base/cpu_affinity.h"
 #include "nvme/nvme_controller_impl.h"
 
 namespace tern::nvme {
@@ -13,6 +16,9 @@ constexpr uint32_t field(uint32_t v, unsigned shift, uint32_t mask) {
 }  // namespace
 
 void NvmeController::admin_loop() {
+  // Named as a device worker ("io-" prefix: tern stat --all counts it in the io class).
+  pthread_setname_np(pthread_self(), "io-nvme-admin");
+  pin_this_thread(ThreadClass::kIo);  // --cpu-affinity io
   std::unique_lock lock(mu_);
   for (;;) {
     if (stop_) return;

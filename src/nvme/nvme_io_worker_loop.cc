@@ -8,6 +8,7 @@
 #include <string>
 
 #include "nvme/nvme_io_worker_impl.h"
+#include "base/cpu_affinity.h"
 
 namespace tern::nvme {
 
@@ -35,6 +36,7 @@ Result<void> epoll_watch(int epoll_fd, int fd, uint64_t tag, bool add) {
 void NvmeIoWorker::Impl::run() {
   // ctx.name is the queue's name in the statistics ("nvme0/cq1"); comm holds 15 bytes.
   pthread_setname_np(pthread_self(), ctx.name.substr(0, 15).c_str());
+  pin_this_thread(ThreadClass::kIo);  // --cpu-affinity io
   for (;;) {
     epoll_event evs[16];
     int n = ::epoll_wait(epoll.get(), evs, 16, -1);

@@ -256,6 +256,14 @@ Json compute_rates(const Json& prev, const Json& cur, bool kernel_exits) {
   for (const Json& v : cur.value("vcpus", Json::array()))
     note(v.value("kvm", Json::object()), "vCPU " + std::to_string(u64(v, "id")));
   Json out = {{"interval_s", interval}, {"rates", rates}, {"errors", errors}};
+  // Where each thread may run and last ran (--cpu-affinity), as of `cur`.
+  Json placement = Json::array();
+  for (const Json& t : cur.value("threads", Json::array()))
+    if (t.is_object() && t.contains("cpus_allowed"))
+      placement.push_back({{"thread", t.value("name", "?") + "/" + std::to_string(u64(t, "tid"))},
+                           {"cpus_allowed", t.value("cpus_allowed", "")},
+                           {"last_cpu", t.value("last_cpu", -1)}});
+  out["threads"] = placement;
   if (kernel_exits) out["kernel_exits"] = kernel_exit_rates(prev, cur);
   return out;
 }
@@ -321,6 +329,13 @@ std::string render_rates_table(const Json& r, size_t max_rows) {
                            human(static_cast<double>(row.total)), human(row.per_s));
       }
     }
+  }
+  if (const Json& threads = r.value("threads", Json::array()); !threads.empty()) {
+    out += fmt::format("\n{:<44} {:>12} {:>12}\n", "where threads run (--cpu-affinity)", "allowed",
+                       "last CPU");
+    for (const Json& t : threads)
+      out += fmt::format("  {:<42} {:>12} {:>12}\n", t.value("thread", "?"),
+                         t.value("cpus_allowed", "?"), t.value("last_cpu", -1));
   }
   std::vector<ExitRatio> ratios = exits_per_request(rates.value("device_counters", Json::object()),
                                                     rates.value("queues", Json::object()));

@@ -149,6 +149,24 @@ TEST(StatsTable, QueueCpuPerRequestComesFromTheQueueThread) {
   EXPECT_NE(t.find("      24.6k          0      1.0us\n"), std::string::npos) << t;
 }
 
+// Each thread's allowed CPUs and last CPU (GET /tern/stats threads[]) are shown as of the later
+// snapshot; a reply without them (an older tern) shows no block.
+TEST(StatsTable, WhereThreadsRun) {
+  auto a = testing::stats_snapshot(1'000'000'000, 1);
+  auto b = testing::stats_snapshot(3'000'000'000, 3);
+  EXPECT_EQ(render_rates_table(compute_rates(a, b), 0).find("where threads run"), std::string::npos);
+  b["threads"][0]["cpus_allowed"] = "0-1";
+  b["threads"][0]["last_cpu"] = 1;
+  auto r = compute_rates(a, b);
+  ASSERT_EQ(r["threads"].size(), 1u);
+  EXPECT_EQ(r["threads"][0]["thread"], "vcpu0/77");
+  std::string t = render_rates_table(r, 0);
+  EXPECT_NE(t.find("where threads run (--cpu-affinity)                allowed     last CPU\n"
+                   "  vcpu0/77                                            0-1            1\n"),
+            std::string::npos)
+      << t;
+}
+
 TEST(StatsTable, QueuesWithoutCountsAreLeftOut) {
   auto s = testing::stats_snapshot(1, 0);  // every counter 0
   std::string t = render_rates_table(compute_rates(s, s), 0);

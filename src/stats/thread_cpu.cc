@@ -63,6 +63,7 @@ std::optional<ThreadCpu> parse_task_stat(std::string_view line, uint64_t ns_per_
   };
   uint64_t ut = 0, st = 0, gt = 0;
   if (!field(14, ut) || !field(15, st) || !field(43, gt)) return std::nullopt;
+  if (uint64_t cpu = 0; field(39, cpu)) t.last_cpu = static_cast<int>(cpu);
   t.user_ns = ut * ns_per_tick;
   t.system_ns = st * ns_per_tick;
   t.guest_ns = gt * ns_per_tick;
@@ -75,6 +76,16 @@ uint64_t ns_per_tick() {
   return hz > 0 ? 1'000'000'000u / static_cast<uint64_t>(hz) : 10'000'000u;
 }
 }  // namespace
+
+std::string parse_cpus_allowed_list(std::string_view status) {
+  constexpr std::string_view kKey = "Cpus_allowed_list:";
+  size_t at = status.find(kKey);
+  if (at == std::string_view::npos || (at > 0 && status[at - 1] != '\n')) return "";
+  size_t b = status.find_first_not_of(" \t", at + kKey.size());
+  if (b == std::string_view::npos) return "";
+  size_t e = status.find('\n', b);
+  return std::string(status.substr(b, e == std::string_view::npos ? status.npos : e - b));
+}
 
 Result<ThreadCpu> read_process_cpu() {
   auto text = read_proc_file("/proc/self/stat");
@@ -93,7 +104,11 @@ Result<std::vector<ThreadCpu>> read_thread_cpu(const std::string& task_dir) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     auto text = read_proc_file(task_dir + "/" + e->d_name + "/stat");
     if (!text) continue;  // the thread exited meanwhile
-    if (auto t = parse_task_stat(*text, tick_ns)) out.push_back(std::move(*t));
+    auto t = parse_task_stat(*text, tick_ns);
+    if (!t) continue;
+    if (auto status = read_proc_file(task_dir + "/" + e->d_name + "/status"))
+      t->cpus_allowed = parse_cpus_allowed_list(*status);
+    out.push_back(std::move(*t));
   }
   std::sort(out.begin(), out.end(),
             [](const ThreadCpu& a, const ThreadCpu& b) { return a.tid < b.tid; });

@@ -18,6 +18,14 @@ TEST(ThreadCpu, ParsesUtimeStimeGuestTimeWithOddComm) {
   EXPECT_EQ(t->user_ns, 2'500'000'000u);
   EXPECT_EQ(t->system_ns, 400'000'000u);
   EXPECT_EQ(t->guest_ns, 2'000'000'000u);
+  EXPECT_EQ(t->last_cpu, 1);  // field 39, processor
+}
+
+TEST(ThreadCpu, ParsesCpusAllowedList) {
+  EXPECT_EQ(parse_cpus_allowed_list("Name:\tvcpu0\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1,4\n"
+                                    "Mems_allowed:\t1\n"),
+            "0-1,4");
+  EXPECT_EQ(parse_cpus_allowed_list("Name:\tx\n"), "");
 }
 
 TEST(ThreadCpu, RejectsTruncatedLines) {
@@ -30,7 +38,12 @@ TEST(ThreadCpu, ReadsThisProcess) {
   auto threads = read_thread_cpu();
   ASSERT_TRUE(threads) << threads.error().message();
   bool found = false;
-  for (const auto& t : *threads) found |= t.tid == ::gettid();
+  for (const auto& t : *threads) {
+    if (t.tid != ::gettid()) continue;
+    found = true;
+    EXPECT_GE(t.last_cpu, 0);
+    EXPECT_FALSE(t.cpus_allowed.empty());
+  }
   EXPECT_TRUE(found);
 }
 

@@ -192,7 +192,9 @@ nlohmann::json VmStats::stats_json() const {
                          {"name", c.name},
                          {"user_ns", c.user_ns},
                          {"system_ns", c.system_ns},
-                         {"guest_ns", c.guest_ns}});
+                         {"guest_ns", c.guest_ns},
+                         {"cpus_allowed", c.cpus_allowed},
+                         {"last_cpu", c.last_cpu}});
     }
     j["threads"] = threads;
   } else {

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/clock.h"
+#include "base/cpu_affinity.h"
 #include "base/log.h"
 
 namespace tern {
@@ -44,6 +45,7 @@ void VcpuThread::start() {
     thread_started_ = true;
     std::string name = "vcpu" + std::to_string(vcpu_.id());
     pthread_setname_np(pthread_self(), name.c_str());
+    pin_this_thread(ThreadClass::kVcpu, vcpu_.id());  // --cpu-affinity vcpuN / vcpu
     t_current = this;
     loop();
     {

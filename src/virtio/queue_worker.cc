@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "base/cpu_affinity.h"
 #include "base/clock.h"
 
 namespace tern::virtio {
@@ -102,6 +103,7 @@ void QueueWorker::run() {
   // thread's CPU time next to the queue's requests (comm holds 15 bytes).
   std::string comm = ctx_.name + "/q" + std::to_string(ctx_.index);
   pthread_setname_np(pthread_self(), comm.substr(0, 15).c_str());
+  pin_this_thread(ThreadClass::kIo);  // --cpu-affinity io
   // A kick may have arrived before the eventfd was handed to us.
   process_queue();
   for (;;) {

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/cpu_affinity.h"
 #include "base/log.h"
 #include "virtio/virtio_spec.h"
 
@@ -109,6 +110,7 @@ void VhostCallRelay::error(const ErrorFd& e) {
 }
 
 void VhostCallRelay::run() {
+  pin_this_thread(ThreadClass::kIo);  // --cpu-affinity io
   constexpr int kMaxEvents = 16;
   epoll_event events[kMaxEvents];
   for (;;) {

@@ -88,6 +88,48 @@ TEST(ConfigFile, MemoryBackend) {
             "machine-config.memory_backend: \"tmpfs\": unknown backend (anon, memfd, hugetlbfs)");
 }
 
+// machine-config.huge_pages "2M": kept through resources() and GET /vm/config; the VM is built on
+// hugetlbfs; too few free 2 MiB pages are refused by vm_config() (before anything is built),
+// naming the field (1 TiB of RAM: no test host has 524288 free pages).
+TEST(ConfigFile, HugePages2M) {
+  auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+      "machine-config": {"vcpu_count": 1, "mem_size_mib": 1048576, "huge_pages": "2M"}})");
+  ASSERT_TRUE(c) << c.error().message();
+  VmResources r = c->resources();
+  EXPECT_EQ(r.vm_config_json()["machine-config"]["huge_pages"], "2M");
+  EXPECT_FALSE(r.vm_config_json()["machine-config"].contains("memory_backend"));
+  auto config = r.vm_config();
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error().message().rfind(
+                "machine-config.huge_pages: \"2M\": 524288 free 2 MiB huge pages needed", 0),
+            0u)
+      << config.error().message();
+  r.memory_bytes = 0;  // no pages needed: the backend is all that is left to check
+  auto none = r.vm_config();
+  ASSERT_TRUE(none) << none.error().message();
+  EXPECT_EQ(none->memory_backend, MemoryBackend::kHugetlbfs);
+}
+
+// machine-config.cpu_affinity: kept through resources() into VmConfig and GET /vm/config; a vCPU
+// index the VM does not have and a CPU tern may not use are refused by vm_config(), by name.
+TEST(ConfigFile, CpuAffinity) {
+  auto c = parse_config_file(R"({"boot-source": {"kernel_image_path": "/proc/self/exe"},
+      "machine-config": {"vcpu_count": 2, "mem_size_mib": 128, "cpu_affinity": {"vcpu1": "0"}}})");
+  ASSERT_TRUE(c) << c.error().message();
+  VmResources r = c->resources();
+  EXPECT_EQ(r.vm_config_json()["machine-config"]["cpu_affinity"], nlohmann::json({{"vcpu1", "0"}}));
+  auto config = r.vm_config();
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_EQ(config->cpu_affinity.vcpu.at(1), (CpuList{0}));
+  r.vcpus = 1;
+  EXPECT_EQ(r.vm_config().error().message(),
+            "machine-config.cpu_affinity vcpu1: the VM has 1 vCPU (vcpu0..vcpu0)");
+  r.cpu_affinity = *parse_cpu_affinity("io=1023", "x");
+  EXPECT_EQ(r.vm_config().error().message().rfind(
+                "machine-config.cpu_affinity io: CPU 1023 is not one tern may run on", 0),
+            0u);
+}
+
 // tern extension boot-source.on_reboot: parsed, kept through resources() into VmConfig and
 // GET /vm/config; absent stays unset (the boot's default); a bad value names the field.
 TEST(ConfigFile, OnReboot) {

@@ -173,6 +173,12 @@ Result<RestoreInputs> prepare_restore(const SnapshotLoadSpec& spec, const std::s
                 "the snapshot's guest RAM (" + format_size(in.machine.memory_bytes) +
                     ") is not a multiple of 2 MiB");
 
+  if (!spec.cpu_affinity.empty()) {
+    ASSIGN_OR_RETURN(CpuList allowed, process_allowed_cpus());
+    TRY(check_cpu_affinity(spec.cpu_affinity, in.machine.vcpus, allowed, "cpu_affinity"));
+  }
+  in.cpu_affinity = spec.cpu_affinity;
+
   auto target = ConsoleTarget::parse(console, "--console");
   if (!target) return tl::unexpected(target.error());
   in.console = *target;

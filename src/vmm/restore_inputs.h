@@ -37,6 +37,8 @@ struct RestoreInputs {
   std::unique_ptr<BootInputs> firmware_boot;
   /// What a guest reset does in the restored VM: SnapshotLoadSpec::on_reboot, else the saved one.
   OnReboot on_reboot = OnReboot::kExit;
+  /// SnapshotLoadSpec::cpu_affinity, checked against the saved vCPU count and tern's CPUs.
+  CpuAffinity cpu_affinity;
 };
 
 /// Reads and checks a snapshot: the state file (magic, format version, checksum, every section

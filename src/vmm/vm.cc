@@ -32,6 +32,8 @@ Result<std::unique_ptr<Vm>> Vm::create(const BootInputs& inputs, KeptHost kept) 
 }
 
 Result<void> Vm::build(const BootInputs& in, KeptHost kept) {
+  // Read by each vCPU and device worker thread as it starts (the threads start later).
+  set_cpu_affinity_plan(in.config.cpu_affinity);
   if (in.config.firmware_path) return build_firmware(in, std::move(kept));
   const VmConfig& c = in.config;
   TRY(build_kvm(c.vcpus, x86::kTssAddr, x86::kIdentityMapAddr));

@@ -34,6 +34,8 @@ struct VmConfig {
   /// In-kernel exit accounting (--kernel-exits, config "kernel-exits"): started before the first
   /// KVM_RUN; when it cannot start, one warning and the VM runs without it.
   bool kernel_exits = false;
+  /// Where vCPU and device worker threads run (--cpu-affinity), already checked; empty: no pinning.
+  CpuAffinity cpu_affinity;
   /// In PCI slot order: the disks (the first is /dev/vda), then the rng.
   std::vector<DeviceSpec> devices;
 };

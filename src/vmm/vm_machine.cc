@@ -76,6 +76,8 @@ tl::expected<std::unique_ptr<Machine>, StartFailure> build_restored_machine(
   if (!vm) return tl::unexpected(StartFailure{kExitError, vm.error()});
   resources = VmResources::from_machine_state(inputs->machine, resources.console);
   resources.memory_backend = spec.memory_backend;  // as given (GET /vm/config)
+  resources.cpu_affinity = spec.cpu_affinity;
+  if (inputs->memory_backend == MemoryBackend::kHugetlbfs) resources.huge_pages = "2M";
   // A guest reset rebuilds the VM from BootInputs (vm.h "Reset rule"). A firmware-booted
   // snapshot has them (the firmware file read again, the store, the restored devices and
   // console): a restored firmware VM restarts in place, through its firmware. A direct kernel

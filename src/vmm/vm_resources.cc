@@ -5,18 +5,22 @@
 namespace tern {
 
 MachineConfig VmResources::machine_config() const {
-  // smt, track_dirty_pages and huge_pages only take their defaults (check_machine_config).
+  // smt and track_dirty_pages only take their defaults (check_machine_config).
   MachineConfig m;
   m.vcpu_count = vcpus;
   m.mem_size_mib = memory_bytes >> 20;
+  m.huge_pages = huge_pages;
   m.memory_backend = memory_backend;
+  m.cpu_affinity = cpu_affinity;
   return m;
 }
 
 void VmResources::set_machine_config(const MachineConfig& m) {
   vcpus = m.vcpu_count;
   memory_bytes = m.mem_size_mib << 20;
+  huge_pages = m.huge_pages;
   memory_backend = m.memory_backend;
+  cpu_affinity = m.cpu_affinity;
 }
 
 Result<void> VmResources::patch_machine_config(const MachineConfigPatch& p) {
@@ -27,11 +31,14 @@ Result<void> VmResources::patch_machine_config(const MachineConfigPatch& p) {
   if (p.track_dirty_pages) m.track_dirty_pages = *p.track_dirty_pages;
   if (p.huge_pages) m.huge_pages = *p.huge_pages;
   if (p.memory_backend) m.memory_backend = p.memory_backend;
+  if (p.cpu_affinity) m.cpu_affinity = *p.cpu_affinity;
   TRY(check_machine_config(m, ""));
   // A patch that leaves the size alone keeps a --memory size that is not a whole MiB.
   if (p.mem_size_mib) memory_bytes = m.mem_size_mib << 20;
   vcpus = m.vcpu_count;
+  huge_pages = m.huge_pages;
   memory_backend = m.memory_backend;
+  cpu_affinity = m.cpu_affinity;
   return {};
 }
 
@@ -94,6 +101,20 @@ Result<VmConfig> VmResources::vm_config() const {
   // Refused now, before anything is built: anon RAM a vhost-user back-end cannot map.
   TRY(choose_memory_backend(memory_backend, c.devices, "machine-config.memory_backend"));
   c.memory_backend = memory_backend;
+  // The vCPU indexes and the CPUs tern may run on, before any thread exists.
+  if (!cpu_affinity.empty()) {
+    ASSIGN_OR_RETURN(CpuList allowed, process_allowed_cpus());
+    TRY(check_cpu_affinity(cpu_affinity, vcpus, allowed, "machine-config.cpu_affinity"));
+  }
+  c.cpu_affinity = cpu_affinity;
+  if (huge_pages == "2M") {
+    // Refused now, naming the field, rather than when guest RAM is made (GuestMemory::create).
+    c.memory_backend = MemoryBackend::kHugetlbfs;
+    const uint64_t pages = memory_bytes / kHugePageSize;
+    if (auto avail = available_huge_pages_2m(); !avail || *avail < pages)
+      return fail("machine-config.huge_pages",
+                  "\"2M\": " + huge_pages_missing(pages, avail));
+  }
   return c;
 }
 

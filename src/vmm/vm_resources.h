@@ -25,6 +25,12 @@ struct VmResources {
   std::string console = "stdio";         ///< "stdio" or "file:PATH".
   /// --memory-backend / machine-config "memory_backend"; unset = automatic.
   std::optional<MemoryBackend> memory_backend;
+  /// machine-config "huge_pages": "None" or "2M" (= memory_backend hugetlbfs, free pages checked
+  /// by vm_config() before anything is built).
+  std::string huge_pages = "None";
+  /// --cpu-affinity / machine-config "cpu_affinity"; checked by vm_config() (vCPU indexes, the
+  /// CPUs tern may use) before anything is built.
+  CpuAffinity cpu_affinity;
   std::vector<DriveSpec> drives;         ///< In the order configured (--disk or PUT /drives).
   /// In-kernel exit accounting from the first KVM_RUN (--kernel-exits, config file and
   /// pre-boot PUT /tern/kernel-exits {"enabled": true}; GET /vm/config "kernel-exits").

@@ -63,6 +63,7 @@ Result<std::unique_ptr<Vm>> Vm::restore(const RestoreInputs& inputs) {
 // the first resume, after every step below.
 Result<void> Vm::build_restored(const RestoreInputs& in) {
   const snap::MachineState& m = in.machine;
+  set_cpu_affinity_plan(in.cpu_affinity);  // --cpu-affinity of the restore, not the save
   // 1. KVM VM with its in-kernel irqchip and PIT, exactly as a boot creates them.
   spdlog::debug("restore: KVM VM");
   //    A firmware boot's KVM pages sit where QEMU puts them (the firmware owns the top 16 MiB

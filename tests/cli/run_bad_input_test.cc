@@ -244,6 +244,20 @@ TEST_F(RunBadInput, BadBootProtocol) {
                   {"--boot-protocol", "\"multiboot\" is not one of auto, pvh, bzimage"});
 }
 
+// --cpu-affinity: refused before anything runs, naming the class (docs/host-tuning.md).
+TEST_F(RunBadInput, BadCpuAffinity) {
+  expect_rejected({"--kernel", kernel_, "--cpu-affinity", "vcpu0=1-0"},
+                  {"--cpu-affinity vcpu0: \"1-0\": a range ends below its start"});
+  expect_rejected({"--kernel", kernel_, "--cpus", "2", "--cpu-affinity", "vcpu2=0"},
+                  {"--cpu-affinity vcpu2: the VM has 2 vCPUs (vcpu0..vcpu1)"});
+  expect_rejected({"--kernel", kernel_, "--cpu-affinity", "io=0,io=0"},
+                  {"--cpu-affinity io: given more than once"});
+  expect_rejected({"--kernel", kernel_, "--cpu-affinity", "io=1000"},
+                  {"--cpu-affinity io: CPU 1000 is not one tern may run on (sched_getaffinity: "});
+  expect_rejected({"--kernel", kernel_, "--cpu-affinity", "disk=0"},
+                  {"--cpu-affinity disk: unknown thread class (vcpu, vcpuN, io)"});
+}
+
 TEST_F(RunBadInput, MissingInitrd) {
   expect_rejected({"--kernel", kernel_, "--initrd", (dir_ / "nope").string()},
                   {"--initrd", "No such file"});

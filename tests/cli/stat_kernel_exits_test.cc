@@ -24,6 +24,7 @@
 #include "api/api_server.h"
 #include "base/clock.h"
 #include "stats/stats_test_snapshot.h"
+#include "tests/cli/spawn_tern.h"
 #include "vmm/control_loop.h"
 #include "vmm/testing/stub_machine.h"
 
@@ -168,23 +169,7 @@ class StatKernelExits : public ::testing::Test {
   }
   /// Starts `tern args...` (stdout as spawn()).
   pid_t spawn_tern(std::vector<std::string> args, int stdout_fd = -1) {
-    std::string bin = TERN_BINARY_PATH;
-    std::vector<char*> argv{bin.data()};
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, out_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0600);
-    if (stdout_fd >= 0)
-      posix_spawn_file_actions_adddup2(&fa, stdout_fd, 1);
-    else
-      posix_spawn_file_actions_adddup2(&fa, 2, 1);
-    pid_t pid = -1;
-    EXPECT_EQ(posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    return pid;
+    return testing::spawn_tern(std::move(args), out_path(), stdout_fd);
   }
   int wait(pid_t pid) {
     int ws = 0;

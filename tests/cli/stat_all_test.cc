@@ -1,0 +1,133 @@
+// `tern stat --all` (the binary) over two fake terns (API servers answering GET /tern/stats with
+// growing snapshots, no KVM) found in a socket directory, plus a socket nobody listens on and a
+// missing --api-sock: one line per VM with the socket's name, the dead ones as "error:" lines that
+// do not stop the others.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "api/api_server.h"
+#include "base/clock.h"
+#include "stats/stats_test_snapshot.h"
+#include "tests/cli/spawn_tern.h"
+
+namespace tern {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StatAll : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tern-stat-all-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    for (auto& s : servers_) s->shutdown();
+    fs::remove_all(dir_);
+  }
+  /// A fake tern at dir/<name>.sock: each GET /tern/stats is a later snapshot (counters × k).
+  void serve(const std::string& name, uint64_t scale) {
+    auto reads = std::make_shared<std::atomic<uint64_t>>(0);
+    auto server = ApiServer::start(
+        (dir_ / (name + ".sock")).string(),
+        [reads, scale](ApiRequest req, std::function<void(ApiResponse)> reply) {
+          if (!std::holds_alternative<api::GetStats>(req)) return reply(ApiResponse::json(nlohmann::json::object(), 400));
+          reply(ApiResponse::json(testing::stats_snapshot(monotonic_ns(), scale * ++*reads)));
+        },
+        events_);
+    ASSERT_TRUE(server) << server.error().message();
+    servers_.push_back(std::move(*server));
+  }
+  /// A socket file nobody listens on (a tern that died without removing it).
+  void dead_socket(const std::string& name) {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::string p = (dir_ / (name + ".sock")).string();
+    std::strncpy(a.sun_path, p.c_str(), sizeof a.sun_path - 1);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+    ::close(fd);
+  }
+  /// Runs `tern stat args...` to the end; returns its exit status, output in `out`.
+  int run(std::vector<std::string> args, std::string& out) {
+    const std::string out_path = (dir_ / "out.txt").string();
+    args.insert(args.begin(), "stat");
+    pid_t pid = testing::spawn_tern(std::move(args), out_path);
+    int ws = 0;
+    ::waitpid(pid, &ws, 0);
+    std::ifstream in(out_path);
+    out.assign(std::istreambuf_iterator<char>(in), {});
+    return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+  }
+
+  fs::path dir_;
+  EventLog events_;
+  std::vector<std::unique_ptr<ApiServer>> servers_;
+};
+
+// Counts the lines of `text` that start with `prefix`.
+size_t lines_starting(const std::string& text, const std::string& prefix) {
+  size_t n = 0;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (text.compare(at, prefix.size(), prefix) == 0) ++n;
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return n;
+}
+
+TEST_F(StatAll, OneLinePerVmFromASocketDirectory) {
+  serve("app0", 1);
+  serve("db0", 2);
+  dead_socket("gone0");
+  std::string out;
+  const std::string missing = (dir_ / "nowhere.sock").string();
+  EXPECT_EQ(run({"--sock-dir", dir_.string(), "--api-sock", missing, "--once", "--interval",
+                 "0.05"},
+                out),
+            0)
+      << out;
+  EXPECT_EQ(lines_starting(out, "VM "), 1u) << out;
+  EXPECT_EQ(lines_starting(out, "app0 "), 1u) << out;
+  EXPECT_EQ(lines_starting(out, "db0 "), 1u) << out;
+  EXPECT_EQ(lines_starting(out, "gone0            error: "), 1u) << out;
+  EXPECT_EQ(lines_starting(out, "nowhere          error: "), 1u) << out;
+  // Each fake's PIO exits go up 10 per read (×2 for db0): the rates differ by VM.
+  EXPECT_EQ(out.find("app0             error"), std::string::npos) << out;
+
+  // JSON: the same VMs, by name.
+  EXPECT_EQ(run({"--sock-dir", dir_.string(), "--once", "--json", "--interval", "0.05"}, out), 0)
+      << out;
+  auto j = nlohmann::json::parse(out);
+  ASSERT_EQ(j.size(), 3u) << out;
+  EXPECT_EQ(j[0]["name"], "app0");
+  EXPECT_GT(j[0]["exits_per_s"]["KVM_EXIT_IO"].get<double>(), 0);
+  EXPECT_EQ(j[1]["name"], "db0");
+  EXPECT_EQ(j[2]["name"], "gone0");
+  EXPECT_TRUE(j[2].contains("error"));
+}
+
+TEST_F(StatAll, NoVmAnsweringIsAnError) {
+  dead_socket("gone0");
+  std::string out;
+  EXPECT_EQ(run({"--sock-dir", dir_.string(), "--once", "--interval", "0.05"}, out), 1) << out;
+  EXPECT_EQ(lines_starting(out, "gone0            error: "), 1u) << out;
+  EXPECT_EQ(run({"--all", "--once"}, out), 1) << out;
+  EXPECT_NE(out.find("--all: give the VMs' sockets"), std::string::npos) << out;
+  EXPECT_EQ(run({"--api-sock", "a", "--api-sock", "b", "--once"}, out), 1) << out;
+  EXPECT_NE(out.find("--api-sock: give one socket (several only with --all)"), std::string::npos)
+      << out;
+}
+
+}  // namespace
+}  // namespace tern
