@@ -305,7 +305,11 @@ else
         mv "$tmp/hostfio/lib/$(basename "$(ldd "$fio_bin" | awk '$1 ~ /^\// { print $1 }')")" "$tmp/hostfio/ld.so"
     fi
     rm -f "$img"
-    mke2fs -q -t ext4 -L blkbench -d "$tmp" "$img" "$(($(du -sm "$tmp" | cut -f1) + 256))M"
+    # Room for the -qcow2new rows' image to grow to the whole disk (a full disk stops QEMU's
+    # guest: werror=enospc) besides the 256 MiB of slack.
+    room=256
+    [[ " $configs " != *-qcow2new\ * ]] || room=$((256 + data_mib + data_mib / 8))
+    mke2fs -q -t ext4 -L blkbench -d "$tmp" "$img" "$(($(du -sm "$tmp" | cut -f1) + room))M"
     rm -rf "$tmp"
 
     # 3. The tern binaries for L1, without their debug sections (not loaded when they run; ~170 MB of a
