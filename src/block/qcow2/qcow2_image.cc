@@ -124,13 +124,15 @@ Result<void> Qcow2Image::map(uint64_t off, uint64_t len, bool write,
     const uint64_t in = off & (cs - 1), n = std::min(cs - in, len);
     ASSIGN_OR_RETURN(Qcow2Mapping m, meta_->lookup(off >> header_.cluster_bits));
     const bool direct = m.kind == Qcow2Mapping::Kind::kData && (!write || m.copied);
+    const bool zero = !write && (m.kind == Qcow2Mapping::Kind::kZero ||
+                                 (m.kind == Qcow2Mapping::Kind::kUnallocated && !backing_));
     const uint64_t host = direct ? m.host + in : 0;
-    if (!out.empty() && out.back().direct == direct &&
+    if (!out.empty() && out.back().direct == direct && out.back().zero == zero &&
         out.back().guest_off + out.back().len == off &&
         (!direct || out.back().host + out.back().len == host)) {
       out.back().len += n;
     } else {
-      out.push_back(Qcow2Extent{off, n, direct, host});
+      out.push_back(Qcow2Extent{off, n, direct, host, zero});
     }
     off += n;
     len -= n;

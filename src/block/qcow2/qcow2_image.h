@@ -60,6 +60,9 @@ struct Qcow2Extent {
   /// False: go through read_sync()/write_sync() for this piece.
   bool direct = false;
   uint64_t host = 0;
+  /// A read's piece that reads as zeros (a v3 zero cluster, or unallocated without a backing
+  /// file): the caller fills the buffer itself (direct is false).
+  bool zero = false;
 };
 
 /// Counters for `tern stat` (a copy taken under the lock).
@@ -89,7 +92,8 @@ class Qcow2Image final : public BackingReader {
   [[nodiscard]] bool has_backing() const { return backing_ != nullptr; }
 
   /// Splits [off, off + len) (inside size()) into extents, merged where contiguous. For a write
-  /// (`write`), only clusters allocated with QCOW_OFLAG_COPIED are direct.
+  /// (`write`), only clusters allocated with QCOW_OFLAG_COPIED are direct; for a read, clusters
+  /// that read as zeros are `zero`.
   [[nodiscard]] Result<void> map(uint64_t off, uint64_t len, bool write,
                                  std::vector<Qcow2Extent>& out);
   /// Reads [off, off + len) whatever its clusters are (zeros past size()).

@@ -306,7 +306,7 @@ Result<void> Qcow2Metadata::sync() {
 
 Result<void> Qcow2Metadata::reserve_batch() {
   if (!writable_) TRY(fail_entry("allocation on a read-only image"));
-  const uint64_t want = std::clamp<uint64_t>(kQcow2ReserveBytes >> h_.cluster_bits, 1, 64);
+  const uint64_t want = std::clamp<uint64_t>(kQcow2ReserveBytes >> h_.cluster_bits, 1, kQcow2ReserveMax);
   // Handed out only once the sync made them durable (on an error they stay leaked).
   std::vector<uint64_t> batch;
   while (batch.size() < want) {

@@ -8,7 +8,8 @@
 //   1. allocate: refcount 0 -> 1 written (a new refcount block first, made durable, then its
 //      refcount table entry), then sync: no L1/L2 entry can reach the disk before the refcount
 //      of the cluster it names. Clusters are reserved this way in batches (up to
-//      kQcow2ReserveBytes, at most 64 clusters: one sync covers the batch) and handed out from
+//      kQcow2ReserveBytes, at most kQcow2ReserveMax clusters: one sync covers the batch; those
+//      past the end of the file take no space until written) and handed out from
 //      the batch in order; release_reserved() (a clean close) sets the unused ones back to 0, a
 //      crash leaks them (refcount 1, unreferenced: what `qemu-img check` calls leaked);
 //   2. a new L2 table is written zeroed and synced before its L1 entry is written;
@@ -56,8 +57,10 @@ struct Qcow2Counters {
   uint64_t allocations = 0;  ///< Host clusters allocated (data, L2 tables, refcount blocks).
 };
 
-/// Bytes of clusters reserved per refcount sync (a crash leaks at most this much, or 64 clusters).
-inline constexpr uint64_t kQcow2ReserveBytes = 4u << 20;
+/// Bytes of clusters reserved per refcount sync (a crash leaks at most this much, or
+/// kQcow2ReserveMax clusters).
+inline constexpr uint64_t kQcow2ReserveBytes = 32u << 20;
+inline constexpr uint64_t kQcow2ReserveMax = 512;
 
 class Qcow2Metadata {
  public:
