@@ -40,6 +40,11 @@
 #                     NAME-qsd NAME-vub for every --tern NAME); --vmms is the old spelling.
 #                     "storage" = the storage comparison of issue 12: host qemu qemu-nvme qemu-ide
 #                     NAME NAME-nvme NAME-vub (NAME: the first tern)
+#                     "qcow2" = the qcow2 comparison of issue 27: NAME NAME-qcow2 NAME-qcow2new
+#                     qemu-qcow2 qemu-qcow2new (-qcow2: blk.raw converted to qcow2 by qemu-img, every
+#                     cluster allocated; -qcow2new: a fresh empty qcow2 image per boot, its writes
+#                     allocate; QEMU with its default qcow2 options). Any VMM[-nvme] row takes
+#                     -qcow2 / -qcow2new.
 #   --jobs NAMES      only these jobs (comma-separated job names, or their start up to a dash:
 #                     randread,randwrite = the QD sweeps without the mixes; default all)
 #   --tern-disk OPTS  what follows path=FILE in tern's --disk, built-in and back-end (default
@@ -140,8 +145,8 @@ if ((${#terns[@]} == 0)); then
 fi
 for t in ${terns[@]+"${terns[@]}"}; do
     name="${t%%=*}" path="${t#*=}"
-    [[ "$t" == *=* && "$name" =~ ^[a-z][a-z0-9._-]*$ && "$name" != qemu* && "$name" != host && ! "$name" =~ -(qsd|vub|nvme|ide)$ ]] ||
-        th_die "--tern wants NAME=PATH with NAME of a-z 0-9 . _ - (not qemu..., not host, not ending in -qsd, -vub, -nvme or -ide), got '$t'"
+    [[ "$t" == *=* && "$name" =~ ^[a-z][a-z0-9._-]*$ && "$name" != qemu* && "$name" != host && ! "$name" =~ -(qsd|vub|nvme|ide|qcow2|qcow2new)$ ]] ||
+        th_die "--tern wants NAME=PATH with NAME of a-z 0-9 . _ - (not qemu..., not host, not ending in -qsd, -vub, -nvme, -ide, -qcow2 or -qcow2new), got '$t'"
     [[ -z "${tern_path[$name]:-}" ]] || th_die "--tern: the name '$name' is given twice"
     [[ -x "$path" && -f "$path" ]] || th_die "--tern $name: not an executable: $path"
     tern_path[$name]="$(cd "$(dirname "$path")" && pwd)/$(basename "$path")"
@@ -170,13 +175,17 @@ elif [[ "$configs" == storage ]]; then
     configs="host qemu qemu-nvme qemu-ide"
     n="${tern_names[0]:-}"
     [[ -z "$n" ]] || configs+=" $n $n-nvme $n-vub"
+elif [[ "$configs" == qcow2 ]]; then
+    n="${tern_names[0]:-}"
+    configs="${n:+$n $n-qcow2 $n-qcow2new }qemu-qcow2 qemu-qcow2new"
 fi
 for c in $configs; do
     v="$c"
-    [[ " ${tern_names[*]} " == *" $c "* ]] || { v="${c%-qsd}"; v="${v%-vub}"; v="${v%-nvme}"; }
+    [[ " ${tern_names[*]} " == *" $c "* ]] || { v="${c%-qcow2}"; v="${v%-qcow2new}"; v="${v%-qsd}"; v="${v%-vub}"; v="${v%-nvme}"; }
     [[ "$c" == host || "$v" == qemu || "$c" == qemu-ide || " ${tern_names[*]} " == *" $v "* ]] ||
         th_die "--configs: '$c' is neither host, qemu[-qsd|-vub|-nvme|-ide] nor a --tern NAME[-qsd|-vub|-nvme] (${tern_names[*]})"
     [[ "$c" != *-vub || ${#tern_names[@]} -gt 0 ]] || th_die "--configs: '$c' needs a tern (its back-end)"
+    [[ ! "$c" =~ -(qsd|vub)-qcow2(new)?$ && "$c" != host-qcow2* ]] || th_die "--configs: '$c': qcow2 rows are the VMMs' own disks only"
 done
 [[ "$(tr ' ' '\n' <<<"$configs" | sort | uniq -d)" == "" ]] || th_die "--configs: a configuration is given twice"
 ncfg="$(wc -w <<<"$configs")"
@@ -234,6 +243,10 @@ stage_lib() {  # stage_lib DIR
 #    the test host it is an ext4 image, its second disk; directly here a directory.
 fill_dir() {  # fill_dir DIR
     head -c "$((data_mib * 1024 * 1024))" /dev/urandom >"$1/blk.raw"
+    if [[ " $configs " == *-qcow2* ]]; then  # the qcow2 rows' images (scenario.sh): qemu-img's defaults
+        qemu-img convert -f raw -O qcow2 "$1/blk.raw" "$1/blk.qcow2"
+        qemu-img create -q -f qcow2 "$1/blk-new.qcow2.orig" "$((data_mib * 1024 * 1024))"
+    fi
     cp "$initrd" "$1/guest-fio.cpio"
     mkdir -p "$1/results"
 }
@@ -292,7 +305,11 @@ else
         mv "$tmp/hostfio/lib/$(basename "$(ldd "$fio_bin" | awk '$1 ~ /^\// { print $1 }')")" "$tmp/hostfio/ld.so"
     fi
     rm -f "$img"
-    mke2fs -q -t ext4 -L blkbench -d "$tmp" "$img" "$(($(du -sm "$tmp" | cut -f1) + 256))M"
+    # Room for the -qcow2new rows' image to grow to the whole disk (a full disk stops QEMU's
+    # guest: werror=enospc) besides the 256 MiB of slack.
+    room=256
+    [[ " $configs " != *-qcow2new\ * ]] || room=$((256 + data_mib + data_mib / 8))
+    mke2fs -q -t ext4 -L blkbench -d "$tmp" "$img" "$(($(du -sm "$tmp" | cut -f1) + room))M"
     rm -rf "$tmp"
 
     # 3. The tern binaries for L1, without their debug sections (not loaded when they run; ~170 MB of a

@@ -6,6 +6,10 @@
 #   guest-fio.cpio       guest initramfs with fio and /actions/fio-bench (bench/blk/guest-fio-bench.sh)
 #   hostfio/             fio (fio, lib/, ld.so: its libraries and loader) for the "host" row (L1
 #                        only; elsewhere BLK_FIO says how to run fio)
+#   blk.qcow2            blk.raw as a qcow2 image (qemu-img convert, default options: every cluster
+#                        allocated), for the VMM-qcow2 rows
+#   blk-new.qcow2.orig   an empty qcow2 image of the same size (qemu-img create), copied to
+#                        blk-new.qcow2 before each boot of a VMM-qcow2new row (allocating writes)
 #   results/             filled here, read by the host from the image afterwards (debugfs)
 # $BLK_ROUNDS times (default 1), boots the guest once per configuration of $BLK_CONFIGS, in that
 # order, so they interleave: qemu, qemu-qsd, tern, ... A configuration is host, or VMM[-SUFFIX]:
@@ -15,6 +19,9 @@
 #            `tern vhost-user-blk` of the first tern in $BLK_TERNS (the VMM's own binary when the VMM
 #            is a tern); nvme: the VMM's emulated NVMe controller (guest: /dev/nvme0n1); ide: QEMU's
 #            emulated IDE disk on the PIIX3 controller of -M pc (guest: /dev/sda through ata_piix)
+#   -qcow2 / -qcow2new after any of those (VMM's own disks only): the disk is blk.qcow2 /
+#            a fresh copy of blk-new.qcow2.orig instead of blk.raw (tern: format=qcow2; QEMU: its
+#            default qcow2 options, format=qcow2)
 # L1's shmem_enabled is set to $BLK_SHMEM_THP (default advise) first: see below.
 # The three tables below (backend_cmd, disk_args, guest_disk) are all that differs between
 # configurations. Every configuration serves the same blk.raw with O_DIRECT and io_uring. Per
@@ -67,7 +74,7 @@ if [ -z "$BLK_DIR" ]; then  # the test host: its second disk
     mount -t ext4 /dev/vda /mnt || { echo "BLK-ERROR cannot mount the test host's disk /dev/vda"; exit 1; }
     BLK_DIR=/mnt mounted=1
 fi
-DATA=$BLK_DIR/blk.raw INITRD=$BLK_DIR/guest-fio.cpio RESULTS=$BLK_DIR/results
+DATA=$BLK_DIR/blk.raw DFMT=raw INITRD=$BLK_DIR/guest-fio.cpio RESULTS=$BLK_DIR/results
 [ -f "$DATA" ] && [ -f "$INITRD" ] || { echo "BLK-ERROR $DATA or $INITRD missing on the disk"; exit 1; }
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
@@ -97,13 +104,25 @@ tern_extra() {  # tern_extra NAME: ",OPTS" of tern NAME in $BLK_TERN_EXTRA (empt
 # split_cfg CFG: sets vmm (host, qemu or a tern NAME), backend (none, qsd, vub: the vhost-user-blk
 # back-end process) and iface (virtio, nvme, ide: what the guest sees) of a configuration.
 split_cfg() {
-    vmm="$1" backend=none iface=virtio
+    vmm="$1" backend=none iface=virtio img=raw
     case "$1" in
+        *-qcow2 | *-qcow2new)
+            if [ -z "$(tern_path "$1")" ]; then img="${1##*-}" vmm="${1%-*}"; fi ;;
+    esac
+    case "$vmm" in
         *-qsd | *-vub | *-nvme | *-ide)
-            if [ "$1" != qemu ] && [ -z "$(tern_path "$1")" ]; then
-                vmm="${1%-*}"
-                case "${1##*-}" in qsd | vub) backend="${1##*-}" ;; *) iface="${1##*-}" ;; esac
+            if [ "$vmm" != qemu ] && [ -z "$(tern_path "$vmm")" ]; then
+                case "${vmm##*-}" in qsd | vub) backend="${vmm##*-}" ;; *) iface="${vmm##*-}" ;; esac
+                vmm="${vmm%-*}"
             fi ;;
+    esac
+    # The image: blk.raw, or qcow2 (blk.qcow2: blk.raw converted by qemu-img, every cluster
+    # allocated) or qcow2new (blk-new.qcow2: a fresh empty image, copied from blk-new.qcow2.orig
+    # before each boot, so its writes allocate).
+    case "$img" in
+        raw) DATA=$BLK_DIR/blk.raw DFMT=raw ;;
+        qcow2) DATA=$BLK_DIR/blk.qcow2 DFMT=qcow2 ;;
+        qcow2new) DATA=$BLK_DIR/blk-new.qcow2 DFMT=qcow2 ;;
     esac
     vubin=$(tern_path "$vmm") vubname=$vmm
     [ -n "$vubin" ] || { vubin=$(first_tern); vubname=$(first_tern_name); }
@@ -120,15 +139,17 @@ backend_cmd() {
 # disk_args VMM BACKEND IFACE: the VMM's disk options: its own virtio-blk, NVMe or IDE disk on
 # blk.raw, or a vhost-user-blk front-end on $SOCK (QEMU needs guest RAM another process can map: a
 # shared memfd as the NUMA node's memory; tern picks memfd itself when a vhost-user disk is configured).
-QEMU_DRIVE="-drive file=$DATA,if=none,id=d0,cache=none,aio=io_uring,format=raw"
+# (qcow2 images: QEMU with its default qcow2 options, tern with format=qcow2; vhost-user rows serve raw only.)
+tern_fmt() { [ "$DFMT" = raw ] || echo ",format=$DFMT"; }  # raw rows as before: probed
 disk_args() {
+    QEMU_DRIVE="-drive file=$DATA,if=none,id=d0,cache=none,aio=io_uring,format=$DFMT"
     case "$1:$2:$3" in
         qemu:none:virtio) echo "$QEMU_DRIVE -device virtio-blk-pci,drive=d0" ;;
         qemu:none:nvme) echo "$QEMU_DRIVE -device nvme,drive=d0,serial=blkbench" ;;
         qemu:none:ide) echo "$QEMU_DRIVE -device ide-hd,drive=d0,bus=ide.0" ;;
         qemu:*) echo "-object memory-backend-memfd,id=mem,size=${BLK_MEM_MIB}M,share=on -numa node,memdev=mem -chardev socket,id=c0,path=$SOCK -device vhost-user-blk-pci,chardev=c0" ;;
-        *:none:virtio) echo "--disk path=$DATA,$BLK_TERN_DISK$(tern_extra "$1")" ;;
-        *:none:*) echo "--disk path=$DATA,$BLK_TERN_DISK$(tern_extra "$1"),interface=$3" ;;
+        *:none:virtio) echo "--disk path=$DATA,$BLK_TERN_DISK$(tern_fmt)$(tern_extra "$1")" ;;
+        *:none:*) echo "--disk path=$DATA,$BLK_TERN_DISK$(tern_fmt)$(tern_extra "$1"),interface=$3" ;;
         *) echo "--disk vhost-user=$SOCK" ;;
     esac
 }
@@ -246,6 +267,15 @@ run_cfg() {  # run_cfg CFG ROUND
     why=$(why_skip "$vmm" "$backend" "$iface")
     if [ -n "$why" ]; then
         echo "skipped=$why" >"$out/status"; echo "BLK-SKIP cfg=$cfg reason=$why"; return
+    fi
+    if [ "$img" != raw ] && { [ "$backend" != none ] || [ "$vmm" = host ]; }; then
+        echo "skipped=qcow2 rows are the VMMs' own disks only" >"$out/status"; echo "BLK-SKIP cfg=$cfg reason=qcow2 rows are the VMMs' own disks only"; return
+    fi
+    if [ ! -f "$DATA" ] && [ "$img" != qcow2new ]; then
+        echo "skipped=no $DATA on the disk" >"$out/status"; echo "BLK-SKIP cfg=$cfg reason=no $DATA"; return
+    fi
+    if [ "$img" = qcow2new ]; then
+        cp "$DATA.orig" "$DATA" || { echo "skipped=no $DATA.orig" >"$out/status"; echo "BLK-SKIP cfg=$cfg reason=no $DATA.orig"; return; }
     fi
     if [ "$vmm" = host ]; then run_host "$out"; return; fi
     start_backend "$backend" "$out" || { echo "skipped=the back-end did not start" >"$out/status"; return; }

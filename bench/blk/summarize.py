@@ -46,8 +46,23 @@ GUEST_DISK = {"virtio": "/dev/vda", "nvme": "/dev/nvme0n1", "ide": "/dev/sda"}
 EXIT_STATS = ["exits", "io_exits", "mmio_exits", "halt_exits", "irq_exits", "irq_injections"]
 
 
+IMAGES = {"raw": "blk.raw", "qcow2": "blk.qcow2 (qcow2, every cluster allocated)",
+          "qcow2new": "a fresh empty qcow2 image (writes allocate)"}
+
+
+def image_of(cfg, terns):
+    """(the configuration without its image suffix, image): raw, or qcow2 / qcow2new for
+    VMM[-...]-qcow2 / -qcow2new."""
+    if cfg not in terns:
+        for img in ("qcow2new", "qcow2"):
+            if cfg.endswith("-" + img):
+                return cfg[: -len(img) - 1], img
+    return cfg, "raw"
+
+
 def split_cfg(cfg, terns):
-    """(vmm, backend, iface) of a configuration name: host, or VMM[-qsd|-vub|-nvme|-ide]."""
+    """(vmm, backend, iface) of a configuration name: host, or VMM[-qsd|-vub|-nvme|-ide][-qcow2|-qcow2new]."""
+    cfg = image_of(cfg, terns)[0]
     if cfg not in terns and cfg != "qemu":
         for b in ("qsd", "vub", "nvme", "ide"):
             if cfg.endswith("-" + b):
@@ -311,7 +326,11 @@ def issue_goals(out, jobs, first_tern):
     pairs = [(f"{t}-nvme", "qemu-nvme", "ahead1.5"), (f"{t}-nvme", t, "within25"),
              (f"{t}-vub", t, "within10"), (f"{t}-qsd", t, "within10"),
              (f"{t}-vub", "qemu-qsd", "ahead"), (f"{t}-qsd", "qemu-qsd", "ahead"),
-             (t, "qemu", None), ("qemu-qsd", "qemu", None), ("qemu-nvme", "qemu", None)]
+             (t, "qemu", None), ("qemu-qsd", "qemu", None), ("qemu-nvme", "qemu", None),
+             # issue 27: allocated qcow2 within 10% of tern's raw disk and ahead of QEMU's qcow2;
+             # a fresh (allocating) image ahead of QEMU's.
+             (f"{t}-qcow2", t, "within10"), (f"{t}-qcow2", "qemu-qcow2", "ahead"),
+             (f"{t}-qcow2new", "qemu-qcow2new", "ahead")]
     for a, b, kind in pairs:
         if a not in out or b not in out or out[a].get("skipped") or out[b].get("skipped"):
             continue
@@ -424,7 +443,9 @@ def main():
             f"round {i}: {s}" for i, s in enumerate(statuses, 1))
         entry = {"vmm": vmm, "backend": backend, "interface": iface,
                  "guest_disk": None if vmm == "host" else GUEST_DISK[iface],
-                 "description": describe(c, vmm, backend, iface, first_tern),
+                 "image": image_of(c, terns)[1],
+                 "description": describe(c, vmm, backend, iface, first_tern)
+                 + ("" if image_of(c, terns)[1] == "raw" else ", disk " + IMAGES[image_of(c, terns)[1]]),
                  "command": commands.get(c), "backend_command": backends.get(c), "status": status,
                  "errors": (errors[c] + [f"round {i}: {e}" for i, (_, _, es) in enumerate(rounds + trounds, 1)
                                          for e in es])[:12],

@@ -18,7 +18,8 @@ uint64_t user_data(uint16_t slot, uint32_t op) { return (uint64_t{slot} << 32) |
 
 bool is_rw(BlockOp::Kind k) { return k == BlockOp::Kind::kRead || k == BlockOp::Kind::kWrite; }
 
-// Copies n bytes between `buf` and the bytes [skip, skip + n) of the iovecs `v`.
+// Copies n bytes between `buf` and the bytes [skip, skip + n) of the iovecs `v` (to_iov with a
+// null `buf`: zeros).
 void copy_iov(const std::vector<iovec>& v, uint64_t skip, uint8_t* buf, uint64_t n, bool to_iov) {
   for (const auto& e : v) {
     if (n == 0) break;
@@ -28,11 +29,13 @@ void copy_iov(const std::vector<iovec>& v, uint64_t skip, uint8_t* buf, uint64_t
     }
     size_t take = static_cast<size_t>(std::min<uint64_t>(e.iov_len - skip, n));
     uint8_t* p = static_cast<uint8_t*>(e.iov_base) + skip;
-    if (to_iov)
+    if (to_iov && buf == nullptr)
+      std::memset(p, 0, take);
+    else if (to_iov)
       std::memcpy(p, buf, take);
     else
       std::memcpy(buf, p, take);
-    buf += take;
+    if (buf != nullptr) buf += take;
     n -= take;
     skip = 0;
   }
@@ -245,6 +248,10 @@ void BlockExecutor::start_qcow2(uint16_t slot) {
       f.piece_lens.push_back(e.len);
       ++f.pending_ops;
       engine_->enqueue(op);
+      continue;
+    }
+    if (e.zero) {  // reads as zeros: no I/O
+      copy_iov(r.iov, skip, nullptr, e.len, true);
       continue;
     }
     // Synchronous, through a buffer of at most 1 MiB.

@@ -192,6 +192,9 @@ TEST_F(Qcow2ExecutorTest, ReadsAndWritesThroughTheExecutorMatchQemuImg) {
     }
     ASSERT_EQ(run(BlockOp::Kind::kWriteZeroes, 1u << 20, nullptr, 256 * 1024), BlockStatus::kOk);
     std::fill_n(expected.begin() + (1 << 20), 256 * 1024, 0);
+    // The zero clusters read back as zeros (map()'s zero extents), the bytes around them as written.
+    ASSERT_EQ(run(BlockOp::Kind::kRead, (1u << 20) - 4096, aligned, 264 * 1024), BlockStatus::kOk);
+    EXPECT_TRUE(std::equal(aligned, aligned + 264 * 1024, expected.begin() + (1 << 20) - 4096));
     ASSERT_EQ(run(BlockOp::Kind::kFlush, 0, nullptr, 0), BlockStatus::kOk);
     // tern stat's view: the L2 cache was used and clusters were allocated.
     std::vector<std::pair<std::string, uint64_t>> counters;

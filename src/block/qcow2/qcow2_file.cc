@@ -32,12 +32,24 @@ Result<void> FdQcow2File::write(uint64_t off, const void* buf, size_t n) {
     off += static_cast<uint64_t>(r);
     n -= static_cast<size_t>(r);
   }
-  if (end > size_) size_ = end;
+  note_end(end);
   return {};
 }
 
+void FdQcow2File::note_end(uint64_t end) {
+  uint64_t cur = size_.load(std::memory_order_relaxed);
+  while (end > cur && !size_.compare_exchange_weak(cur, end, std::memory_order_relaxed)) {
+  }
+}
+
 uint64_t FdQcow2File::size() const {
-  return size_;
+  return size_.load(std::memory_order_relaxed);
+}
+
+Result<void> FdQcow2File::grow_to(uint64_t size) {
+  if (size <= this->size()) return {};
+  const uint8_t zero = 0;
+  return write(size - 1, &zero, 1);
 }
 
 Result<void> FdQcow2File::sync() {
@@ -51,6 +63,11 @@ Result<void> MemQcow2File::read(uint64_t off, void* buf, size_t n) const {
     return fail("read", "range past the end of the file");
   if (n > 0) std::memcpy(buf, bytes_.data() + off, n);
   return {};
+}
+
+Result<void> MemQcow2File::grow_to(uint64_t size) {
+  const uint8_t zero = 0;
+  return size <= bytes_.size() ? Result<void>{} : write(size - 1, &zero, 1);
 }
 
 Result<void> MemQcow2File::write(uint64_t off, const void* buf, size_t n) {

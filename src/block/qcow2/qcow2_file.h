@@ -3,10 +3,11 @@
 // fd (buffered I/O: metadata never goes through O_DIRECT); MemQcow2File a byte vector (fuzzers
 // and unit tests).
 //
-// Thread-safety: FdQcow2File's calls are pread/pwrite and may be made from any thread;
-// MemQcow2File is not thread-safe.
+// Thread-safety: FdQcow2File's calls are pread/pwrite and may be made from any thread
+// (its size is an atomic maximum); MemQcow2File is not thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,6 +26,10 @@ class Qcow2File {
   [[nodiscard]] virtual Result<void> write(uint64_t off, const void* buf, size_t n) = 0;
   /// Current size in bytes.
   [[nodiscard]] virtual uint64_t size() const = 0;
+  /// Makes the file at least `size` bytes long: writes a zero byte at `size - 1` when the file is
+  /// shorter (that byte must be the caller's; never shrinks the file, whatever other threads
+  /// write meanwhile). The bytes before it that no write reached read as zeros.
+  [[nodiscard]] virtual Result<void> grow_to(uint64_t size) = 0;
   /// Makes completed writes durable (fdatasync).
   [[nodiscard]] virtual Result<void> sync() = 0;
 };
@@ -36,12 +41,15 @@ class FdQcow2File final : public Qcow2File {
   Result<void> read(uint64_t off, void* buf, size_t n) const override;
   Result<void> write(uint64_t off, const void* buf, size_t n) override;
   uint64_t size() const override;
+  Result<void> grow_to(uint64_t size) override;
   Result<void> sync() override;
 
  private:
+  void note_end(uint64_t end);
+
   UniqueFd fd_;
   std::string name_;
-  uint64_t size_;  // grown by write(); guarded by the image's metadata mutex
+  std::atomic<uint64_t> size_;  // grown by write() and grow_to() (an atomic maximum)
 };
 
 /// A Qcow2File in memory (at most `max_size` bytes: writes past it fail).
@@ -52,6 +60,7 @@ class MemQcow2File final : public Qcow2File {
   Result<void> read(uint64_t off, void* buf, size_t n) const override;
   Result<void> write(uint64_t off, const void* buf, size_t n) override;
   uint64_t size() const override { return bytes_.size(); }
+  Result<void> grow_to(uint64_t size) override;
   Result<void> sync() override { return {}; }
   [[nodiscard]] const std::vector<uint8_t>& bytes() const { return bytes_; }
 

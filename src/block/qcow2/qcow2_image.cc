@@ -124,13 +124,15 @@ Result<void> Qcow2Image::map(uint64_t off, uint64_t len, bool write,
     const uint64_t in = off & (cs - 1), n = std::min(cs - in, len);
     ASSIGN_OR_RETURN(Qcow2Mapping m, meta_->lookup(off >> header_.cluster_bits));
     const bool direct = m.kind == Qcow2Mapping::Kind::kData && (!write || m.copied);
+    const bool zero = !write && (m.kind == Qcow2Mapping::Kind::kZero ||
+                                 (m.kind == Qcow2Mapping::Kind::kUnallocated && !backing_));
     const uint64_t host = direct ? m.host + in : 0;
-    if (!out.empty() && out.back().direct == direct &&
+    if (!out.empty() && out.back().direct == direct && out.back().zero == zero &&
         out.back().guest_off + out.back().len == off &&
         (!direct || out.back().host + out.back().len == host)) {
       out.back().len += n;
     } else {
-      out.push_back(Qcow2Extent{off, n, direct, host});
+      out.push_back(Qcow2Extent{off, n, direct, host, zero});
     }
     off += n;
     len -= n;
@@ -197,7 +199,6 @@ Result<void> Qcow2Image::read_cluster_piece(const Qcow2Mapping& m, uint64_t off,
 }
 
 Result<void> Qcow2Image::read_sync(uint64_t off, uint8_t* buf, uint64_t len) {
-  std::lock_guard lock(mu_);
   const uint64_t cs = header_.cluster_size;
   while (len > 0) {
     const uint64_t n = std::min(cs - (off & (cs - 1)), len);
@@ -206,7 +207,13 @@ Result<void> Qcow2Image::read_sync(uint64_t off, uint8_t* buf, uint64_t len) {
       return {};
     }
     const uint64_t take = std::min(n, header_.size - off);
-    ASSIGN_OR_RETURN(Qcow2Mapping m, meta_->lookup(off >> header_.cluster_bits));
+    Qcow2Mapping m;
+    {
+      std::lock_guard lock(mu_);
+      ASSIGN_OR_RETURN(m, meta_->lookup(off >> header_.cluster_bits));
+    }
+    // The bytes outside the mutex: a mapping's host cluster is never freed or moved while the
+    // image is open, and an allocation in flight is not in the L2 table yet (the old bytes).
     TRY(read_cluster_piece(m, off, buf, take));
     std::memset(buf + take, 0, n - take);
     off += n;
@@ -216,10 +223,19 @@ Result<void> Qcow2Image::read_sync(uint64_t off, uint8_t* buf, uint64_t len) {
   return {};
 }
 
+Result<Qcow2Mapping> Qcow2Image::settled_lookup(std::unique_lock<std::mutex>& lock, uint64_t gc) {
+  settled_.wait(lock, [&] { return allocating_.count(gc) == 0; });
+  return meta_->lookup(gc);
+}
+
 Result<void> Qcow2Image::write_cluster(uint64_t gc, uint64_t in, const uint8_t* buf, uint64_t len) {
   const uint64_t cs = header_.cluster_size;
-  ASSIGN_OR_RETURN(Qcow2Mapping m, meta_->lookup(gc));
-  if (m.kind == Qcow2Mapping::Kind::kData && m.copied) return file_->write(m.host + in, buf, len);
+  std::unique_lock lock(mu_);
+  ASSIGN_OR_RETURN(Qcow2Mapping m, settled_lookup(lock, gc));
+  if (m.kind == Qcow2Mapping::Kind::kData && m.copied) {
+    lock.unlock();  // in place: the cluster is never freed or moved while the image is open
+    return file_->write(m.host + in, buf, len);
+  }
   if (m.kind == Qcow2Mapping::Kind::kZero && m.copied && m.host != 0) {
     // A zero cluster that kept its host cluster: write it whole, then clear the zero flag.
     std::vector<uint8_t> cluster(cs, 0);
@@ -230,22 +246,42 @@ Result<void> Qcow2Image::write_cluster(uint64_t gc, uint64_t in, const uint8_t* 
     if (hook_) hook_("l2");
     return {};
   }
-  // Allocating write: the whole new cluster = the old contents (backing, zeros, decompressed,
-  // or a shared cluster) with the new bytes over them.
-  std::vector<uint8_t> cluster(cs);
-  if (len < cs) TRY(read_cluster_piece(m, gc << header_.cluster_bits, cluster.data(), cs));
-  std::memcpy(cluster.data() + in, buf, len);
-  ASSIGN_OR_RETURN(uint64_t host, meta_->allocate_cluster());
+  // Allocating write: the new cluster = the old contents (backing, zeros, decompressed, or a
+  // shared cluster) with the new bytes over them. A cluster that was never written and whose old
+  // contents are zeros gets only the new bytes (the file grown over it first: the rest reads as
+  // zeros). The data goes outside the mutex; other writers of this guest cluster wait
+  // (allocating_) until its L2 entry names the new cluster, so none allocates it twice.
+  bool fresh = false;
+  ASSIGN_OR_RETURN(uint64_t host, meta_->allocate_cluster(&fresh));
+  const bool zeros_before = m.kind == Qcow2Mapping::Kind::kZero ||
+                            (m.kind == Qcow2Mapping::Kind::kUnallocated && !backing_);
+  const bool only_new = fresh && zeros_before;
+  if (only_new && len < cs) TRY(file_->grow_to(host + cs));
+  allocating_.insert(gc);
+  lock.unlock();
   if (hook_) hook_("refcount");
-  TRY(file_->write(host, cluster.data(), cs));  // the data before the L2 entry naming it
-  if (hook_) hook_("data");
-  TRY(meta_->set_l2(gc, host));
-  if (hook_) hook_("l2");
-  return {};
+  Result<void> ok;
+  if (only_new || len == cs) {
+    ok = file_->write(host + in, buf, len);  // the data before the L2 entry naming it
+  } else {
+    std::vector<uint8_t> cluster(cs);
+    ok = read_cluster_piece(m, gc << header_.cluster_bits, cluster.data(), cs);
+    if (ok) {
+      std::memcpy(cluster.data() + in, buf, len);
+      ok = file_->write(host, cluster.data(), cs);
+    }
+  }
+  if (ok && hook_) hook_("data");
+  lock.lock();
+  if (ok) ok = meta_->set_l2(gc, host);  // on an error the cluster stays leaked (refcount 1)
+  allocating_.erase(gc);
+  settled_.notify_all();
+  lock.unlock();
+  if (ok && hook_) hook_("l2");
+  return ok;
 }
 
 Result<void> Qcow2Image::write_sync(uint64_t off, const uint8_t* buf, uint64_t len) {
-  std::lock_guard lock(mu_);
   const uint64_t cs = header_.cluster_size;
   if (off > header_.size || len > header_.size - off)
     return fail(what_, "write past the disk's end");
@@ -260,7 +296,6 @@ Result<void> Qcow2Image::write_sync(uint64_t off, const uint8_t* buf, uint64_t l
 }
 
 Result<void> Qcow2Image::write_zeroes(uint64_t off, uint64_t len) {
-  std::lock_guard lock(mu_);
   const uint64_t cs = header_.cluster_size;
   if (off > header_.size || len > header_.size - off)
     return fail(what_, "zeroing past the disk's end");
@@ -268,7 +303,8 @@ Result<void> Qcow2Image::write_zeroes(uint64_t off, uint64_t len) {
   while (len > 0) {
     const uint64_t in = off & (cs - 1), n = std::min(cs - in, len);
     const uint64_t gc = off >> header_.cluster_bits;
-    ASSIGN_OR_RETURN(Qcow2Mapping m, meta_->lookup(gc));
+    std::unique_lock lock(mu_);
+    ASSIGN_OR_RETURN(Qcow2Mapping m, settled_lookup(lock, gc));
     const bool reads_zero = m.kind == Qcow2Mapping::Kind::kZero ||
                             (m.kind == Qcow2Mapping::Kind::kUnallocated && !backing_);
     if (!reads_zero && n == cs && header_.version >= 3 &&
@@ -278,6 +314,7 @@ Result<void> Qcow2Image::write_zeroes(uint64_t off, uint64_t len) {
       const bool keep = m.kind == Qcow2Mapping::Kind::kData && m.copied;
       TRY(meta_->set_l2(gc, keep ? m.host : 0, true));
     } else if (!reads_zero) {
+      lock.unlock();
       if (zeros.empty()) zeros.assign(cs, 0);
       TRY(write_cluster(gc, in, zeros.data(), n));
     }
@@ -289,6 +326,18 @@ Result<void> Qcow2Image::write_zeroes(uint64_t off, uint64_t len) {
 
 Result<void> Qcow2Image::flush() {
   return file_->sync();
+}
+
+Qcow2Image::~Qcow2Image() {
+  // A clean close leaves no leaked clusters: the reserved ones go back to refcount 0 (a failure
+  // leaves them leaked, which qemu-img check -r leaks reclaims).
+  std::lock_guard lock(mu_);
+  if (meta_) (void)meta_->release_reserved();
+}
+
+Result<uint64_t> Qcow2Image::host_refcount(uint64_t host) {
+  std::lock_guard lock(mu_);
+  return meta_->refcount(host);
 }
 
 Qcow2Stats Qcow2Image::stats() {

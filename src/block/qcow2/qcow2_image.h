@@ -2,19 +2,22 @@
 // a guest read/write into host extents (map()), and the synchronous paths for everything that is
 // not a plain read/write of an allocated cluster: zeros, backing-file reads, compressed clusters
 // (deflate; zstd where compression_type says so) and allocating writes (copy-on-write of the rest
-// of the cluster from the backing file, data written before the L2 entry; Qcow2Metadata's file
-// comment has the ordering).
+// of the cluster from the backing file, none for a never-written cluster whose old contents are
+// zeros; data written before the L2 entry; Qcow2Metadata's file comment has the ordering).
 //
-// Thread-safe: every queue worker of a disk shares one image; one mutex covers the metadata and
-// the allocating path, so a cluster is never handed out twice and two writers of one unallocated
-// guest cluster serialize (the second finds it allocated). Host extents from map() stay valid:
-// clusters are never freed or moved while the image is open.
+// Thread-safe: every queue worker of a disk shares one image; one mutex covers the metadata (so
+// a cluster is never handed out twice); the data of reads and writes moves outside it. A guest
+// cluster being allocated is marked until its L2 entry is written: other writers of it (and
+// zeroing) wait and then find it allocated. Host extents from map() stay valid: clusters are
+// never freed or moved while the image is open.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "base/result.h"
@@ -57,6 +60,9 @@ struct Qcow2Extent {
   /// False: go through read_sync()/write_sync() for this piece.
   bool direct = false;
   uint64_t host = 0;
+  /// A read's piece that reads as zeros (a v3 zero cluster, or unallocated without a backing
+  /// file): the caller fills the buffer itself (direct is false).
+  bool zero = false;
 };
 
 /// Counters for `tern stat` (a copy taken under the lock).
@@ -75,13 +81,19 @@ class Qcow2Image final : public BackingReader {
       std::unique_ptr<Qcow2File> file, const std::string& dir, const Qcow2OpenOptions& options,
       std::vector<std::pair<uint64_t, uint64_t>> chain = {});
 
+  /// Gives the clusters reserved for allocations back (Qcow2Metadata::release_reserved).
+  ~Qcow2Image() override;
+  Qcow2Image(const Qcow2Image&) = delete;
+  Qcow2Image& operator=(const Qcow2Image&) = delete;
+
   /// Virtual disk size in bytes.
   [[nodiscard]] uint64_t size() const { return header_.size; }
   [[nodiscard]] const Qcow2Header& header() const { return header_; }
   [[nodiscard]] bool has_backing() const { return backing_ != nullptr; }
 
   /// Splits [off, off + len) (inside size()) into extents, merged where contiguous. For a write
-  /// (`write`), only clusters allocated with QCOW_OFLAG_COPIED are direct.
+  /// (`write`), only clusters allocated with QCOW_OFLAG_COPIED are direct; for a read, clusters
+  /// that read as zeros are `zero`.
   [[nodiscard]] Result<void> map(uint64_t off, uint64_t len, bool write,
                                  std::vector<Qcow2Extent>& out);
   /// Reads [off, off + len) whatever its clusters are (zeros past size()).
@@ -97,6 +109,8 @@ class Qcow2Image final : public BackingReader {
   /// fdatasync of the image file (data and metadata: one inode).
   [[nodiscard]] Result<void> flush();
   [[nodiscard]] Qcow2Stats stats();
+  /// The refcount of the host cluster at byte offset `host` (tests; 0 where no block counts it).
+  [[nodiscard]] Result<uint64_t> host_refcount(uint64_t host);
 
   /// Test hook (crash tests): called with a step name ("refcount", "data", "l2") after each step
   /// of an allocating write. Not for production use.
@@ -109,8 +123,13 @@ class Qcow2Image final : public BackingReader {
   /// A writable open clears the autoclear feature bits (none implemented) before any write.
   Result<void> clear_autoclear(const Qcow2OpenOptions& o);
   Result<void> write_cluster(uint64_t gc, uint64_t in_off, const uint8_t* buf, uint64_t len);
+  /// The mapping of guest cluster `gc` once no allocating write of it is in flight (`lock`
+  /// holds mu_; released while waiting).
+  Result<Qcow2Mapping> settled_lookup(std::unique_lock<std::mutex>& lock, uint64_t gc);
 
   std::mutex mu_;
+  std::condition_variable settled_;          // signalled when a guest cluster leaves allocating_
+  std::unordered_set<uint64_t> allocating_;  // guest clusters with an allocating write in flight
   std::unique_ptr<Qcow2File> file_;
   Qcow2Header header_;
   std::unique_ptr<Qcow2Metadata> meta_;

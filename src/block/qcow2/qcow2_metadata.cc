@@ -54,6 +54,7 @@ Result<std::unique_ptr<Qcow2Metadata>> Qcow2Metadata::open(Qcow2File& file, cons
   ASSIGN_OR_RETURN(m->map_, Qcow2MetadataMap::build(h, m->l1_, m->reftable_, m->what_));
   m->l2_capacity_ = std::max<uint64_t>(4, l2_cache_bytes / h.cluster_size);
   m->next_free_ = (file.size() + h.cluster_size - 1) >> h.cluster_bits;
+  m->fresh_from_ = m->next_free_;
   return m;
 }
 
@@ -267,6 +268,7 @@ Result<void> Qcow2Metadata::start_after_counted() {
     }
   }
   next_free_ = next;
+  fresh_from_ = UINT64_MAX;  // a block device's clusters hold whatever was there before
   return {};
 }
 
@@ -313,11 +315,17 @@ Result<void> Qcow2Metadata::sync() {
   return file_.sync();
 }
 
-Result<uint64_t> Qcow2Metadata::allocate_cluster() {
+Result<void> Qcow2Metadata::reserve_batch() {
   if (!writable_) TRY(fail_entry("allocation on a read-only image"));
-  for (;;) {
+  const uint64_t want = std::clamp<uint64_t>(kQcow2ReserveBytes >> h_.cluster_bits, 1, kQcow2ReserveMax);
+  // Handed out only once the sync made them durable (on an error they stay leaked).
+  std::vector<uint64_t> batch;
+  while (batch.size() < want) {
     const uint64_t host = next_free_ << h_.cluster_bits;
-    if (host >= kQcow2MaxVirtualSize) TRY(fail_entry("image file full"));
+    if (host >= kQcow2MaxVirtualSize) {
+      if (!batch.empty()) break;
+      TRY(fail_entry("image file full"));
+    }
     ++next_free_;
     bool used = false;
     TRY(refblock_for(host, true, &used));
@@ -329,10 +337,30 @@ Result<uint64_t> Qcow2Metadata::allocate_cluster() {
     if (auto k = overlap(host); k != Qcow2MetadataMap::Kind::kNone)
       TRY(fail_overlap("free cluster", host, k));
     TRY(set_refcount(host, 1));
-    TRY(sync());
-    ++counters_.allocations;
-    return host;
+    batch.push_back(host);
   }
+  TRY(sync());  // every reserved refcount durable before any L2 entry names one of them
+  reserved_.insert(reserved_.end(), batch.begin(), batch.end());
+  return {};
+}
+
+Result<uint64_t> Qcow2Metadata::allocate_cluster(bool* fresh) {
+  if (!writable_) TRY(fail_entry("allocation on a read-only image"));
+  if (reserved_.empty()) TRY(reserve_batch());
+  const uint64_t host = reserved_.front();
+  reserved_.pop_front();
+  if (fresh != nullptr) *fresh = (host >> h_.cluster_bits) >= fresh_from_;
+  ++counters_.allocations;
+  return host;
+}
+
+Result<void> Qcow2Metadata::release_reserved() {
+  if (reserved_.empty()) return {};
+  while (!reserved_.empty()) {
+    TRY(set_refcount(reserved_.back(), 0));
+    reserved_.pop_back();
+  }
+  return sync();
 }
 
 Result<void> Qcow2Metadata::set_l2(uint64_t gc, uint64_t host, bool zero) {

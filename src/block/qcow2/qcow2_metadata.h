@@ -7,7 +7,11 @@
 // sync_metadata false, i.e. cache=unsafe, where a host crash may lose the image by definition):
 //   1. allocate: refcount 0 -> 1 written (a new refcount block first, made durable, then its
 //      refcount table entry), then sync: no L1/L2 entry can reach the disk before the refcount
-//      of the cluster it names;
+//      of the cluster it names. Clusters are reserved this way in batches (up to
+//      kQcow2ReserveBytes, at most kQcow2ReserveMax clusters: one sync covers the batch; those
+//      past the end of the file take no space until written) and handed out from
+//      the batch in order; release_reserved() (a clean close) sets the unused ones back to 0, a
+//      crash leaks them (refcount 1, unreferenced: what `qemu-img check` calls leaked);
 //   2. a new L2 table is written zeroed and synced before its L1 entry is written;
 //   3. the caller writes the data cluster before set_l2() writes the L2 entry naming it;
 //   4. a guest FLUSH syncs the file, which makes data and every entry above durable.
@@ -19,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <memory>
 #include <string>
@@ -53,6 +58,11 @@ struct Qcow2Counters {
   uint64_t allocations = 0;  ///< Host clusters allocated (data, L2 tables, refcount blocks).
 };
 
+/// Bytes of clusters reserved per refcount sync (a crash leaks at most this much, or
+/// kQcow2ReserveMax clusters).
+inline constexpr uint64_t kQcow2ReserveBytes = 32u << 20;
+inline constexpr uint64_t kQcow2ReserveMax = 512;
+
 class Qcow2Metadata {
  public:
   /// Reads the L1 and refcount tables of `file` (validated `h`). `writable`: allocations allowed.
@@ -70,7 +80,12 @@ class Qcow2Metadata {
   /// other L2 tables: Qcow2MetadataMap); the request fails, the image stays open.
   [[nodiscard]] Result<Qcow2Mapping> lookup(uint64_t guest_cluster);
   /// Allocates one host cluster (refcount 0 -> 1, durable per the file comment); its offset.
-  [[nodiscard]] Result<uint64_t> allocate_cluster();
+  /// `fresh` (optional): set true when no byte of the cluster was ever written (it lies past the
+  /// end the file had at open, on a regular file): its bytes read as zeros.
+  [[nodiscard]] Result<uint64_t> allocate_cluster(bool* fresh = nullptr);
+  /// Sets the refcounts of reserved, never handed out clusters back to 0 and syncs (a clean
+  /// close: no leaks). Later allocations reserve anew.
+  [[nodiscard]] Result<void> release_reserved();
   /// Points guest cluster `guest_cluster` at `host` (an allocate_cluster() result whose data is
   /// written, or 0), allocating its L2 table when there is none; an entry with a host carries
   /// QCOW_OFLAG_COPIED. `zero`: the v3 zero flag (the cluster reads as zeros; `host` kept
@@ -105,6 +120,8 @@ class Qcow2Metadata {
   }
   /// Fails naming the cluster at `off` as `role` and the metadata `k` it overlaps.
   Result<void> fail_overlap(const std::string& role, uint64_t off, Qcow2MetadataMap::Kind k) const;
+  /// Reserves the next batch of free clusters (refcount 1, durable) into reserved_.
+  Result<void> reserve_batch();
   Result<void> fail_entry(const std::string& why) const;
 
   Qcow2File& file_;
@@ -120,6 +137,9 @@ class Qcow2Metadata {
   std::unordered_map<uint64_t, decltype(l2_lru_)::iterator> l2_index_;
   size_t l2_capacity_ = 4;
   uint64_t next_free_ = 0;  // cluster index where the next allocation search starts
+  // Clusters from here on were never written (past the file's end at open; none on a block device).
+  uint64_t fresh_from_ = UINT64_MAX;
+  std::deque<uint64_t> reserved_;  // host offsets: refcount 1 on disk, not yet handed out
   Qcow2Counters counters_;
 };
 
