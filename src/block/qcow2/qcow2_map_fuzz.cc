@@ -82,6 +82,7 @@ class CheckedFile final : public Qcow2File {
     return mem_.write(off, buf, n);
   }
   uint64_t size() const override { return mem_.size(); }
+  Result<void> grow_to(uint64_t size) override { return mem_.grow_to(size); }
   Result<void> sync() override { return {}; }
   /// Before each request: what must not be written over.
   void arm(unsigned cluster_bits) {
