@@ -29,11 +29,22 @@ Result<void> connect(local::socket& s, const std::string& path) {
 
 Result<HttpReply> api_request(const std::string& socket_path, std::string_view method,
                               std::string_view target, std::string_view body,
-                              std::chrono::milliseconds timeout) {
+                              std::chrono::milliseconds timeout, size_t max_body) {
   const std::string where = socket_path + " " + std::string(method) + " " + std::string(target);
   asio::io_context ioc;
   beast::basic_stream<local> stream(ioc);
-  TRY(connect(stream.socket(), socket_path));
+  beast::error_code ec;
+  // Connecting is bounded too: a listener that does not accept (a stuck server whose backlog is
+  // full) makes a blocking connect(2) on a Unix socket wait for ever.
+  stream.expires_after(timeout);
+  stream.async_connect(local::endpoint(socket_path), [&ec](beast::error_code e) { ec = e; });
+  ioc.run();
+  if (ec == beast::error::timeout)
+    return fail("connect", socket_path + ": not accepted within " + std::to_string(timeout.count()) +
+                               " ms");
+  if (ec == asio::error::would_block || ec == asio::error::no_buffer_space)
+    return fail("connect", socket_path + ": the server does not accept connections (its backlog is full)");
+  if (ec) return fail_code(ec.value(), "connect", socket_path);
 
   http::request<http::string_body> req;
   req.method_string(beast::string_view(method.data(), method.size()));
@@ -50,8 +61,8 @@ Result<HttpReply> api_request(const std::string& socket_path, std::string_view m
   // basic_stream's deadline only bounds asynchronous operations (a blocking read would wait for
   // ever; asio retries a SO_RCVTIMEO timeout itself): start each step asynchronously and run the
   // context until it completes or the deadline cancels it.
-  beast::error_code ec;
   stream.expires_after(timeout);
+  ioc.restart();
   http::async_write(stream, req, [&ec](beast::error_code e, size_t) { ec = e; });
   ioc.run();
   if (ec == beast::error::timeout)
@@ -61,11 +72,18 @@ Result<HttpReply> api_request(const std::string& socket_path, std::string_view m
 
   beast::flat_buffer buf;
   http::response_parser<http::string_body> parser;
-  parser.body_limit(64 * 1024 * 1024);
+  parser.body_limit(max_body);
   stream.expires_after(timeout);
   ioc.restart();
-  http::async_read(stream, buf, parser, [&ec](beast::error_code e, size_t) { ec = e; });
+  // The header first, then the body: read in one async_read, a reply whose Content-Length was
+  // over body_limit was read whole all the same (Boost 1.74; measured: a 60 MB reply, 1.5 GB).
+  http::async_read_header(stream, buf, parser, [&ec](beast::error_code e, size_t) { ec = e; });
   ioc.run();
+  if (!ec) {
+    ioc.restart();
+    http::async_read(stream, buf, parser, [&ec](beast::error_code e, size_t) { ec = e; });
+    ioc.run();
+  }
   if (ec == beast::error::timeout)
     return fail("read response",
                 where + ": no reply within " + std::to_string(timeout.count()) + " ms");
@@ -85,8 +103,8 @@ Result<HttpReply> api_request(const std::string& socket_path, std::string_view m
 }
 
 Result<std::string> api_get(const std::string& socket_path, std::string_view target,
-                            std::chrono::milliseconds timeout) {
-  ASSIGN_OR_RETURN(HttpReply r, api_request(socket_path, "GET", target, {}, timeout));
+                            std::chrono::milliseconds timeout, size_t max_body) {
+  ASSIGN_OR_RETURN(HttpReply r, api_request(socket_path, "GET", target, {}, timeout, max_body));
   if (r.status != 200)
     return fail("GET " + std::string(target),
                 socket_path + ": HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200));

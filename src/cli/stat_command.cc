@@ -16,7 +16,12 @@
 namespace tern {
 
 Result<nlohmann::json> fetch_stats(const std::string& sock) {
-  ASSIGN_OR_RETURN(std::string body, api_get(sock, "/tern/stats", std::chrono::seconds(10)));
+  // A tern's reply is tens of kB (a few hundred with hundreds of vCPUs and threads); a bigger one
+  // is refused before parsing, as tern stat --all holds two parsed replies per VM (a 60 MB reply
+  // took 1.5 GB).
+  constexpr size_t kMaxReply = 8 * 1024 * 1024;
+  ASSIGN_OR_RETURN(std::string body,
+                   api_get(sock, "/tern/stats", std::chrono::seconds(10), kMaxReply));
   // tern's reply nests a few levels; a deeper one (not tern's) is refused here, as copying and
   // printing a JSON value recurse once per level (100 000 levels overflowed the stack).
   constexpr int kMaxDepth = 32;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "api/api_server.h"
 #include "base/clock.h"
@@ -32,6 +33,9 @@ class StatAll : public ::testing::Test {
   }
   void TearDown() override {
     for (auto& s : servers_) s->shutdown();
+    for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);  // ends an accept() of a thread below
+    for (auto& t : threads_) t.join();
+    for (int fd : fds_) ::close(fd);
     fs::remove_all(dir_);
   }
   /// A fake tern at dir/<name>.sock: each GET /tern/stats is a later snapshot (counters × k).
@@ -57,6 +61,23 @@ class StatAll : public ::testing::Test {
     ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
     ::close(fd);
   }
+  /// A socket at dir/<name>.sock listening with `backlog`; returns its fd (closed at TearDown).
+  int listener(const std::string& name, int backlog) {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::string p = (dir_ / (name + ".sock")).string();
+    std::strncpy(a.sun_path, p.c_str(), sizeof a.sun_path - 1);
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+    EXPECT_EQ(::listen(fd, backlog), 0) << std::strerror(errno);
+    fds_.push_back(fd);
+    if (backlog == 0) {  // fill the backlog: a connect(2) more would wait for an accept
+      int c = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+      EXPECT_EQ(::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+      fds_.push_back(c);
+    }
+    return fd;
+  }
   /// Runs `tern stat args...` to the end; returns its exit status, output in `out`.
   int run(std::vector<std::string> args, std::string& out) {
     const std::string out_path = (dir_ / "out.txt").string();
@@ -72,6 +93,8 @@ class StatAll : public ::testing::Test {
   fs::path dir_;
   EventLog events_;
   std::vector<std::unique_ptr<ApiServer>> servers_;
+  std::vector<int> fds_;
+  std::vector<std::thread> threads_;
 };
 
 // Counts the lines of `text` that start with `prefix`.
@@ -127,6 +150,34 @@ TEST_F(StatAll, NoVmAnsweringIsAnError) {
   EXPECT_EQ(run({"--api-sock", "a", "--api-sock", "b", "--once"}, out), 1) << out;
   EXPECT_NE(out.find("--api-sock: give one socket (several only with --all)"), std::string::npos)
       << out;
+}
+
+// A tern that does not accept (its backlog full) and one whose reply announces 100 MB: each is its
+// own error line, bounded in time and memory; the answering VM's line is there.
+TEST_F(StatAll, AServerThatDoesNotAcceptOrRepliesHugeIsItsOwnErrorLine) {
+  serve("app0", 1);
+  listener("stuck", 0);
+  const int big = listener("huge", 8);
+  threads_.emplace_back([big] {
+    for (;;) {
+      int c = ::accept(big, nullptr, nullptr);
+      if (c < 0) return;
+      char req[4096];
+      (void)!::read(c, req, sizeof req);
+      const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n{\"a\":[";
+      ssize_t n = ::send(c, head.data(), head.size(), MSG_NOSIGNAL);
+      const std::string zeros(1 << 20, '0');  // 10 MB of the body, then the connection ends
+      for (int i = 0; i < 10 && n > 0; ++i) n = ::send(c, zeros.data(), zeros.size(), MSG_NOSIGNAL);
+      ::close(c);
+    }
+  });
+  std::string out;
+  EXPECT_EQ(run({"--sock-dir", dir_.string(), "--once", "--interval", "0.05"}, out), 0) << out;
+  EXPECT_EQ(lines_starting(out, "app0             error"), 0u) << out;
+  EXPECT_EQ(lines_starting(out, "stuck            error: connect: "), 1u) << out;
+  EXPECT_NE(out.find("does not accept connections"), std::string::npos) << out;
+  EXPECT_EQ(lines_starting(out, "huge             error: read response: "), 1u) << out;
+  EXPECT_NE(out.find("huge.sock GET /tern/stats: body limit exceeded"), std::string::npos) << out;
 }
 
 }  // namespace
