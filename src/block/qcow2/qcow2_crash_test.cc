@@ -6,6 +6,8 @@
 // where qemu-img sees them.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,6 +80,69 @@ TEST_F(Qcow2CrashTest, SigkillDuringAllocatingWritesLeavesACleanImageWithFlushed
     ASSERT_GE(out.size(), 4096 + 100 + flushed.size());
     EXPECT_TRUE(std::equal(flushed.begin(), flushed.end(), out.begin() + 4096 + 100));
   }
+}
+
+// The file cannot grow (RLIMIT_FSIZE: what a full filesystem does to a growing image, EFBIG for
+// ENOSPC) while writes allocate: they fail, the image is closed and reopened; qemu-img check
+// finds no corruption (leaks allowed), the flushed bytes read back, and once the file may grow
+// again the same writes succeed and read back.
+TEST_F(Qcow2CrashTest, AllocatingWritesOnAFileThatCannotGrowFailWithoutCorruption) {
+  const std::string img = path("full.qcow2");
+  ASSERT_EQ(run_command("qemu-img create -q -f qcow2 -o cluster_size=4096 " + img + " 8M").status,
+            0);
+  const auto flushed = pattern(64 * 1024, 3);
+  const auto more = pattern(2 << 20, 4);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    DiskConfig c;
+    c.path = img;
+    {
+      auto d = DiskImage::open(c);
+      if (!d || !d->qcow2()) ::_exit(10);
+      if (!d->qcow2()->write_sync(0, flushed.data(), flushed.size()) || !d->qcow2()->flush())
+        ::_exit(11);
+      struct stat st {};
+      if (::stat(img.c_str(), &st) != 0) ::_exit(12);
+      rlimit lim{static_cast<rlim_t>(st.st_size) + 64 * 1024, RLIM_INFINITY};
+      if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) ::_exit(13);
+      bool failed = false;
+      for (size_t off = 0; off < more.size(); off += 64 * 1024)
+        failed |= !d->qcow2()->write_sync((4 << 20) + off, more.data() + off, 64 * 1024);
+      if (!failed) ::_exit(14);
+    }  // closed with the limit on
+    for (int cycle = 0; cycle < 3; ++cycle) {  // reopened, still full: reads fine, writes fail
+      auto d = DiskImage::open(c);
+      if (!d || !d->qcow2()) ::_exit(20 + cycle);
+      std::vector<uint8_t> back(flushed.size());
+      if (!d->qcow2()->read_sync(0, back.data(), back.size()) || back != flushed) ::_exit(30 + cycle);
+      (void)d->qcow2()->write_sync(6 << 20, more.data(), 1 << 20);
+    }
+    ::_exit(0);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st)) << st;
+  ASSERT_EQ(WEXITSTATUS(st), 0);
+  auto check = run_command("qemu-img check " + img);
+  EXPECT_TRUE(check_clean(check)) << check.status << ": " << check.output;
+  {
+    DiskConfig c;
+    c.path = img;
+    auto d = DiskImage::open(c);
+    ASSERT_TRUE(d && d->qcow2()) << (d ? "" : d.error().message());
+    ASSERT_TRUE(d->qcow2()->write_sync(4 << 20, more.data(), more.size()));
+    ASSERT_TRUE(d->qcow2()->flush());
+  }
+  check = run_command("qemu-img check " + img);
+  EXPECT_TRUE(check_clean(check)) << check.status << ": " << check.output;
+  ASSERT_EQ(run_command("qemu-img convert -f qcow2 -O raw " + img + " " + path("full.raw")).status,
+            0);
+  auto out = testing::read_file(path("full.raw"));
+  ASSERT_GE(out.size(), (4u << 20) + more.size());
+  EXPECT_TRUE(std::equal(flushed.begin(), flushed.end(), out.begin()));
+  EXPECT_TRUE(std::equal(more.begin(), more.end(), out.begin() + (4 << 20)));
 }
 
 // Four threads (four queues of one disk) allocate at once, each writing every fourth 512-byte
