@@ -13,7 +13,8 @@ Result<UniqueFd> open_file(const std::string& path, int flags, int mode) {
 }
 
 Result<std::string> read_file(const std::string& path, size_t limit) {
-  ASSIGN_OR_RETURN(UniqueFd fd, open_file(path, O_RDONLY));
+  // O_NONBLOCK: a FIFO without a writer is refused below instead of waiting for one in open(2).
+  ASSIGN_OR_RETURN(UniqueFd fd, open_file(path, O_RDONLY | O_NONBLOCK));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return fail_errno("fstat", path);
   if (!S_ISREG(st.st_mode)) return fail("open", path + ": not a regular file");

@@ -30,7 +30,10 @@ constexpr size_t kMaxDecompressedKernelBytes = 512 * MiB;
 
 /// The whole regular file at `path` in a HostBuffer (bytes; `limit` guards against huge inputs).
 Result<HostBuffer> read_to_buffer(const std::string& path, size_t limit, const char* field) {
-  auto fd = open_file(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO without a writer would wait for one (for ever: SIGTERM is taken
+  // by tern's signalfd, not by the open); it is refused below as not a regular file. A regular
+  // file's reads ignore the flag.
+  auto fd = open_file(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (!fd) return fail(field, fd.error().message());
   struct stat st {};
   if (::fstat(fd->get(), &st) != 0) return fail(field, Error{"fstat", path, errno}.message());

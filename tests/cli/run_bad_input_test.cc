@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,6 +98,21 @@ TEST_F(RunBadInput, MissingKernel) {
 
 TEST_F(RunBadInput, KernelIsADirectory) {
   expect_rejected({"--kernel", dir_.string()}, {"--kernel", "not a regular file"});
+}
+
+// A FIFO nobody writes (a path typo into a named pipe): refused, not a wait in open(2) that
+// SIGTERM cannot end (tern takes SIGTERM through a signalfd).
+TEST_F(RunBadInput, KernelFirmwareInitrdOrConfigIsAFifo) {
+  const std::string fifo = (dir_ / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_rejected({"--kernel", fifo}, {"--kernel", "not a regular file"});
+  auto fw = run_tern({"run", "--firmware", fifo});
+  EXPECT_EQ(fw.status, 1) << fw.err;
+  EXPECT_NE(fw.err.find("--firmware: open: " + fifo + ": not a regular file"), std::string::npos)
+      << fw.err;
+  auto cfg = run_tern({"--config-file", fifo});
+  EXPECT_EQ(cfg.status, 1) << cfg.err;
+  EXPECT_NE(cfg.err.find("not a regular file"), std::string::npos) << cfg.err;
 }
 
 TEST_F(RunBadInput, KernelNotABzImage) {
