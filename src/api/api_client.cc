@@ -27,9 +27,29 @@ Result<void> connect(local::socket& s, const std::string& path) {
 
 }  // namespace
 
+namespace {
+Result<HttpReply> request_once(const std::string& socket_path, std::string_view method,
+                               std::string_view target, std::string_view body,
+                               std::chrono::milliseconds timeout, size_t max_body);
+}  // namespace
+
 Result<HttpReply> api_request(const std::string& socket_path, std::string_view method,
                               std::string_view target, std::string_view body,
                               std::chrono::milliseconds timeout, size_t max_body) {
+  // asio throws when it cannot make its descriptors (EMFILE: tern stat --all over many VMs):
+  // that request's error, not the end of the process.
+  try {
+    return request_once(socket_path, method, target, body, timeout, max_body);
+  } catch (const boost::system::system_error& e) {
+    return fail_code(e.code().value(), "connect", socket_path);
+  }
+}
+
+namespace {
+
+Result<HttpReply> request_once(const std::string& socket_path, std::string_view method,
+                               std::string_view target, std::string_view body,
+                               std::chrono::milliseconds timeout, size_t max_body) {
   const std::string where = socket_path + " " + std::string(method) + " " + std::string(target);
   asio::io_context ioc;
   beast::basic_stream<local> stream(ioc);
@@ -101,6 +121,8 @@ Result<HttpReply> api_request(const std::string& socket_path, std::string_view m
   stream.socket().shutdown(local::socket::shutdown_both, ignored);
   return r;
 }
+
+}  // namespace
 
 Result<std::string> api_get(const std::string& socket_path, std::string_view target,
                             std::chrono::milliseconds timeout, size_t max_body) {
