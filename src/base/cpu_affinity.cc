@@ -16,12 +16,21 @@ namespace {
 
 // CPU numbers above this are refused as typos (CPU_SETSIZE is 1024).
 constexpr unsigned kMaxCpu = CPU_SETSIZE - 1;
+// Longest user text an error quotes (a pasted 100 KB list must not come back whole).
+constexpr size_t kMaxQuoted = 40;
 
-Result<unsigned> parse_cpu(std::string_view t, const std::string& field) {
+std::string quoted(std::string_view t) {
+  if (t.size() <= kMaxQuoted) return "\"" + std::string(t) + "\"";
+  return "\"" + std::string(t.substr(0, kMaxQuoted)) + "...\" (" + std::to_string(t.size()) +
+         " bytes)";
+}
+
+// One CPU number `t` of `item` (an item of the list: N or N-M).
+Result<unsigned> parse_cpu(std::string_view t, std::string_view item, const std::string& field) {
   unsigned v = 0;
   auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
   if (t.empty() || ec != std::errc() || p != t.data() + t.size())
-    return fail(field, "\"" + std::string(t) + "\" is not a CPU number");
+    return fail(field, quoted(item) + " is not a CPU number or range (e.g. 0-1,3)");
   if (v > kMaxCpu)
     return fail(field, "CPU " + std::string(t) + " is above " + std::to_string(kMaxCpu));
   return v;
@@ -37,18 +46,17 @@ Result<CpuList> parse_cpu_list(std::string_view text, const std::string& field) 
     size_t comma = text.find(',', start);
     std::string_view item = text.substr(start, comma == std::string_view::npos ? text.npos
                                                                                : comma - start);
-    if (item.empty()) return fail(field, "\"" + std::string(text) + "\": an empty item");
+    if (item.empty()) return fail(field, quoted(text) + ": an empty item");
     size_t dash = item.find('-');
-    ASSIGN_OR_RETURN(unsigned lo, parse_cpu(item.substr(0, dash), field));
+    ASSIGN_OR_RETURN(unsigned lo, parse_cpu(item.substr(0, dash), item, field));
     unsigned hi = lo;
     if (dash != std::string_view::npos) {
-      ASSIGN_OR_RETURN(hi, parse_cpu(item.substr(dash + 1), field));
-      if (hi < lo) return fail(field, "\"" + std::string(item) + "\": a range ends below its start");
+      ASSIGN_OR_RETURN(hi, parse_cpu(item.substr(dash + 1), item, field));
+      if (hi < lo) return fail(field, quoted(item) + ": a range ends below its start");
     }
     for (unsigned c = lo; c <= hi; ++c) {
       if (std::find(out.begin(), out.end(), c) != out.end())
-        return fail(field, "\"" + std::string(text) + "\": CPU " + std::to_string(c) +
-                               " is given twice");
+        return fail(field, quoted(text) + ": CPU " + std::to_string(c) + " is given twice");
       out.push_back(c);
     }
     if (comma == std::string_view::npos) break;

@@ -20,7 +20,19 @@ TEST(CpuList, ParsesRangesAndRefusesBadOnes) {
   EXPECT_EQ(cpu_list_text(*l), "0-1,4,6-7");
   EXPECT_EQ(parse_cpu_list("", "f").error().message(), "f: empty CPU list (e.g. 0-1,3)");
   EXPECT_EQ(parse_cpu_list("0,,1", "f").error().message(), "f: \"0,,1\": an empty item");
-  EXPECT_EQ(parse_cpu_list("x", "f").error().message(), "f: \"x\" is not a CPU number");
+  EXPECT_EQ(parse_cpu_list("x", "f").error().message(),
+            "f: \"x\" is not a CPU number or range (e.g. 0-1,3)");
+  // A missing end or start names the item, not the empty side of its dash.
+  EXPECT_EQ(parse_cpu_list("-1", "f").error().message(),
+            "f: \"-1\" is not a CPU number or range (e.g. 0-1,3)");
+  EXPECT_EQ(parse_cpu_list("0,1-", "f").error().message(),
+            "f: \"1-\" is not a CPU number or range (e.g. 0-1,3)");
+  // A long list is quoted cut short, with its length.
+  std::string longlist = "0";
+  for (int i = 1; i < 20000; ++i) longlist += ",0";
+  std::string m = parse_cpu_list(longlist, "f").error().message();
+  EXPECT_LT(m.size(), 120u) << m;
+  EXPECT_NE(m.find("(39999 bytes)"), std::string::npos) << m;
   EXPECT_EQ(parse_cpu_list("3-1", "f").error().message(),
             "f: \"3-1\": a range ends below its start");
   EXPECT_EQ(parse_cpu_list("0-2,1", "f").error().message(), "f: \"0-2,1\": CPU 1 is given twice");
