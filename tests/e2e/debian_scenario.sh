@@ -21,7 +21,9 @@
 #   e2fsck clean.
 # "qcow2" (1 vCPU, virtio-blk): a qcow2 overlay made by qemu-img in L1 over the raw image
 #   (-b /dev/vda -F raw): refused without backing_files=on, naming the key; with it the guest boots
-#   from the overlay (marker, prompt), writes and syncs a file, `systemctl poweroff`: exit 0;
+#   from the overlay (marker, prompt), writes and syncs a file, is saved (tern snapshot --exit)
+#   and restored, the restored guest reads the file back and writes 2 MiB more, `systemctl
+#   poweroff`: exit 0;
 #   `qemu-img check` of the overlay clean (exit 0), and the overlay holds allocated clusters; then
 #   QEMU (-M pc, the same kernel/initrd/cmdline, the overlay as format=qcow2 virtio-blk) boots
 #   the overlay tern wrote: its guest reads tern's file with the same sha256, poweroff exits 0,
@@ -149,7 +151,18 @@ if want_case qcow2; then
     sum=$(echo "$deb_out" | grep -aoE '^[0-9a-f]{64}' | head -n 1)
     [ "$deb_rc" = 0 ] && [ -n "$sum" ]
     check qcow2-guest-write $? "8 MiB written and synced in the guest: rc '$deb_rc', sha256 ${sum:-none}"
-    stopped qcow2 "systemctl poweroff" 0
+    # A running VM on qcow2 is saved and restored (issue 27 item 4): the restored guest reads its
+    # file back and allocates more through the restored image; the overlay checks clean after.
+    deb_snapshot qcow2
+    check qcow2-snapshot $? "tern snapshot --exit: $(echo "$deb_out" | tail -n 1 | oneline)"
+    check qcow2-snapshot-exit "$([ "$deb_exit" = 0 ]; echo $?)" "the saved VM's tern exited $deb_exit (want 0)"
+    deb_restore qcow2 qcow2r
+    deb_cmd qcow2r 120 "sha256sum /root/qcow2-probe; dd if=/dev/urandom of=/root/qcow2-after bs=1M count=2 2>/dev/null && sync && echo TERN-QCOW2-AFTER-OK"
+    rsum=$(echo "$deb_out" | grep -aoE '^[0-9a-f]{64}' | head -n 1)
+    [ -n "$sum" ] && [ "$rsum" = "$sum" ] && echo "$deb_out" | grep -aq '^TERN-QCOW2-AFTER-OK'
+    check qcow2-restored $? "after the restore: sha256 ${rsum:-none} (want ${sum:-?}), 2 MiB more written: $(echo "$deb_out" | grep -ac TERN-QCOW2-AFTER-OK)"
+    stopped qcow2r "systemctl poweroff" 0
+    rm -f /tmp/qcow2.state /tmp/qcow2.mem
     out=$(qemu-img check "$OV" 2>&1)
     check qcow2-check $? "qemu-img check $OV: $(echo "$out" | oneline)"
     size=$(wc -c <"$OV")
